@@ -1,0 +1,46 @@
+# The two commands a new user needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install lint format bench migrate clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## make run: install, migrate, load demo data, serve the dashboard with a worker (embedded default)
+run: $(STAMP)
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py seed_demo
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py serve --host $(HOST) --port $(PORT)
+
+## make test: the whole suite (services are used when their variables are set; see README)
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(STAMP)
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+## make bench: speed and accuracy figures, printed as ratios measured in one run
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+migrate: $(STAMP)
+	$(PY) manage.py migrate --noinput
+
+clean:
+	rm -rf var

@@ -1,0 +1,40 @@
+"""Template context shared by every page: the navigation and the user's roles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+from django.urls import reverse
+
+from audit_app.permissions import user_roles
+
+
+@dataclass(frozen=True, kw_only=True)
+class NavItem:
+    label: str
+    url: str
+    active: bool
+
+
+# (label, url name) in the order the navigation shows them.
+NAVIGATION: tuple[tuple[str, str], ...] = (
+    ("Overview", "overview"),
+    ("Workloads", "workloads"),
+    ("Uploads", "uploads"),
+    ("Recommendations", "recommendations"),
+    ("Benchmarks", "benchmarks"),
+    ("Reconciliation", "reconciliation"),
+    ("API docs", "api-docs"),
+)
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    match = getattr(request, "resolver_match", None)
+    current = match.url_name if match else None
+    items = [
+        NavItem(label=label, url=reverse(name), active=(name == current))
+        for label, name in NAVIGATION
+    ]
+    return {"nav_items": items, "current_roles": sorted(user_roles(request.user))}

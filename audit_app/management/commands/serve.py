@@ -1,0 +1,89 @@
+"""Serve the dashboard with a Celery worker beside it: the embedded default of `make run`.
+
+Both run as child processes; Ctrl-C (SIGINT) or SIGTERM stops both, and if either exits the
+other is stopped too, so the pair never runs half-alive.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+_STOP_GRACE_SECONDS = 10
+
+
+class Command(BaseCommand):
+    help = "Run the web server and a Celery worker together until Ctrl-C."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--concurrency", type=int, default=2, help="Worker processes.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        base_dir = Path(settings.BASE_DIR)
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        worker_cmd = [
+            sys.executable, "-m", "celery", "-A", "config", "worker",
+            "--loglevel", "INFO", "--concurrency", str(options["concurrency"]),
+            "--hostname", f"embedded-{os.getpid()}@%h",
+        ]
+        web_cmd = [
+            sys.executable, str(base_dir / "manage.py"), "runserver",
+            f"{options['host']}:{options['port']}", "--noreload",
+        ]
+        self.stdout.write(f"Broker: {_redact(settings.CELERY_BROKER_URL)}")
+        self.stdout.write(f"Dashboard: http://{options['host']}:{options['port']}/  "
+                          "(Ctrl-C stops the server and the worker)")
+        children = [
+            subprocess.Popen(worker_cmd, cwd=base_dir, env=env),
+            subprocess.Popen(web_cmd, cwd=base_dir, env=env),
+        ]
+        stopping = False
+
+        def request_stop(signum: int, frame: Any) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
+        try:
+            while not stopping and all(child.poll() is None for child in children):
+                time.sleep(0.2)
+        finally:
+            _stop(children)
+        exited = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM)]
+        if not stopping and exited:
+            self.stderr.write("A child process exited unexpectedly; stopped the other one.")
+            sys.exit(1)
+        self.stdout.write("Stopped the web server and the worker.")
+
+
+def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_GRACE_SECONDS
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url

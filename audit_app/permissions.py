@@ -1,0 +1,72 @@
+"""Roles and the one permission check used by pages and the API alike.
+
+Roles are Django groups (created by a data migration). A superuser holds every role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+from django.contrib.auth.mixins import AccessMixin
+from django.http import HttpRequest, HttpResponse
+from rest_framework.permissions import BasePermission
+
+
+class Role(StrEnum):
+    FINOPS = "finops"
+    ENGINEER = "engineer"
+    MANAGER = "manager"
+
+
+ALL_ROLES: frozenset[Role] = frozenset(Role)
+
+
+def user_roles(user: Any) -> frozenset[str]:
+    """The roles a user holds; a superuser holds all of them."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return frozenset()
+    if user.is_superuser:
+        return frozenset(ALL_ROLES)
+    cached = getattr(user, "_audit_roles", None)
+    if cached is None:
+        names = user.groups.filter(name__in=[r.value for r in Role]).values_list("name", flat=True)
+        cached = frozenset(names)
+        user._audit_roles = cached
+    return cached
+
+
+def has_role(user: Any, roles: Iterable[str] = ALL_ROLES) -> bool:
+    """True when the user is signed in and holds at least one of ``roles``."""
+    return bool(user_roles(user) & frozenset(roles))
+
+
+class RoleRequiredMixin(AccessMixin):
+    """Page views: signed-in users holding one of ``allowed_roles`` (default: any role)."""
+
+    allowed_roles: frozenset[str] = frozenset(ALL_ROLES)
+    raise_exception = True
+    permission_denied_message = (
+        "Your account has no role that may open this page. Ask an administrator for one of: {}."
+    )
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return self.handle_no_permission()
+        if not has_role(request.user, self.allowed_roles):
+            self.permission_denied_message = self.permission_denied_message.format(
+                ", ".join(sorted(self.allowed_roles))
+            )
+            return self.handle_no_permission()
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+
+
+class HasAnyRole(BasePermission):
+    """API views: the default permission; subclasses narrow ``allowed_roles``."""
+
+    allowed_roles: frozenset[str] = frozenset(ALL_ROLES)
+    message = "Your account has no role that may use this endpoint."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return has_role(request.user, getattr(view, "allowed_roles", self.allowed_roles))

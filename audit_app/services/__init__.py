@@ -1,0 +1,1 @@
+"""Services: every write the audit app makes goes through a function here."""

@@ -1,0 +1,1 @@
+"""HTML views of the audit app."""

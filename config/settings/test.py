@@ -1,0 +1,33 @@
+"""Settings for the test suite: the base settings plus speed-ups.
+
+Services come from the same environment variables as production (DATABASE_URL,
+CELERY_BROKER_URL); tests that need a real one skip without it, or fail with REQUIRE_SERVICES=1.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_VAR_DIR", tempfile.mkdtemp(prefix="audit-test-var-"))
+
+from config.settings.base import *  # noqa: E402,F403
+from config.settings.base import VAR_DIR  # noqa: E402
+
+DEBUG = False
+SECRET_KEY = "test-secret-key-not-for-production"  # noqa: S105
+ALLOWED_HOSTS = ["*"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+MEDIA_ROOT = Path(VAR_DIR) / "media"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Unit tests run tasks in-process; integration tests start a real worker and switch this off.
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
