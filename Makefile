@@ -37,7 +37,7 @@ format: $(STAMP)
 
 ## make bench: speed and accuracy figures, printed as ratios measured in one run
 bench: $(STAMP)
-	$(PY) -m benchmarks
+	$(PY) -m bench
 
 migrate: $(STAMP)
 	$(PY) manage.py migrate --noinput

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -20,7 +21,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("audit_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The Swagger UI is a page: an anonymous visitor is sent to the login form, not given a 401.
+    path(
+        "api/docs/",
+        login_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     path("benchmarks/", include("benchmarks_app.urls")),
     path("", include("audit_app.urls")),
 ]

@@ -39,6 +39,6 @@ def demo_users_ensure() -> list[DemoAccount]:
             user.is_staff = True
             user.is_superuser = True
         else:
-            user.groups.add(Group.objects.get(name=account.role))
+            user.groups.add(Group.objects.get_or_create(name=account.role)[0])
         user.save()
     return list(DEMO_ACCOUNTS)

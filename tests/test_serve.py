@@ -1,0 +1,122 @@
+"""`make run`'s embedded default, end to end: migrate, demo users, web server plus worker on the
+embedded broker, login, overview; Ctrl-C stops both processes."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import REPO_ROOT, stop_process_group
+
+# `make run` needs no service: drop the ones CI configures for the rest of the suite.
+SERVICE_VARIABLES = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
+                     "DJANGO_SETTINGS_MODULE")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _embedded_env(var_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARIABLES}
+    env.update({"DJANGO_VAR_DIR": str(var_dir), "DJANGO_DEBUG": "true", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def _manage(*args: str, env: dict[str, str]) -> str:
+    result = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    return result.stdout
+
+
+def _processes_matching(fragment: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if fragment in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    env = _embedded_env(tmp_path)
+    _manage("migrate", "--noinput", env=env)
+    credentials = _manage("seed_demo", env=env)
+    match = re.search(r"username: (finops)\s+password: (\S+)", credentials)
+    assert match, credentials
+    # A second run reuses what exists and prints the same credentials.
+    assert _manage("seed_demo", env=env) == credentials
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)],
+                                 cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    try:
+        health = _wait_for_health(base, serve, log_path)
+        assert health == '{"database": "ok", "broker": "ok"}'
+        assert "sqla+sqlite" in log_path.read_text()
+
+        overview = _log_in(base, match.group(1), match.group(2))
+        assert "<h1>Overview</h1>" in overview
+        assert 'id="uploads-per-day-data"' in overview
+        assert _processes_matching(f"embedded-{serve.pid}@"), "worker not running"
+
+        os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        assert serve.wait(timeout=20) == 0
+        time.sleep(0.5)
+        assert _processes_matching(f"embedded-{serve.pid}@") == []
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"{base}/healthz", timeout=2)
+        assert "Stopped the web server and the worker." in log_path.read_text()
+    finally:
+        stop_process_group(serve)
+
+
+def _wait_for_health(base: str, serve: subprocess.Popen[bytes], log_path: Path) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if serve.poll() is not None:
+            raise AssertionError(f"serve exited early:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=3) as response:
+                return response.read().decode()
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"server did not answer:\n{log_path.read_text()}")
+
+
+def _log_in(base: str, username: str, password: str) -> str:
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    login_page = opener.open(f"{base}/accounts/login/", timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page)
+    assert token
+    data = urllib.parse.urlencode({"username": username, "password": password,
+                                   "csrfmiddlewaretoken": token.group(1)}).encode()
+    request = urllib.request.Request(f"{base}/accounts/login/", data=data,
+                                     headers={"Referer": f"{base}/accounts/login/"})
+    with opener.open(request, timeout=10) as response:
+        assert response.url == f"{base}/"
+        return response.read().decode()
