@@ -44,7 +44,9 @@ def env_int(name: str, default: int, *, environ: Mapping[str, str] | None = None
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number") from None
 
 
-def env_list(name: str, default: list[str], *, environ: Mapping[str, str] | None = None) -> list[str]:
+def env_list(
+    name: str, default: list[str], *, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """A comma-separated list; blanks are dropped."""
     source = os.environ if environ is None else environ
     raw = source.get(name)

@@ -73,7 +73,9 @@ def redis_url() -> str:
 @pytest.fixture(scope="session")
 def chromium() -> str:
     path = chromium_path()
-    require_service("Chromium", path is not None, "no Chromium binary found (apt-get install chromium)")
+    require_service(
+        "Chromium", path is not None, "no Chromium binary found (apt-get install chromium)"
+    )
     assert path is not None
     return path
 
@@ -82,8 +84,12 @@ def chromium() -> str:
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     # Debian's Chromium: Playwright's own browser download is not available here.
     path = chromium_path() or shutil.which("chromium") or "/usr/bin/chromium"
-    return {**browser_type_launch_args, "executable_path": path, "headless": True,
-            "args": CHROMIUM_ARGS}
+    return {
+        **browser_type_launch_args,
+        "executable_path": path,
+        "headless": True,
+        "args": CHROMIUM_ARGS,
+    }
 
 
 @pytest.fixture

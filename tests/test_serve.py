@@ -20,8 +20,12 @@ import pytest
 from tests.support.processes import REPO_ROOT, stop_process_group
 
 # `make run` needs no service: drop the ones CI configures for the rest of the suite.
-SERVICE_VARIABLES = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
-                     "DJANGO_SETTINGS_MODULE")
+SERVICE_VARIABLES = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CELERY_RESULT_BACKEND",
+    "DJANGO_SETTINGS_MODULE",
+)
 
 
 def _free_port() -> int:
@@ -37,8 +41,15 @@ def _embedded_env(var_dir: Path) -> dict[str, str]:
 
 
 def _manage(*args: str, env: dict[str, str]) -> str:
-    result = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return result.stdout
 
 
@@ -70,9 +81,14 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:
-        serve = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)],
-                                 cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         health = _wait_for_health(base, serve, log_path)
         assert health == '{"database": "ok", "broker": "ok"}'
@@ -113,10 +129,12 @@ def _log_in(base: str, username: str, password: str) -> str:
     login_page = opener.open(f"{base}/accounts/login/", timeout=10).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page)
     assert token
-    data = urllib.parse.urlencode({"username": username, "password": password,
-                                   "csrfmiddlewaretoken": token.group(1)}).encode()
-    request = urllib.request.Request(f"{base}/accounts/login/", data=data,
-                                     headers={"Referer": f"{base}/accounts/login/"})
+    data = urllib.parse.urlencode(
+        {"username": username, "password": password, "csrfmiddlewaretoken": token.group(1)}
+    ).encode()
+    request = urllib.request.Request(
+        f"{base}/accounts/login/", data=data, headers={"Referer": f"{base}/accounts/login/"}
+    )
     with opener.open(request, timeout=10) as response:
         assert response.url == f"{base}/"
         return response.read().decode()

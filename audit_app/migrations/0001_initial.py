@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,44 +14,96 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=100)),
-                ('prefix', models.CharField(help_text='First characters, to tell tokens apart.', max_length=12)),
-                ('key_hash', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(blank=True, max_length=100)),
+                (
+                    "prefix",
+                    models.CharField(
+                        help_text="First characters, to tell tokens apart.", max_length=12
+                    ),
+                ),
+                ("key_hash", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Upload',
+            name="Upload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('token_log', 'Token / request log'), ('billing', 'Billing export'), ('benchmark', 'Benchmark artifact')], max_length=16)),
-                ('format', models.CharField(blank=True, max_length=32)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('file', models.FileField(upload_to='uploads/%Y/%m/%d/')),
-                ('original_name', models.CharField(max_length=255)),
-                ('size_bytes', models.BigIntegerField(default=0)),
-                ('sha256', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('bytes_read', models.BigIntegerField(default=0)),
-                ('rows_read', models.BigIntegerField(default=0)),
-                ('rows_accepted', models.BigIntegerField(default=0)),
-                ('rows_rejected', models.BigIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('uploaded_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='uploads', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("token_log", "Token / request log"),
+                            ("billing", "Billing export"),
+                            ("benchmark", "Benchmark artifact"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("format", models.CharField(blank=True, max_length=32)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("file", models.FileField(upload_to="uploads/%Y/%m/%d/")),
+                ("original_name", models.CharField(max_length=255)),
+                ("size_bytes", models.BigIntegerField(default=0)),
+                ("sha256", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("bytes_read", models.BigIntegerField(default=0)),
+                ("rows_read", models.BigIntegerField(default=0)),
+                ("rows_accepted", models.BigIntegerField(default=0)),
+                ("rows_rejected", models.BigIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "uploaded_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="uploads",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

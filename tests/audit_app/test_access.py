@@ -17,14 +17,29 @@ API = [u for u in PROTECTED if u.is_api]
 ADMIN = [u for u in ALL_URLS if u.is_admin and "login" not in u.name and "logout" not in u.name]
 
 # Pages without path parameters render for any user holding a role.
-SIMPLE_PAGES = ["overview", "workloads", "uploads", "recommendations", "reconciliation",
-                "benchmarks", "api-docs"]
+SIMPLE_PAGES = [
+    "overview",
+    "workloads",
+    "uploads",
+    "recommendations",
+    "reconciliation",
+    "benchmarks",
+    "api-docs",
+]
 
 
 def test_walk_finds_the_known_pages_and_endpoints() -> None:
     names = {u.name for u in ALL_URLS}
-    assert {"overview", "uploads", "api-root", "api-me", "api-schema", "api-docs",
-            "healthz", "login"} <= names
+    assert {
+        "overview",
+        "uploads",
+        "api-root",
+        "api-me",
+        "api-schema",
+        "api-docs",
+        "healthz",
+        "login",
+    } <= names
     assert len(API) >= 3
     assert len(ADMIN) > 10
 
@@ -63,10 +78,12 @@ def test_login_and_healthz_are_public(client: Client) -> None:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", SIMPLE_PAGES)
-@pytest.mark.parametrize("role_user", ["finops_user", "engineer_user", "manager_user",
-                                       "admin_user"])
-def test_every_role_opens_every_page(client: Client, request: Any, role_user: str,
-                                     name: str) -> None:
+@pytest.mark.parametrize(
+    "role_user", ["finops_user", "engineer_user", "manager_user", "admin_user"]
+)
+def test_every_role_opens_every_page(
+    client: Client, request: Any, role_user: str, name: str
+) -> None:
     client.force_login(request.getfixturevalue(role_user))
     response = client.get(reverse(name))
     assert response.status_code == 200
@@ -74,8 +91,7 @@ def test_every_role_opens_every_page(client: Client, request: Any, role_user: st
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", [n for n in SIMPLE_PAGES if n != "api-docs"])
-def test_user_without_a_role_is_refused_pages(client: Client, no_role_user: Any,
-                                              name: str) -> None:
+def test_user_without_a_role_is_refused_pages(client: Client, no_role_user: Any, name: str) -> None:
     client.force_login(no_role_user)
     response = client.get(reverse(name))
     assert response.status_code == 403

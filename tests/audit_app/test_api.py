@@ -28,8 +28,12 @@ def test_issue_token_prints_a_token_that_authenticates(client: Client, engineer_
     assert key.startswith("isa_") and len(key) > 40
     response = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {key}")
     assert response.status_code == 200
-    assert response.json() == {"username": "eli-engineer", "roles": ["engineer"],
-                               "is_staff": False, "auth": "token"}
+    assert response.json() == {
+        "username": "eli-engineer",
+        "roles": ["engineer"],
+        "is_staff": False,
+        "auth": "token",
+    }
     bearer = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert bearer.status_code == 200
 
@@ -102,6 +106,7 @@ def test_openapi_schema_is_generated(client: Client, finops_user: Any) -> None:
     assert schema["openapi"].startswith("3.")
     assert "/api/v1/me/" in schema["paths"]
     assert "/api/v1/" in schema["paths"]
+    assert schema["components"]["securitySchemes"]["tokenAuth"]["in"] == "header"
 
 
 @pytest.mark.django_db
@@ -116,8 +121,9 @@ def test_swagger_ui_uses_local_assets_only(client: Client, finops_user: Any) -> 
 
 
 def test_error_body_for_field_errors() -> None:
-    exc = exceptions.ValidationError({"file": ["This field is required."],
-                                      "format": ["Unknown format 'xls'."]})
+    exc = exceptions.ValidationError(
+        {"file": ["This field is required."], "format": ["Unknown format 'xls'."]}
+    )
     assert error_body(exc) == {
         "detail": "file: This field is required.",
         "errors": {"file": ["This field is required."], "format": ["Unknown format 'xls'."]},

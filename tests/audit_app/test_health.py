@@ -22,8 +22,7 @@ def test_healthz_ok_when_database_and_broker_answer(client: Client) -> None:
 
 
 @pytest.mark.django_db
-def test_healthz_503_names_the_broker_when_it_is_down(client: Client,
-                                                      monkeypatch: Any) -> None:
+def test_healthz_503_names_the_broker_when_it_is_down(client: Client, monkeypatch: Any) -> None:
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     monkeypatch.setattr(celery_app.conf, "broker_url", "redis://127.0.0.1:9/0")
     response = client.get("/healthz")
@@ -34,8 +33,7 @@ def test_healthz_503_names_the_broker_when_it_is_down(client: Client,
 
 
 @pytest.mark.django_db
-def test_healthz_503_names_the_database_when_it_is_down(client: Client,
-                                                        monkeypatch: Any) -> None:
+def test_healthz_503_names_the_database_when_it_is_down(client: Client, monkeypatch: Any) -> None:
     from django.db import connection
 
     def refuse(*args: Any, **kwargs: Any) -> Any:

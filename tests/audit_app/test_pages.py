@@ -13,8 +13,7 @@ from tests.factories import UploadFactory
 
 
 @pytest.mark.django_db
-def test_overview_empty_state_tells_a_new_user_what_to_do(client: Client,
-                                                          finops_user: Any) -> None:
+def test_overview_empty_state_tells_a_new_user_what_to_do(client: Client, finops_user: Any) -> None:
     client.force_login(finops_user)
     html = client.get("/").content.decode()
     assert "Get started" in html
@@ -39,12 +38,20 @@ def test_overview_chart_carries_the_database_counts(client: Client, finops_user:
 
 
 @pytest.mark.django_db
-def test_navigation_lists_every_section_and_marks_the_current_one(client: Client,
-                                                                  finops_user: Any) -> None:
+def test_navigation_lists_every_section_and_marks_the_current_one(
+    client: Client, finops_user: Any
+) -> None:
     client.force_login(finops_user)
     html = client.get("/uploads/").content.decode()
-    for label in ["Overview", "Workloads", "Uploads", "Recommendations", "Benchmarks",
-                  "Reconciliation", "API docs"]:
+    for label in [
+        "Overview",
+        "Workloads",
+        "Uploads",
+        "Recommendations",
+        "Benchmarks",
+        "Reconciliation",
+        "API docs",
+    ]:
         assert f">{label}</a>" in html
     assert '<a href="/uploads/" aria-current="page">Uploads</a>' in html
     assert 'class="skip-link" href="#main"' in html

@@ -17,8 +17,9 @@ def test_role_groups_come_from_the_data_migration() -> None:
 
 
 @pytest.mark.django_db
-def test_user_roles(finops_user: Any, manager_user: Any, no_role_user: Any,
-                    admin_user: Any) -> None:
+def test_user_roles(
+    finops_user: Any, manager_user: Any, no_role_user: Any, admin_user: Any
+) -> None:
     assert user_roles(finops_user) == {"finops"}
     assert user_roles(manager_user) == {"manager"}
     assert user_roles(no_role_user) == frozenset()

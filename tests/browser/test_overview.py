@@ -30,8 +30,9 @@ def test_demo_user_logs_in_and_sees_the_chart(browser_page: Any, live_server: An
     assert page.locator("#uploads-per-day .barlayer .trace").count() == 1
 
 
-def test_keyboard_user_can_skip_to_content(browser_page: Any, live_server: Any,
-                                           finops_user: Any) -> None:
+def test_keyboard_user_can_skip_to_content(
+    browser_page: Any, live_server: Any, finops_user: Any
+) -> None:
     from tests.factories import TEST_PASSWORD
 
     page = browser_page

@@ -34,8 +34,9 @@ def child_env(extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def wait_for_log(path: Path, needle: str, *, process: subprocess.Popen[bytes],
-                 timeout: float = 60.0) -> None:
+def wait_for_log(
+    path: Path, needle: str, *, process: subprocess.Popen[bytes], timeout: float = 60.0
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = path.read_text(errors="replace") if path.exists() else ""
@@ -44,24 +45,48 @@ def wait_for_log(path: Path, needle: str, *, process: subprocess.Popen[bytes],
         if process.poll() is not None:
             raise RuntimeError(f"process exited ({process.returncode}) before '{needle}':\n{text}")
         time.sleep(0.2)
-    raise TimeoutError(f"'{needle}' not seen in {timeout:.0f}s:\n{path.read_text(errors='replace')}")
+    raise TimeoutError(
+        f"'{needle}' not seen in {timeout:.0f}s:\n{path.read_text(errors='replace')}"
+    )
 
 
 @contextmanager
-def celery_worker(*, env: Mapping[str, str], tmp_path: Path,
-                  pool: str = "solo") -> Iterator[RunningWorker]:
+def celery_worker(
+    *, env: Mapping[str, str], tmp_path: Path, pool: str = "solo"
+) -> Iterator[RunningWorker]:
     """A real worker on its own queue, so stray workers on the same broker cannot steal tasks."""
     queue = f"test-{uuid.uuid4().hex[:10]}"
     log_path = tmp_path / f"worker-{queue}.log"
     full_env = child_env(env)
     command = [
-        sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
-        "--pool", pool, "--concurrency", "1", "--queues", queue,
-        "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--pool",
+        pool,
+        "--concurrency",
+        "1",
+        "--queues",
+        queue,
+        "--hostname",
+        f"{queue}@%h",
+        "--without-gossip",
+        "--without-mingle",
     ]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env=full_env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     worker = RunningWorker(process=process, queue=queue, log_path=log_path, env=full_env)
     try:
         wait_for_log(log_path, " ready.", process=process)
@@ -85,8 +110,15 @@ def stop_process_group(process: subprocess.Popen[bytes], *, timeout: float = 15.
 
 def run_python(code: str, *, env: Mapping[str, str], timeout: float = 60.0) -> str:
     """Run a snippet in a fresh interpreter (its own Celery app state); returns stdout."""
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=child_env(env),
-                            capture_output=True, text=True, timeout=timeout, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=child_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if result.returncode != 0:
         raise AssertionError(f"snippet failed ({result.returncode}):\n{result.stderr}")
     return result.stdout

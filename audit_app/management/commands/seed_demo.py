@@ -22,5 +22,6 @@ class Command(BaseCommand):
         accounts = demo_users_ensure()
         self.stdout.write("Demo accounts (DEBUG only; passwords are public):")
         for account in accounts:
-            self.stdout.write(f"  {account.role:<9} username: {account.username:<9} "
-                              f"password: {account.password}")
+            self.stdout.write(
+                f"  {account.role:<9} username: {account.username:<9} password: {account.password}"
+            )

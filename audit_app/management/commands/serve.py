@@ -34,17 +34,31 @@ class Command(BaseCommand):
         env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
         env.setdefault("PYTHONUNBUFFERED", "1")
         worker_cmd = [
-            sys.executable, "-m", "celery", "-A", "config", "worker",
-            "--loglevel", "INFO", "--concurrency", str(options["concurrency"]),
-            "--hostname", f"embedded-{os.getpid()}@%h",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            str(options["concurrency"]),
+            "--hostname",
+            f"embedded-{os.getpid()}@%h",
         ]
         web_cmd = [
-            sys.executable, str(base_dir / "manage.py"), "runserver",
-            f"{options['host']}:{options['port']}", "--noreload",
+            sys.executable,
+            str(base_dir / "manage.py"),
+            "runserver",
+            f"{options['host']}:{options['port']}",
+            "--noreload",
         ]
         self.stdout.write(f"Broker: {_redact(settings.CELERY_BROKER_URL)}")
-        self.stdout.write(f"Dashboard: http://{options['host']}:{options['port']}/  "
-                          "(Ctrl-C stops the server and the worker)")
+        self.stdout.write(
+            f"Dashboard: http://{options['host']}:{options['port']}/  "
+            "(Ctrl-C stops the server and the worker)"
+        )
         children = [
             subprocess.Popen(worker_cmd, cwd=base_dir, env=env),
             subprocess.Popen(web_cmd, cwd=base_dir, env=env),

@@ -1,0 +1,20 @@
+"""OpenAPI description of the hashed-token authentication, for drf-spectacular."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class HashedTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "audit_app.authentication.HashedTokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": 'Token from `manage.py issue_token USERNAME`, sent as "Token <key>".',
+        }

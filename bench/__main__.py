@@ -1,0 +1,17 @@
+"""`make bench`: prints each benchmark's figures."""
+
+from __future__ import annotations
+
+from bench import histograms
+
+BENCHMARKS = [histograms]
+
+
+def main() -> None:
+    for module in BENCHMARKS:
+        for line in module.run():
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
