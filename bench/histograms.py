@@ -26,8 +26,9 @@ def run() -> list[str]:
     p_numpy = np.percentile(values, [50, 95, 99])
     numpy_seconds = time.perf_counter() - started
 
-    errors = [abs(p_hist[q] - exact) / exact for q, exact in zip((0.5, 0.95, 0.99), p_numpy,
-                                                                  strict=True)]
+    errors = [
+        abs(p_hist[q] - exact) / exact for q, exact in zip((0.5, 0.95, 0.99), p_numpy, strict=True)
+    ]
     stored = len(merged.to_json()["bins"])
     return [
         f"histograms: {REQUESTS:,} latencies in {CHUNKS} chunks merged; "
