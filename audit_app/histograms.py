@@ -59,6 +59,20 @@ def _bin_indices(positive: np.ndarray) -> np.ndarray:
     return np.ceil(np.log(positive) / _LOG_GAMMA).astype(np.int64)
 
 
+# Bin index standing for the zero bucket in `bin_indices` output (no real bin is this low).
+ZERO_BIN = -(2**62)
+
+
+def bin_indices(values: np.ndarray) -> np.ndarray:
+    """Bin index of each value (ZERO_BIN for the zero bucket), for callers that count bins
+    of many histograms at once (grouped with pandas) and then call `add_bin_counts`."""
+    arr = _validated(values)
+    out = np.full(arr.shape, ZERO_BIN, dtype=np.int64)
+    big = arr >= MIN_VALUE_MS
+    out[big] = _bin_indices(arr[big])
+    return out
+
+
 def _representative(index: int) -> float:
     """Value reported for bin ``index``: within ALPHA of everything the bin covers."""
     return 2.0 * GAMMA**index / (GAMMA + 1.0)
@@ -105,6 +119,16 @@ class LatencyHistogram:
         self.count += int(arr.size)
         # fsum is correctly rounded, so a chunk's sum does not drift with chunk size.
         self.total += math.fsum(arr.tolist())
+
+    def add_bin_counts(self, indices: Sequence[int], counts: Sequence[int], total: float) -> None:
+        """Add pre-counted bins (from `bin_indices`), with the exact sum of their values."""
+        for index, n in zip(indices, counts, strict=True):
+            if index == ZERO_BIN:
+                self.zero_count += n
+            else:
+                self.bins[index] = self.bins.get(index, 0) + n
+            self.count += n
+        self.total += total
 
     def merge(self, other: LatencyHistogram) -> LatencyHistogram:
         """Add ``other``'s contents into this histogram (in place) and return self."""

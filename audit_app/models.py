@@ -41,6 +41,16 @@ class Upload(models.Model):
     rows_accepted = models.BigIntegerField(default=0)
     rows_rejected = models.BigIntegerField(default=0)
     error = models.TextField(blank=True)
+    requested_format = models.CharField(max_length=32, default="auto")
+    attempts = models.PositiveIntegerField(default=0)
+    # First rejected rows ({"line", "field", "value", "reason"}), capped by the ingest service.
+    rejects = models.JSONField(default=list, blank=True)
+    # Totals of what landed, for the upload page and `ingest --json`.
+    requests = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cached_input_tokens = models.BigIntegerField(default=0)
+    logged_cost_usd = models.DecimalField(max_digits=24, decimal_places=9, default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -75,3 +85,118 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class PriceCard(models.Model):
+    """Token prices of one provider's model from a date on; edited in admin.
+
+    Requests whose log carries no cost are priced with the card valid on their day.
+    """
+
+    provider = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)
+    input_usd_per_mtok = models.DecimalField(max_digits=12, decimal_places=6)
+    output_usd_per_mtok = models.DecimalField(max_digits=12, decimal_places=6)
+    cached_input_usd_per_mtok = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Empty: cached input is priced as ordinary input.",
+    )
+    batch_input_usd_per_mtok = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Empty: batch-API input is priced as ordinary input.",
+    )
+    batch_output_usd_per_mtok = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Empty: batch-API output is priced as ordinary output.",
+    )
+    valid_from = models.DateField()
+    source = models.CharField(max_length=300, blank=True)
+    source_date = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["provider", "model", "-valid_from"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "model", "valid_from"], name="unique_price_card_per_day"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model} from {self.valid_from}"
+
+
+class HourlyRollup(models.Model):
+    """Requests of one upload aggregated per hour and key; dashboards read only these.
+
+    Cost is kept in two parts so price-card edits apply without re-ingesting: what the log
+    itself said (``logged_cost_usd``) and the tokens of requests whose log carried no cost
+    (``unlogged_*``), priced at read time from the price cards.
+    """
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="rollups")
+    hour = models.DateTimeField()
+    workload = models.CharField(max_length=200)
+    team = models.CharField(max_length=200, blank=True)
+    provider = models.CharField(max_length=64, blank=True)
+    model = models.CharField(max_length=200)
+    pool = models.CharField(max_length=100, blank=True)
+    operation = models.CharField(max_length=64, blank=True)
+    batch_api = models.BooleanField(default=False)
+    requests = models.BigIntegerField(default=0)
+    errors = models.BigIntegerField(default=0)
+    streaming_requests = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cached_input_tokens = models.BigIntegerField(default=0)
+    logged_requests = models.BigIntegerField(default=0)
+    logged_cost_usd = models.DecimalField(max_digits=24, decimal_places=9, default=0)
+    unlogged_input_tokens = models.BigIntegerField(default=0)
+    unlogged_cached_input_tokens = models.BigIntegerField(default=0)
+    unlogged_output_tokens = models.BigIntegerField(default=0)
+    distinct_end_users = models.IntegerField(default=0)
+    ttft_histogram = models.JSONField(default=dict)
+    latency_histogram = models.JSONField(default=dict)
+    tpot_histogram = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["hour"], name="rollup_hour"),
+            models.Index(fields=["workload", "hour"], name="rollup_workload_hour"),
+            models.Index(fields=["provider", "model", "hour"], name="rollup_provider_model_hour"),
+            models.Index(fields=["team", "hour"], name="rollup_team_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} {self.model} {self.hour:%Y-%m-%d %H}:00"
+
+
+class WorkloadDay(models.Model):
+    """Per upload, workload and UTC day: the finer time shape classification needs.
+
+    Counts per minute-of-hour and hour-of-day merge by addition across uploads; end users and
+    callers are kept as capped sets of hashes / names so distinct counts merge too.
+    """
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="workload_days")
+    day = models.DateField()
+    workload = models.CharField(max_length=200)
+    requests = models.BigIntegerField(default=0)
+    minute_counts = models.JSONField(default=list)  # 60 ints: requests per minute of the hour
+    hour_counts = models.JSONField(default=list)  # 24 ints: requests per UTC hour of the day
+    end_user_hashes = models.JSONField(default=list)
+    callers = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [models.Index(fields=["workload", "day"], name="workloadday_workload_day")]
+
+    def __str__(self) -> str:
+        return f"{self.workload} {self.day}"

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import BinaryIO
 
 from audit_app.identity import resolve_workload
@@ -358,7 +358,9 @@ def _timestamp_from_epoch(number: Decimal) -> datetime:
         seconds = number / 1_000_000_000
     else:
         raise ValueError("epoch number too large")
-    microseconds = int((seconds * 1_000_000).to_integral_value())
+    # Cut, not rounded, like the fraction of an ISO string, so both spellings of one instant
+    # give the same datetime.
+    microseconds = int((seconds * 1_000_000).to_integral_value(rounding=ROUND_FLOOR))
     return EPOCH + timedelta(microseconds=microseconds)
 
 

@@ -204,3 +204,16 @@ def test_representative_within_alpha(magnitude: float) -> None:
     boundaries = GAMMA ** np.arange(lo, lo + 230)
     for v in np.concatenate([values, boundaries]).tolist():
         assert _rel(representative_value(v), v) <= REP_TOL, v
+
+
+def test_bin_counts_added_in_bulk_equal_values_added_one_by_one() -> None:
+    from audit_app.histograms import ZERO_BIN, bin_indices
+
+    values = np.array([0.0, 0.0005, 1.0, 1.0, 250.0, 99_999.0])
+    indices = bin_indices(values)
+    assert indices[0] == ZERO_BIN and indices[1] == ZERO_BIN
+    unique, counts = np.unique(indices, return_counts=True)
+    bulk = LatencyHistogram()
+    bulk.add_bin_counts(unique.tolist(), counts.tolist(), float(values.sum()))
+    assert bulk == LatencyHistogram.from_values(values)
+    assert bulk.zero_count == 2 and bulk.count == 6

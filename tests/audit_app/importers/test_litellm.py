@@ -206,7 +206,7 @@ def test_invalid_utf8_past_the_head_names_the_absolute_byte() -> None:
     data = prefix + b"r-bad,acompletion,k\xff1\n"
     with pytest.raises(ImportFileError) as caught:
         _read_bytes(data)
-    assert str(caught.value) == f"not valid UTF-8 at byte {len(prefix) + 17}"
+    assert str(caught.value) == f"not valid UTF-8 at byte {len(prefix) + 19}"
 
 
 # --- JSONL and JSON ---------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_invalid_utf8_past_the_head_names_the_absolute_byte() -> None:
 def test_jsonl_rows_and_rejects() -> None:
     requests, rejects = _read_fixture("spend_logs.jsonl")
     assert [r.request_id for r in requests] == ["j-1", "j-2", "j-4", "j-5", "j-7"]
-    assert [r.line for r in requests] == [1, 2, 5, 6, 7]
+    assert [r.line for r in requests] == [1, 2, 5, 6, 8]  # line 4 is blank
     assert [r.cost_usd for r in requests] == [
         Decimal("0.0042"),
         Decimal("0.0"),  # served from LiteLLM's cache: a real zero, not "unpriced"
@@ -243,9 +243,7 @@ def test_jsonl_rows_and_rejects() -> None:
     assert embedding.started_at == datetime(2024, 5, 2, 8, 0, tzinfo=UTC)  # epoch ms
     assert embedding.latency_ms == 150.0
 
-    assert [(r.line, r.field) for r in rejects] == [(3, "(line)"), (6 + 0, "prompt_tokens")][:1] + [
-        (6, "prompt_tokens")
-    ]
+    assert [(r.line, r.field) for r in rejects] == [(3, "(line)"), (7, "prompt_tokens")]
     assert rejects[0].reason.startswith("the line is not valid JSON: ")
     assert rejects[0].value.startswith('{"request_id": "j-3"')
     assert rejects[1].reason == "`prompt_tokens` is empty."
