@@ -16,97 +16,31 @@ import numpy as np
 import pandas as pd
 
 from audit_app.histograms import LatencyHistogram, bin_indices
-from audit_app.importers.base import CanonicalRequest
-
-# --- The canonical frame: one row per accepted request --------------------------------------
-STARTED_AT = "started_at"
-ENDED_AT = "ended_at"
-FIRST_TOKEN_AT = "first_token_at"
-WORKLOAD = "workload"
-TEAM = "team"
-END_USER = "end_user"
-CALLER = "caller"
-PROVIDER = "provider"
-MODEL = "model"
-OPERATION = "operation"
-POOL = "pool"
-STREAMING = "streaming"  # 1 streamed, 0 not, -1 unknown
-BATCH_API = "batch_api"
-IS_ERROR = "is_error"
-INPUT_TOKENS = "input_tokens"
-OUTPUT_TOKENS = "output_tokens"
-CACHED_INPUT_TOKENS = "cached_input_tokens"
-COST_NANOS = "cost_nanos"  # the log's own cost in 1e-9 USD; -1 when the log has none
-LINE = "line"
-
-TEXT_COLUMNS = (WORKLOAD, TEAM, END_USER, CALLER, PROVIDER, MODEL, OPERATION, POOL)
-INT_COLUMNS = (INPUT_TOKENS, OUTPUT_TOKENS, CACHED_INPUT_TOKENS, COST_NANOS, LINE)
-FRAME_COLUMNS = (
-    STARTED_AT,
+from audit_app.importers.frame import (
+    BATCH_API,
+    CACHED_INPUT_TOKENS,
+    CALLER,
+    COST_NANOS,
+    END_USER,
     ENDED_AT,
     FIRST_TOKEN_AT,
-    *TEXT_COLUMNS,
-    STREAMING,
-    BATCH_API,
+    INPUT_TOKENS,
     IS_ERROR,
-    *INT_COLUMNS,
+    MODEL,
+    NO_COST,
+    OPERATION,
+    OUTPUT_TOKENS,
+    POOL,
+    PROVIDER,
+    STARTED_AT,
+    STREAMING,
+    TEAM,
+    WORKLOAD,
+    nanos_to_usd,
 )
-NO_COST = -1
-NANOS_PER_USD = Decimal(1_000_000_000)
 
 KEY_COLUMNS = ("hour", WORKLOAD, TEAM, PROVIDER, MODEL, POOL, OPERATION, BATCH_API)
 MAX_CALLERS_PER_DAY = 200
-
-
-def cost_to_nanos(cost: Decimal | None) -> int:
-    if cost is None:
-        return NO_COST
-    return int((cost * NANOS_PER_USD).to_integral_value())
-
-
-def nanos_to_usd(nanos: int) -> Decimal:
-    return Decimal(nanos) / NANOS_PER_USD
-
-
-def requests_to_frame(requests: Sequence[CanonicalRequest]) -> pd.DataFrame:
-    """Canonical rows (from the row-by-row importers) as a frame."""
-    columns: dict[str, list[object]] = {name: [] for name in FRAME_COLUMNS}
-    for r in requests:
-        columns[STARTED_AT].append(r.started_at)
-        columns[ENDED_AT].append(r.ended_at)
-        columns[FIRST_TOKEN_AT].append(r.first_token_at)
-        columns[WORKLOAD].append(r.workload)
-        columns[TEAM].append(r.team)
-        columns[END_USER].append(r.end_user)
-        columns[CALLER].append(r.caller)
-        columns[PROVIDER].append(r.provider)
-        columns[MODEL].append(r.model)
-        columns[OPERATION].append(r.operation)
-        columns[POOL].append(r.pool)
-        columns[STREAMING].append(-1 if r.streaming is None else int(r.streaming))
-        columns[BATCH_API].append(r.batch_api)
-        columns[IS_ERROR].append(r.status == "error")
-        columns[INPUT_TOKENS].append(r.input_tokens)
-        columns[OUTPUT_TOKENS].append(r.output_tokens)
-        columns[CACHED_INPUT_TOKENS].append(r.cached_input_tokens)
-        columns[COST_NANOS].append(cost_to_nanos(r.cost_usd))
-        columns[LINE].append(r.line)
-    return normalize_frame(pd.DataFrame(columns))
-
-
-def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Coerce a frame to the canonical dtypes (UTC timestamps, str, int64, bool)."""
-    out = pd.DataFrame(index=frame.index)
-    for name in (STARTED_AT, ENDED_AT, FIRST_TOKEN_AT):
-        out[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
-    for name in TEXT_COLUMNS:
-        out[name] = frame[name].fillna("").astype(str)
-    out[STREAMING] = frame[STREAMING].astype(np.int8)
-    out[BATCH_API] = frame[BATCH_API].astype(bool)
-    out[IS_ERROR] = frame[IS_ERROR].astype(bool)
-    for name in INT_COLUMNS:
-        out[name] = frame[name].astype(np.int64)
-    return out.reset_index(drop=True)
 
 
 # --- Accumulators ---------------------------------------------------------------------------
@@ -206,24 +140,25 @@ class IngestAggregate:
         return totals
 
     def _add_days(self, work: pd.DataFrame) -> None:
-        by_day = work.groupby(["day", WORKLOAD], sort=False)
-        minute = by_day["minute"].value_counts()
-        hour = by_day["hour_of_day"].value_counts()
-        users = by_day["end_user_hash"].unique()
-        callers = by_day[CALLER].unique()
-        sizes = by_day.size()
-        for (day, workload), n in sizes.items():
+        def shape_for(day: date, workload: str) -> DayShape:
             shape = self.days.get((day, workload))
             if shape is None:
                 shape = self.days[(day, workload)] = DayShape()
-            shape.requests += int(n)
-            counts = minute.loc[(day, workload)]
-            shape.minute_counts[counts.index.to_numpy()] += counts.to_numpy()
-            counts = hour.loc[(day, workload)]
-            shape.hour_counts[counts.index.to_numpy()] += counts.to_numpy()
-            shape.end_users.update(int(u) for u in users.loc[(day, workload)] if u != 0)
+            return shape
+
+        for column, attribute in (("minute", "minute_counts"), ("hour_of_day", "hour_counts")):
+            counts = work.groupby(["day", WORKLOAD, column], sort=False).size()
+            for (day, workload, slot), n in zip(counts.index, counts.to_numpy(), strict=True):
+                getattr(shape_for(day, workload), attribute)[slot] += n
+        by_day = work.groupby(["day", WORKLOAD], sort=False)
+        for (day, workload), users in by_day["end_user_hash"].unique().items():
+            shape_for(day, workload).end_users.update(int(u) for u in users if u != 0)
+        for (day, workload), callers in by_day[CALLER].unique().items():
+            shape = shape_for(day, workload)
             if len(shape.callers) < MAX_CALLERS_PER_DAY:
-                shape.callers.update(c for c in callers.loc[(day, workload)] if c)
+                shape.callers.update(c for c in callers if c)
+        for (day, workload), n in by_day.size().items():
+            shape_for(day, workload).requests += int(n)
 
     def merge(self, other: IngestAggregate) -> IngestAggregate:
         for key, theirs in other.rollups.items():

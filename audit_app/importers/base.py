@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from audit_app.identity import resolve_workload
 
@@ -134,6 +134,9 @@ class ParsedChunk:
     rejects: list[RowReject]
     rows_read: int
     bytes_read: int
+    # Columnar fast paths hand over a canonical frame (audit_app.importers.frame) instead of
+    # `requests`; the rows in it are in addition to any in `requests`.
+    frame: Any = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,8 +25,9 @@ def test_healthz_ok_when_database_and_broker_answer(client: Client) -> None:
 def test_healthz_503_names_the_broker_when_it_is_down(client: Client, monkeypatch: Any) -> None:
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     # Celery copies broker_url into broker_write_url when configured, so set both.
-    monkeypatch.setattr(celery_app.conf, "broker_url", "redis://127.0.0.1:9/0")
+    # Patch the write URL first: read before broker_url changes, its saved value is the real one.
     monkeypatch.setattr(celery_app.conf, "broker_write_url", "redis://127.0.0.1:9/0")
+    monkeypatch.setattr(celery_app.conf, "broker_url", "redis://127.0.0.1:9/0")
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
