@@ -21,6 +21,8 @@ class Role(StrEnum):
 
 
 ALL_ROLES: frozenset[Role] = frozenset(Role)
+# Who may add or delete data: analysts upload bills, engineers upload logs and artifacts.
+UPLOADER_ROLES: frozenset[Role] = frozenset({Role.FINOPS, Role.ENGINEER})
 
 
 def user_roles(user: Any) -> frozenset[str]:

@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from audit_app.services.ingest import upload_ingest
 
 
 @shared_task(name="audit_app.ping")
 def ping() -> str:
     """Proves a worker is consuming: returns "pong"."""
     return "pong"
+
+
+@shared_task(
+    name="audit_app.ingest_upload",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=8,
+)
+def ingest_upload(upload_id: int) -> str:
+    """Ingest one upload; idempotent, so a redelivered or retried task is harmless."""
+    upload = upload_ingest(upload_id=upload_id)
+    return upload.status

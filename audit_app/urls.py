@@ -2,12 +2,18 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import pages
+from audit_app.views import pages, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
     path("workloads/", pages.WorkloadListView.as_view(), name="workloads"),
     path("uploads/", pages.UploadListView.as_view(), name="uploads"),
+    path("uploads/new/", uploads.UploadCreateView.as_view(), name="upload-new"),
+    path("uploads/<int:upload_id>/", uploads.UploadDetailView.as_view(), name="upload-detail"),
+    path("uploads/<int:upload_id>/raw/", uploads.UploadRawView.as_view(), name="upload-raw"),
+    path(
+        "uploads/<int:upload_id>/delete/", uploads.UploadDeleteView.as_view(), name="upload-delete"
+    ),
     path("recommendations/", pages.RecommendationListView.as_view(), name="recommendations"),
     path("reconciliation/", pages.ReconciliationView.as_view(), name="reconciliation"),
 ]

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import views
+from audit_app.api import uploads, views
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
     path("me/", views.MeApi.as_view(), name="api-me"),
+    path("uploads/", uploads.UploadListCreateApi.as_view(), name="api-uploads"),
+    path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
 ]

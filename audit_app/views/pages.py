@@ -7,7 +7,7 @@ from typing import Any
 from django.views.generic import TemplateView
 
 from audit_app.charts import build_uploads_per_day_figure
-from audit_app.permissions import RoleRequiredMixin
+from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
 from audit_app.selectors import upload_list, uploads_per_day
 
 
@@ -30,6 +30,7 @@ class UploadListView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["uploads"] = upload_list()
+        context["can_upload"] = has_role(self.request.user, UPLOADER_ROLES)
         return context
 
 

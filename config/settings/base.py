@@ -137,6 +137,11 @@ STORAGES = {
 }
 # Largest upload accepted, enforced while the file streams in.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
+# Uploads stream to a temporary file (never into memory) through the size check.
+FILE_UPLOAD_HANDLERS = [
+    "audit_app.upload_handlers.SizeLimitUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # --- Security (production defaults switch on when DEBUG is off) -----------------------------
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)

@@ -1,0 +1,148 @@
+"""Uploads API: create (multipart, 202), list, detail, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from audit_app.models import Upload
+from audit_app.permissions import ALL_ROLES, UPLOADER_ROLES
+from audit_app.services.uploads import (
+    UploadRefused,
+    too_large_message,
+    upload_create,
+    upload_delete,
+)
+from audit_app.upload_handlers import upload_too_large
+
+
+class UploadInput(serializers.Serializer):
+    file = serializers.FileField()
+    kind = serializers.ChoiceField(choices=Upload.Kind.values, default=Upload.Kind.TOKEN_LOG)
+    format = serializers.CharField(default="auto")
+
+
+class RejectOutput(serializers.Serializer):
+    line = serializers.IntegerField()
+    field = serializers.CharField()
+    value = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class UploadOutput(serializers.ModelSerializer):
+    uploaded_by = serializers.CharField(source="uploaded_by.username", default=None)
+    progress_percent = serializers.IntegerField()
+    logged_cost_usd = serializers.DecimalField(max_digits=24, decimal_places=9)
+    rejects = RejectOutput(many=True)
+    url = serializers.SerializerMethodField()
+    raw_file_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Upload
+        fields = [
+            "id",
+            "url",
+            "original_name",
+            "kind",
+            "requested_format",
+            "format",
+            "status",
+            "size_bytes",
+            "sha256",
+            "uploaded_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "attempts",
+            "bytes_read",
+            "progress_percent",
+            "rows_read",
+            "rows_accepted",
+            "rows_rejected",
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "cached_input_tokens",
+            "logged_cost_usd",
+            "error",
+            "rejects",
+            "raw_file_url",
+        ]
+
+    def get_url(self, upload: Upload) -> str:
+        return reverse("api-upload-detail", args=[upload.pk], request=self.context.get("request"))
+
+    def get_raw_file_url(self, upload: Upload) -> str:
+        return reverse("upload-raw", args=[upload.pk], request=self.context.get("request"))
+
+
+def _write_roles_only(view: APIView, request: Request) -> None:
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        view.allowed_roles = UPLOADER_ROLES
+
+
+class UploadListCreateApi(APIView):
+    """List uploads (newest first) or upload a file to ingest (finops and engineer roles)."""
+
+    parser_classes = [MultiPartParser, FormParser]
+    allowed_roles = ALL_ROLES
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        _write_roles_only(self, request)
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(responses=UploadOutput(many=True))
+    def get(self, request: Request) -> Response:
+        uploads = Upload.objects.select_related("uploaded_by")[:200]
+        return Response(UploadOutput(uploads, many=True, context={"request": request}).data)
+
+    @extend_schema(request={"multipart/form-data": UploadInput}, responses={202: UploadOutput})
+    def post(self, request: Request) -> Response:
+        if upload_too_large(request._request):
+            raise ValidationError({"file": [too_large_message(settings.UPLOAD_MAX_BYTES)]})
+        data = UploadInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        file = data.validated_data["file"]
+        try:
+            upload = upload_create(
+                source=file,
+                original_name=file.name,
+                kind=data.validated_data["kind"],
+                requested_format=data.validated_data["format"],
+                user=request.user,
+            )
+        except UploadRefused as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        body = UploadOutput(upload, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class UploadDetailApi(APIView):
+    """One upload with its progress, totals and first rejects; DELETE removes its data."""
+
+    allowed_roles = ALL_ROLES
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        _write_roles_only(self, request)
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(responses=UploadOutput)
+    def get(self, request: Request, upload_id: int) -> Response:
+        upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
+        return Response(UploadOutput(upload, context={"request": request}).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, upload_id: int) -> Response:
+        upload = get_object_or_404(Upload, pk=upload_id)
+        upload_delete(upload=upload)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,88 @@
+"""Ingest a file in-process, through the same service as an upload from the page or API."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from audit_app.models import Upload
+from audit_app.selectors import rollups_in_range, spend_breakdown
+from audit_app.services.ingest import upload_ingest
+from audit_app.services.uploads import TOKEN_LOG_FORMATS, UploadRefused, upload_create
+
+MAX_PRINTED_REJECTS = 100
+
+
+class Command(BaseCommand):
+    help = "Ingest PATH (a token log) and print what landed; exits non-zero if it cannot."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path")
+        parser.add_argument("--format", default="auto", choices=TOKEN_LOG_FORMATS)
+        parser.add_argument("--kind", default=Upload.Kind.TOKEN_LOG, choices=Upload.Kind.values)
+        parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = Path(options["path"])
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        try:
+            with open(path, "rb") as source:
+                upload = upload_create(
+                    source=source,
+                    original_name=path.name,
+                    kind=options["kind"],
+                    requested_format=options["format"],
+                    enqueue=False,
+                )
+        except UploadRefused as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        upload = upload_ingest(upload_id=upload.pk)
+        if upload.status != Upload.Status.SUCCEEDED:
+            raise CommandError(f"{path}: {upload.error} (upload {upload.pk})")
+        report = upload_report(upload)
+        if options["json"]:
+            self.stdout.write(json.dumps(report))
+            return
+        self.stdout.write(
+            f"upload {upload.pk} ({report['format']}): {report['rows_accepted']} of "
+            f"{report['rows_read']} rows accepted, {report['rows_rejected']} rejected; "
+            f"{report['requests']} requests, {report['input_tokens']} input and "
+            f"{report['output_tokens']} output tokens, ${report['cost_usd']}"
+        )
+        for reject in report["rejects"][:10]:
+            self.stdout.write(f"  line {reject['line']}: {reject['reason']}")
+
+
+def upload_report(upload: Upload) -> dict[str, Any]:
+    """What `ingest --json` prints: counts, totals, cost and the first rejects."""
+    spend = spend_breakdown(group_by="provider", queryset=rollups_in_range(upload=upload))
+    cost = spend.total_usd.quantize(Decimal("0.000001"))
+    return {
+        "upload_id": upload.pk,
+        "format": upload.format,
+        "rows_read": upload.rows_read,
+        "rows_accepted": upload.rows_accepted,
+        "rows_rejected": upload.rows_rejected,
+        "requests": upload.requests,
+        "input_tokens": upload.input_tokens,
+        "output_tokens": upload.output_tokens,
+        "cost_usd": str(cost),
+        "unpriced_models": [
+            {
+                "provider": m.provider,
+                "model": m.model,
+                "requests": m.requests,
+                "input_tokens": m.input_tokens,
+                "output_tokens": m.output_tokens,
+            }
+            for m in spend.unpriced_models
+        ],
+        "rejects": [
+            {"line": r["line"], "reason": r["reason"]} for r in upload.rejects[:MAX_PRINTED_REJECTS]
+        ],
+    }

@@ -1,0 +1,32 @@
+"""Seed price cards from the shipped catalog (api rows with token prices)."""
+
+from __future__ import annotations
+
+from django.db import migrations
+
+
+def seed(apps, schema_editor):
+    from audit_app.catalog import price_card_specs
+
+    price_card = apps.get_model("audit_app", "PriceCard")
+    for spec in price_card_specs():
+        price_card.objects.get_or_create(
+            provider=spec.provider,
+            model=spec.model,
+            valid_from=spec.valid_from,
+            defaults={
+                "input_usd_per_mtok": spec.input_usd_per_mtok,
+                "output_usd_per_mtok": spec.output_usd_per_mtok,
+                "cached_input_usd_per_mtok": spec.cached_input_usd_per_mtok,
+                "batch_input_usd_per_mtok": spec.batch_input_usd_per_mtok,
+                "batch_output_usd_per_mtok": spec.batch_output_usd_per_mtok,
+                "source": spec.source,
+                "source_date": spec.source_date,
+            },
+        )
+
+
+class Migration(migrations.Migration):
+    dependencies = [("audit_app", "0003_ingestion")]
+
+    operations = [migrations.RunPython(seed, migrations.RunPython.noop)]

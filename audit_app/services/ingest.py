@@ -1,0 +1,197 @@
+"""Ingest an upload: parse its file in chunks, aggregate into rollups, land them atomically.
+
+Exactly once: parsing writes nothing but progress; the rollups, day shapes, totals and the
+`succeeded` status are written in ONE transaction at the end. A worker killed mid-way leaves the
+upload `running` with no rollups, and the redelivered task starts over; a task delivered again
+after success finds `succeeded` and does nothing. Memory grows with the number of distinct
+(hour, workload, model, ...) keys, not with the file size.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from audit_app import importers
+from audit_app.histograms import LatencyHistogram
+from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
+from audit_app.importers.frame import nanos_to_usd, requests_to_frame
+from audit_app.models import HourlyRollup, Upload, WorkloadDay
+from audit_app.rollups import IngestAggregate
+
+logger = logging.getLogger(__name__)
+
+MAX_STORED_REJECTS = 1000
+PROGRESS_INTERVAL_SECONDS = 0.5
+CHUNK_ROWS = 50_000
+BULK_BATCH = 2000
+MAX_END_USER_HASHES_PER_DAY = 5000
+
+
+@dataclass(kw_only=True)
+class ParseResult:
+    format: str
+    aggregate: IngestAggregate = field(default_factory=IngestAggregate)
+    rejects: list[RowReject] = field(default_factory=list)
+    rows_read: int = 0
+    rows_rejected: int = 0
+    bytes_read: int = 0
+
+
+def upload_ingest(*, upload_id: int) -> Upload:
+    """Parse and land one upload. Safe to call again for the same upload (see module doc)."""
+    upload = Upload.objects.get(pk=upload_id)
+    if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
+        return upload
+    Upload.objects.filter(pk=upload_id).update(
+        status=Upload.Status.RUNNING,
+        started_at=timezone.now(),
+        attempts=F("attempts") + 1,
+        bytes_read=0,
+        rows_read=0,
+        error="",
+    )
+    try:
+        result = _parse(upload)
+    except ImportFileError as exc:
+        return _fail(upload_id, str(exc))
+    except (UnicodeDecodeError, ValueError, OSError) as exc:
+        # Importers turn every expected problem into ImportFileError; anything else is still
+        # reported as one sentence, never a traceback, and the upload is kept for a retry.
+        logger.exception("ingest of upload %s failed", upload_id)
+        return _fail(upload_id, f"The file could not be read: {exc}")
+    return _land(upload_id, result)
+
+
+def _fail(upload_id: int, message: str) -> Upload:
+    Upload.objects.filter(pk=upload_id).update(
+        status=Upload.Status.FAILED, error=message[:2000], finished_at=timezone.now()
+    )
+    return Upload.objects.get(pk=upload_id)
+
+
+def _parse(upload: Upload) -> ParseResult:
+    with upload.file.open("rb") as stream:
+        requested = upload.requested_format
+        detected = importers.detect_format(read_head(stream)) if requested == "auto" else requested
+        Upload.objects.filter(pk=upload.pk).update(format=detected)
+        stream.seek(0)
+        chunks = importers.read_requests(stream, format=detected, chunk_rows=CHUNK_ROWS)
+        try:
+            return _consume(upload, detected, chunks)
+        except importers.ColumnarUnsupported:
+            # The fast CSV reader met a file it cannot number lines in (a quoted newline, an
+            # empty line): start over with the row-by-row reader, which handles both.
+            stream.seek(0)
+            rows = importers.read_requests_by_row(stream, format=detected, chunk_rows=CHUNK_ROWS)
+            return _consume(upload, detected, rows)
+
+
+def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> ParseResult:
+    result = ParseResult(format=detected)
+    last_progress = 0.0
+    for chunk in chunks:
+        if chunk.frame is not None:
+            result.aggregate.add_frame(chunk.frame)
+        if chunk.requests:
+            result.aggregate.add_frame(requests_to_frame(chunk.requests))
+        result.rows_read += chunk.rows_read
+        result.rows_rejected += len(chunk.rejects)
+        room = MAX_STORED_REJECTS - len(result.rejects)
+        if room > 0:
+            result.rejects.extend(chunk.rejects[:room])
+        result.bytes_read = chunk.bytes_read
+        now = time.monotonic()
+        if now - last_progress >= PROGRESS_INTERVAL_SECONDS:
+            last_progress = now
+            Upload.objects.filter(pk=upload.pk).update(
+                bytes_read=min(chunk.bytes_read, upload.size_bytes), rows_read=result.rows_read
+            )
+    return result
+
+
+def _land(upload_id: int, result: ParseResult) -> Upload:
+    aggregate = result.aggregate
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        if upload.status == Upload.Status.SUCCEEDED:
+            return upload
+        # Nothing should be here (landing is atomic), but a half-state must never add up twice.
+        HourlyRollup.objects.filter(upload=upload).delete()
+        WorkloadDay.objects.filter(upload=upload).delete()
+        HourlyRollup.objects.bulk_create(_rollup_rows(upload, aggregate), batch_size=BULK_BATCH)
+        WorkloadDay.objects.bulk_create(_day_rows(upload, aggregate), batch_size=BULK_BATCH)
+        upload.status = Upload.Status.SUCCEEDED
+        upload.finished_at = timezone.now()
+        upload.bytes_read = upload.size_bytes
+        upload.rows_read = result.rows_read
+        upload.rows_rejected = result.rows_rejected
+        upload.rows_accepted = result.rows_read - result.rows_rejected
+        upload.rejects = [
+            {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
+            for r in sorted(result.rejects, key=lambda r: r.line)
+        ]
+        upload.requests = aggregate.total("requests")
+        upload.input_tokens = aggregate.total("input_tokens")
+        upload.output_tokens = aggregate.total("output_tokens")
+        upload.cached_input_tokens = aggregate.total("cached_input_tokens")
+        upload.logged_cost_usd = nanos_to_usd(aggregate.total("logged_cost_nanos"))
+        upload.error = ""
+        upload.save()
+    return upload
+
+
+def _histogram_json(histogram: LatencyHistogram) -> dict[str, object]:
+    return histogram.to_json() if histogram.count else {}
+
+
+def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[HourlyRollup]:
+    for key, t in aggregate.rollups.items():
+        yield HourlyRollup(
+            upload=upload,
+            hour=key.hour,
+            workload=key.workload[:200],
+            team=key.team[:200],
+            provider=key.provider[:64],
+            model=key.model[:200],
+            pool=key.pool[:100],
+            operation=key.operation[:64],
+            batch_api=key.batch_api,
+            requests=t.requests,
+            errors=t.errors,
+            streaming_requests=t.streaming_requests,
+            input_tokens=t.input_tokens,
+            output_tokens=t.output_tokens,
+            cached_input_tokens=t.cached_input_tokens,
+            logged_requests=t.logged_requests,
+            logged_cost_usd=t.logged_cost_usd,
+            unlogged_input_tokens=t.unlogged_input_tokens,
+            unlogged_cached_input_tokens=t.unlogged_cached_input_tokens,
+            unlogged_output_tokens=t.unlogged_output_tokens,
+            distinct_end_users=len(t.end_users),
+            ttft_histogram=_histogram_json(t.ttft),
+            latency_histogram=_histogram_json(t.latency),
+            tpot_histogram=_histogram_json(t.tpot),
+        )
+
+
+def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[WorkloadDay]:
+    for (day, workload), shape in aggregate.days.items():
+        assert isinstance(day, date)
+        yield WorkloadDay(
+            upload=upload,
+            day=day,
+            workload=workload[:200],
+            requests=shape.requests,
+            minute_counts=shape.minute_counts.tolist(),
+            hour_counts=shape.hour_counts.tolist(),
+            end_user_hashes=sorted(shape.end_users)[:MAX_END_USER_HASHES_PER_DAY],
+            callers=sorted(shape.callers),
+        )

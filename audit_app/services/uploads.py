@@ -1,0 +1,147 @@
+"""Uploads: store a file as-is (hashed, size-limited while streaming), refuse duplicates, delete.
+
+Ingestion itself is in `audit_app.services.ingest`; creating an upload enqueues it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit_app.models import Upload
+
+COPY_CHUNK_BYTES = 4 * 1024 * 1024
+TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
+FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS}
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class UploadRefused(Exception):
+    """The file was not accepted; ``field`` names the input at fault (for form/API errors)."""
+
+    def __init__(self, message: str, *, field: str = "file") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class DuplicateUpload(UploadRefused):
+    def __init__(self, first: Upload) -> None:
+        when = timezone.localtime(first.created_at).strftime("%Y-%m-%d %H:%M UTC")
+        super().__init__(
+            f"The same file was already uploaded as upload {first.pk} "
+            f"({first.original_name}, {when}); it was not ingested again."
+        )
+        self.first = first
+
+
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def too_large_message(limit: int) -> str:
+    return f"The file is larger than the upload limit of {human_bytes(limit)} (UPLOAD_MAX_BYTES)."
+
+
+def _storage_name(original_name: str) -> str:
+    safe = _UNSAFE_NAME.sub("_", Path(original_name).name).strip("._") or "upload"
+    return f"uploads/{timezone.now():%Y/%m/%d}/{uuid.uuid4().hex[:12]}-{safe[:120]}"
+
+
+def validate_kind_and_format(*, kind: str, requested_format: str) -> None:
+    if kind not in Upload.Kind.values:
+        raise UploadRefused(
+            f"Unknown kind {kind!r}; expected one of {', '.join(Upload.Kind.values)}.", field="kind"
+        )
+    formats = FORMATS_BY_KIND.get(kind)
+    if formats is None:
+        raise UploadRefused(
+            f"Uploads of kind {kind!r} are not supported yet; token logs are.", field="kind"
+        )
+    if requested_format not in formats:
+        raise UploadRefused(
+            f"Unknown format {requested_format!r} for {kind}; "
+            f"expected one of {', '.join(formats)}.",
+            field="format",
+        )
+
+
+def upload_create(
+    *,
+    source: BinaryIO,
+    original_name: str,
+    kind: str = Upload.Kind.TOKEN_LOG,
+    requested_format: str = "auto",
+    user: Any = None,
+    enqueue: bool = True,
+) -> Upload:
+    """Copy ``source`` into storage while hashing it, then record the upload.
+
+    Refuses (UploadRefused) a file over UPLOAD_MAX_BYTES, an empty file, or bytes that were
+    uploaded before (DuplicateUpload, naming the first upload). With ``enqueue`` the ingest task
+    is queued once the upload is committed.
+    """
+    validate_kind_and_format(kind=kind, requested_format=requested_format)
+    limit = settings.UPLOAD_MAX_BYTES
+    name = _storage_name(original_name)
+    path = Path(default_storage.path(name))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "wb") as out:
+            while chunk := source.read(COPY_CHUNK_BYTES):
+                size += len(chunk)
+                if size > limit:
+                    raise UploadRefused(too_large_message(limit))
+                digest.update(chunk)
+                out.write(chunk)
+        if size == 0:
+            raise UploadRefused("The file is empty.")
+        sha256 = digest.hexdigest()
+        first = Upload.objects.filter(sha256=sha256).first()
+        if first is not None:
+            raise DuplicateUpload(first)
+        try:
+            with transaction.atomic():
+                upload = Upload.objects.create(
+                    kind=kind,
+                    requested_format=requested_format,
+                    file=name,
+                    original_name=Path(original_name).name[:255] or "upload",
+                    size_bytes=size,
+                    sha256=sha256,
+                    uploaded_by=user if user is not None and user.is_authenticated else None,
+                )
+        except IntegrityError:
+            # Two identical uploads raced; the other one won.
+            raise DuplicateUpload(Upload.objects.get(sha256=sha256)) from None
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    if enqueue:
+        from audit_app.tasks import ingest_upload
+
+        transaction.on_commit(lambda: ingest_upload.delay(upload.pk))
+    return upload
+
+
+@transaction.atomic
+def upload_delete(*, upload: Upload) -> None:
+    """Remove the upload, everything it contributed (rollups, day shapes) and its raw file."""
+    name = upload.file.name
+    upload.delete()  # rollups and workload days cascade
+    if name:
+        transaction.on_commit(lambda: default_storage.delete(name))

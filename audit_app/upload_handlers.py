@@ -1,0 +1,52 @@
+"""Enforce the upload size limit while the request body streams in.
+
+Django would otherwise write the whole body to a temporary file before any view could look at
+its size. This handler counts bytes as they arrive and stops the upload past UPLOAD_MAX_BYTES;
+the view then answers with a clear error (see `upload_too_large`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+
+TOO_LARGE_ATTRIBUTE = "_upload_too_large"
+# Multipart framing and the other form fields ride along with the file.
+_FORM_OVERHEAD_BYTES = 1024 * 1024
+
+
+class SizeLimitUploadHandler(FileUploadHandler):
+    def handle_raw_input(
+        self,
+        input_data: Any,
+        META: Any,
+        content_length: int,
+        boundary: Any,
+        encoding: str | None = None,
+    ) -> None:
+        self.received = 0
+        self.limit = settings.UPLOAD_MAX_BYTES
+        # Django calls this outside the parser's StopUpload handling, so only note it here; the
+        # first file chunk stops the upload.
+        self.refuse = bool(content_length and content_length > self.limit + _FORM_OVERHEAD_BYTES)
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        self.received += len(raw_data)
+        if self.refuse or self.received > self.limit:
+            self._stop()
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None
+
+    def _stop(self) -> None:
+        if self.request is not None:
+            setattr(self.request, TOO_LARGE_ATTRIBUTE, True)
+        # Keep reading (and discarding) the body so the client gets our answer, not a reset.
+        raise StopUpload(connection_reset=False)
+
+
+def upload_too_large(request: Any) -> bool:
+    return bool(getattr(request, TOO_LARGE_ATTRIBUTE, False))

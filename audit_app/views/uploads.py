@@ -1,0 +1,104 @@
+"""Upload pages: the form, the detail page with live progress, the raw file, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views import View
+from django.views.generic import TemplateView
+
+from audit_app.forms import UploadForm
+from audit_app.models import Upload
+from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
+from audit_app.services.uploads import (
+    DuplicateUpload,
+    UploadRefused,
+    too_large_message,
+    upload_create,
+    upload_delete,
+)
+from audit_app.upload_handlers import upload_too_large
+
+
+class UploadCreateView(RoleRequiredMixin, View):
+    allowed_roles = UPLOADER_ROLES
+    template_name = "audit/upload_new.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self._render(request, UploadForm())
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = UploadForm(request.POST, request.FILES)
+        if upload_too_large(request):
+            form.add_error("file", too_large_message(settings.UPLOAD_MAX_BYTES))
+            return self._render(request, form, status=413)
+        if not form.is_valid():
+            return self._render(request, form, status=400)
+        file = form.cleaned_data["file"]
+        try:
+            upload = upload_create(
+                source=file,
+                original_name=file.name,
+                kind=form.cleaned_data["kind"],
+                requested_format=form.cleaned_data["format"],
+                user=request.user,
+            )
+        except DuplicateUpload as exc:
+            form.add_error("file", str(exc))
+            return self._render(request, form, status=409, first=exc.first)
+        except UploadRefused as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            return self._render(request, form, status=400)
+        messages.success(request, f"Uploaded {upload.original_name}; ingesting it now.")
+        return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
+
+    def _render(
+        self,
+        request: HttpRequest,
+        form: UploadForm,
+        *,
+        status: int = 200,
+        first: Upload | None = None,
+    ) -> HttpResponse:
+        context = {"form": form, "first": first, "max_bytes": settings.UPLOAD_MAX_BYTES}
+        return render(request, self.template_name, context, status=status)
+
+
+class UploadDetailView(RoleRequiredMixin, TemplateView):
+    template_name = "audit/upload_detail.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        upload = get_object_or_404(
+            Upload.objects.select_related("uploaded_by"), pk=kwargs["upload_id"]
+        )
+        context["upload"] = upload
+        context["can_delete"] = has_role(self.request.user, UPLOADER_ROLES)
+        context["finished"] = upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED)
+        return context
+
+
+class UploadRawView(RoleRequiredMixin, View):
+    """The file exactly as it was uploaded."""
+
+    def get(self, request: HttpRequest, upload_id: int) -> FileResponse:
+        upload = get_object_or_404(Upload, pk=upload_id)
+        return FileResponse(
+            upload.file.open("rb"), as_attachment=True, filename=upload.original_name
+        )
+
+
+class UploadDeleteView(RoleRequiredMixin, View):
+    allowed_roles = UPLOADER_ROLES
+
+    def post(self, request: HttpRequest, upload_id: int) -> HttpResponse:
+        upload = get_object_or_404(Upload, pk=upload_id)
+        name = upload.original_name
+        upload_delete(upload=upload)
+        messages.success(request, f"Deleted upload {upload_id} ({name}) and everything it added.")
+        return HttpResponseRedirect(reverse("uploads"))
