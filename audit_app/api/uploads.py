@@ -108,9 +108,10 @@ class UploadListCreateApi(APIView):
 
     @extend_schema(request={"multipart/form-data": UploadInput}, responses={202: UploadOutput})
     def post(self, request: Request) -> Response:
+        payload = request.data  # parses the body, running the size-limit upload handler
         if upload_too_large(request._request):
             raise ValidationError({"file": [too_large_message(settings.UPLOAD_MAX_BYTES)]})
-        data = UploadInput(data=request.data)
+        data = UploadInput(data=payload)
         data.is_valid(raise_exception=True)
         file = data.validated_data["file"]
         try:

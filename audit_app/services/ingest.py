@@ -35,6 +35,10 @@ BULK_BATCH = 2000
 MAX_END_USER_HASHES_PER_DAY = 5000
 
 
+class _NeverRaised(Exception):
+    pass
+
+
 @dataclass(kw_only=True)
 class ParseResult:
     format: str
@@ -86,7 +90,7 @@ def _parse(upload: Upload) -> ParseResult:
         chunks = importers.read_requests(stream, format=detected, chunk_rows=CHUNK_ROWS)
         try:
             return _consume(upload, detected, chunks)
-        except importers.ColumnarUnsupported:
+        except getattr(importers, "ColumnarUnsupported", _NeverRaised):
             # The fast CSV reader met a file it cannot number lines in (a quoted newline, an
             # empty line): start over with the row-by-row reader, which handles both.
             stream.seek(0)

@@ -1,0 +1,136 @@
+"""Upload pages: the form, detail with rejects, raw download, delete, and the ingest CLI."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.test import Client, override_settings
+
+from audit_app.models import Upload
+from tests.audit_app.ingest_samples import (
+    EXPECTED_INPUT_TOKENS,
+    EXPECTED_OUTPUT_TOKENS,
+    EXPECTED_TOTAL_COST,
+    SAMPLE_CSV,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _form(content: bytes = SAMPLE_CSV) -> dict[str, Any]:
+    return {
+        "file": SimpleUploadedFile("requests.csv", content),
+        "kind": "token_log",
+        "format": "auto",
+    }
+
+
+def test_upload_form_ingests_and_shows_the_result(
+    client: Client, engineer_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(engineer_user)
+    assert client.get("/uploads/new/").status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/uploads/new/", _form())
+    upload = Upload.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/uploads/{upload.pk}/"
+    html = client.get(f"/uploads/{upload.pk}/").content.decode()
+    assert "succeeded" in html
+    assert "Rejected rows" in html
+    assert '<td class="num">6</td>' in html and '<td class="num">7</td>' in html
+    raw = client.get(f"/uploads/{upload.pk}/raw/")
+    assert b"".join(raw.streaming_content) == SAMPLE_CSV
+
+
+def test_duplicate_through_the_form_links_the_first(client: Client, engineer_user: Any) -> None:
+    client.force_login(engineer_user)
+    client.post("/uploads/new/", _form())
+    first = Upload.objects.get()
+    response = client.post("/uploads/new/", _form())
+    assert response.status_code == 409
+    assert f'href="/uploads/{first.pk}/"' in response.content.decode()
+    assert Upload.objects.count() == 1
+
+
+@override_settings(UPLOAD_MAX_BYTES=10)
+def test_too_large_through_the_form(client: Client, engineer_user: Any) -> None:
+    client.force_login(engineer_user)
+    response = client.post("/uploads/new/", _form())
+    assert response.status_code == 413
+    assert "larger than the upload limit of 10 bytes" in response.content.decode()
+
+
+def test_manager_cannot_open_the_upload_form(client: Client, manager_user: Any) -> None:
+    client.force_login(manager_user)
+    assert client.get("/uploads/new/").status_code == 403
+    assert client.post("/uploads/new/", _form()).status_code == 403
+    assert "New upload" not in client.get("/uploads/").content.decode()
+
+
+def test_delete_through_the_page(client: Client, finops_user: Any) -> None:
+    client.force_login(finops_user)
+    client.post("/uploads/new/", _form())
+    upload = Upload.objects.get()
+    response = client.post(f"/uploads/{upload.pk}/delete/")
+    assert response.status_code == 302
+    assert Upload.objects.count() == 0
+
+
+def test_ingest_cli_json(tmp_path: Path) -> None:
+    path = tmp_path / "requests.csv"
+    path.write_bytes(SAMPLE_CSV)
+    out = StringIO()
+    call_command("ingest", str(path), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    upload = Upload.objects.get()
+    assert report == {
+        "upload_id": upload.pk,
+        "format": "generic",
+        "rows_read": 6,
+        "rows_accepted": 4,
+        "rows_rejected": 2,
+        "requests": 4,
+        "input_tokens": EXPECTED_INPUT_TOKENS,
+        "output_tokens": EXPECTED_OUTPUT_TOKENS,
+        "cost_usd": str(EXPECTED_TOTAL_COST.quantize(EXPECTED_TOTAL_COST.__class__("0.000001"))),
+        "unpriced_models": [
+            {
+                "provider": "openai",
+                "model": "my-finetune",
+                "requests": 1,
+                "input_tokens": 100,
+                "output_tokens": 10,
+            }
+        ],
+        "rejects": [
+            {"line": 6, "reason": report["rejects"][0]["reason"]},
+            {"line": 7, "reason": report["rejects"][1]["reason"]},
+        ],
+    }
+    assert "-3" in report["rejects"][0]["reason"]
+
+
+def test_ingest_cli_fails_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"\x00\x00binary")
+    with pytest.raises(CommandError) as caught:
+        call_command("ingest", str(path), "--json")
+    assert "looks binary" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("ingest", str(tmp_path / "missing.csv"))
+
+
+def test_ingest_cli_refuses_a_duplicate(tmp_path: Path) -> None:
+    path = tmp_path / "requests.csv"
+    path.write_bytes(SAMPLE_CSV)
+    call_command("ingest", str(path), stdout=StringIO())
+    with pytest.raises(CommandError, match="already uploaded as upload"):
+        call_command("ingest", str(path))
