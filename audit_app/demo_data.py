@@ -49,10 +49,11 @@ import math
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
@@ -957,9 +958,13 @@ def _per_group(chunk: pd.DataFrame, columns: Sequence[str], render: Callable[...
     return rendered.take(pa.array(codes))
 
 
-def _json_text(chunk: pd.DataFrame, column: str) -> pa.Array:
-    """A text column as JSON string literals, escaped once per distinct value."""
-    return _per_group(chunk, [column], json.dumps)
+def _json_literals(values: pa.Array) -> pa.Array:
+    """Text as JSON string literals, escaped once per distinct value."""
+    encoded = pc.dictionary_encode(values)
+    literals = pa.array(
+        [json.dumps(value) for value in encoded.dictionary.to_pylist()], type=pa.string()
+    )
+    return literals.take(encoded.indices)
 
 
 def _quoted(values: pa.Array) -> pa.Array:
@@ -968,6 +973,7 @@ def _quoted(values: pa.Array) -> pa.Array:
 
 
 def _number_text(values: np.ndarray) -> pa.Array:
+    """Shortest text that reads back as the same number (Arrow's float formatting)."""
     return pc.cast(pa.array(values), pa.string())
 
 
@@ -975,19 +981,9 @@ def _when(mask: np.ndarray, values: pa.Array | str, otherwise: str = "") -> pa.A
     return pc.if_else(pa.array(mask, type=pa.bool_()), values, otherwise)
 
 
-def _json_object_lines(fields: Sequence[tuple[str, pa.Array]]) -> pa.Array:
-    """One JSON object per row from (key, JSON fragment) pairs; an empty fragment is left out."""
-    pieces: list[pa.Array | str] = []
-    for position, (key, fragment) in enumerate(fields):
-        separator = "," if position else ""
-        pieces.append(_when(pc.not_equal(fragment, ""), f"{separator}{json.dumps(key)}:"))
-        pieces.append(fragment)
-    return pc.binary_join_element_wise("{", *pieces, "}", "")
-
-
-def _write_lines(handle: object, lines: pa.Array) -> None:
-    if len(lines):
-        handle.write("\n".join(lines.to_pylist()) + "\n")  # type: ignore[attr-defined]
+def _write_lines(handle: TextIO, lines: Sequence[str]) -> None:
+    if lines:
+        handle.write("\n".join(lines) + "\n")
 
 
 def model_group(model: str) -> str:
@@ -1105,27 +1101,24 @@ def write_litellm_jsonl(frame: pd.DataFrame, path: str | Path) -> None:
     `metadata` is a JSON object and `request_tags` a JSON list, as the LiteLLM API returns them.
     """
     raw_json = {"metadata", "request_tags"}
-    quoted_plain = {"request_id", "api_key", "startTime", "endTime", "completionStartTime"}
+    needs_no_escaping = {"request_id", "api_key", "startTime", "endTime", "completionStartTime"}
     with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
         for chunk in _chunks(frame, WRITE_CHUNK_ROWS):
             table = _litellm_table(chunk)
-            fields = []
-            for name in LITELLM_COLUMNS:
+            pieces: list[pa.Array | str] = []
+            for position, name in enumerate(LITELLM_COLUMNS):
                 column = table.column(name).combine_chunks()
                 if name in raw_json:
                     fragment = column
+                elif name in needs_no_escaping:
+                    fragment = _quoted(column)
                 elif pa.types.is_string(column.type):
-                    fragment = (
-                        _quoted(column)
-                        if name in quoted_plain
-                        else _per_group(
-                            pd.DataFrame({name: column.to_pandas()}), [name], json.dumps
-                        )
-                    )
+                    fragment = _json_literals(column)
                 else:
                     fragment = pc.cast(column, pa.string())
-                fields.append((name, fragment))
-            _write_lines(handle, _json_object_lines(fields))
+                pieces.extend([("," if position else "") + json.dumps(name) + ":", fragment])
+            lines = pc.binary_join_element_wise("{", *pieces, "}", "")
+            _write_lines(handle, lines.to_pylist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1133,17 +1126,14 @@ def write_litellm_jsonl(frame: pd.DataFrame, path: str | Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _attribute(key: str, kind: str, value: pa.Array | str) -> pa.Array | str:
-    """An OTLP/JSON attribute `{"key": ..., "value": {kind: value}}`; `value` is JSON text."""
-    prefix = f'{{"key":{json.dumps(key)},"value":{{"{kind}":'
-    if isinstance(value, str):
-        return f"{prefix}{value}}}}}"
+def _attribute(key: str, kind: str, value: pa.Array, *, first: bool = False) -> pa.Array:
+    """`,{"key": key, "value": {kind: value}}` per row; `value` is already JSON text."""
+    prefix = ("" if first else ",") + f'{{"key":{json.dumps(key)},"value":{{"{kind}":'
     return pc.binary_join_element_wise(prefix, value, "}}", "")
 
 
-def _span_lines(chunk: pd.DataFrame) -> pa.Array:
+def _span_lines(chunk: pd.DataFrame) -> list[str]:
     """One OTLP/JSON span object per request, as text."""
-    size = len(chunk)
     started = _epoch_us(chunk["started_at"])
     ended = _epoch_us(chunk["ended_at"])
     first_token = _epoch_us(chunk["first_token_at"])
@@ -1151,20 +1141,19 @@ def _span_lines(chunk: pd.DataFrame) -> pa.Array:
     request_ids = pa.array(chunk["request_id"], type=pa.string())
     cached = chunk["cached_input_tokens"].to_numpy(dtype=np.int64)
     cost = chunk["cost_usd"].to_numpy(dtype=np.float64)
-    end_user = chunk["end_user"].to_numpy(dtype=object)
-    pool = chunk["pool"].to_numpy(dtype=object)
+    has_end_user = chunk["end_user"].to_numpy(dtype=object) != ""
+    has_pool = chunk["pool"].to_numpy(dtype=object) != ""
     is_error = chunk["status"].to_numpy(dtype=object) == STATUS_ERROR
 
-    def string_attribute(key: str, column: str) -> pa.Array:
-        return _attribute(key, "stringValue", _json_text(chunk, column))
+    def text(column: str) -> pa.Array:
+        return _json_literals(pa.array(chunk[column], type=pa.string()))
 
-    def int_attribute(key: str, values: np.ndarray) -> pa.Array:
-        return _attribute(key, "intValue", _quoted(_number_text(values)))
+    def integer(values: np.ndarray) -> pa.Array:
+        # OTLP/JSON writes int64 values as strings.
+        return _quoted(_number_text(values))
 
     operation = _per_group(
-        chunk,
-        ["operation"],
-        lambda name: json.dumps(OTEL_OPERATION_NAMES.get(name, name)),
+        chunk, ["operation"], lambda name: json.dumps(OTEL_OPERATION_NAMES.get(name, name))
     )
     provider = _per_group(
         chunk, ["provider"], lambda name: json.dumps(OTEL_PROVIDER_NAMES.get(name, name))
@@ -1175,59 +1164,41 @@ def _span_lines(chunk: pd.DataFrame) -> pa.Array:
         lambda name, model: json.dumps(f"{OTEL_OPERATION_NAMES.get(name, name)} {model}"),
     )
     ttft_seconds = np.where(has_first_token, (first_token - started) / 1_000_000, 0.0)
+    error_type = ',{"key":"error.type","value":{"stringValue":"_OTHER"}}'
     attributes = [
-        _attribute("gen_ai.operation.name", "stringValue", operation),
-        "," + _attribute("gen_ai.provider.name", "stringValue", provider),
-        "," + string_attribute("gen_ai.request.model", "model"),
-        "," + string_attribute("gen_ai.response.model", "model"),
-        ","
-        + _attribute(
+        _attribute("gen_ai.operation.name", "stringValue", operation, first=True),
+        _attribute("gen_ai.provider.name", "stringValue", provider),
+        _attribute("gen_ai.request.model", "stringValue", text("model")),
+        _attribute("gen_ai.response.model", "stringValue", text("model")),
+        _attribute(
             "gen_ai.request.stream",
             "boolValue",
-            _when(chunk["streaming"].to_numpy(), "true", "false"),
+            _when(chunk["streaming"].to_numpy(dtype=bool), "true", "false"),
         ),
-        "," + int_attribute("gen_ai.usage.input_tokens", chunk["input_tokens"].to_numpy()),
-        "," + int_attribute("gen_ai.usage.output_tokens", chunk["output_tokens"].to_numpy()),
+        _attribute("gen_ai.usage.input_tokens", "intValue", integer(chunk["input_tokens"])),
+        _attribute("gen_ai.usage.output_tokens", "intValue", integer(chunk["output_tokens"])),
         _when(
             cached > 0,
-            pc.binary_join_element_wise(
-                ",", int_attribute("gen_ai.usage.cache_read.input_tokens", cached), ""
-            ),
+            _attribute("gen_ai.usage.cache_read.input_tokens", "intValue", integer(cached)),
         ),
         _when(
             has_first_token,
-            pc.binary_join_element_wise(
-                ",",
-                _attribute(
-                    "gen_ai.response.time_to_first_chunk", "doubleValue", _number_text(ttft_seconds)
-                ),
-                "",
+            _attribute(
+                "gen_ai.response.time_to_first_chunk", "doubleValue", _number_text(ttft_seconds)
             ),
         ),
         _when(
             ~np.isnan(cost),
-            pc.binary_join_element_wise(
-                ",",
-                _attribute("gen_ai.usage.cost", "doubleValue", _number_text(np.nan_to_num(cost))),
-                "",
-            ),
+            _attribute("gen_ai.usage.cost", "doubleValue", _number_text(np.nan_to_num(cost))),
         ),
-        _when(
-            end_user != "",
-            pc.binary_join_element_wise(",", string_attribute("user.id", "end_user"), ""),
-        ),
-        "," + string_attribute("workload", "workload"),
-        "," + string_attribute("team", "team"),
-        _when(pool != "", pc.binary_join_element_wise(",", string_attribute("pool", "pool"), "")),
-        _when(is_error, "," + _attribute("error.type", "stringValue", '"_OTHER"')),
-    ]
-    # Text-valued pieces above that are plain str constants need one value per row.
-    attributes = [
-        pa.array(np.full(size, piece), type=pa.string()) if isinstance(piece, str) else piece
-        for piece in attributes
+        _when(has_end_user, _attribute("user.id", "stringValue", text("end_user"))),
+        _attribute("workload", "stringValue", text("workload")),
+        _attribute("team", "stringValue", text("team")),
+        _when(has_pool, _attribute("pool", "stringValue", text("pool"))),
+        _when(is_error, error_type),
     ]
     status = _when(is_error, f'{{"code":{OTEL_STATUS_ERROR},"message":"request failed"}}', "{}")
-    return pc.binary_join_element_wise(
+    spans = pc.binary_join_element_wise(
         '{"traceId":"',
         request_ids,
         '","spanId":"',
@@ -1245,6 +1216,7 @@ def _span_lines(chunk: pd.DataFrame) -> pa.Array:
         "}",
         "",
     )
+    return spans.to_pylist()
 
 
 def _resource_spans(caller: str, spans: Sequence[str]) -> str:
@@ -1272,7 +1244,7 @@ def write_otel_jsonl(
     chunk_rows = max(1, WRITE_CHUNK_ROWS // spans_per_document) * spans_per_document
     with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
         for chunk in _chunks(frame, chunk_rows):
-            spans = _span_lines(chunk).to_pylist()
+            spans = _span_lines(chunk)
             callers = chunk["caller"].to_numpy(dtype=object)
             documents = []
             for offset in range(0, len(spans), spans_per_document):
@@ -1284,20 +1256,12 @@ def write_otel_jsonl(
                     )
                 entries = [_resource_spans(caller, grouped) for caller, grouped in groups.items()]
                 documents.append('{"resourceSpans":[' + ",".join(entries) + "]}")
-            if documents:
-                handle.write("\n".join(documents) + "\n")
+            _write_lines(handle, documents)
 
 
 # ---------------------------------------------------------------------------------------------
 # Benchmark file
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class _BenchPlan:
-    rows: int
-    scale: float
-    days: list[int] = field(default_factory=list)
 
 
 def bench_litellm_csv(path: str | Path, *, rows: int, seed: int = 0) -> None:

@@ -29,6 +29,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not memory, so a real worker process started by a test can share the database.
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(VAR_DIR) / "test-db.sqlite3")}  # noqa: F405
 # Unit tests run tasks in-process; integration tests start a real worker and switch this off.
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
