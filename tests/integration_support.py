@@ -20,7 +20,8 @@ def test_database_url() -> str:
     user = quote(params.get("USER") or "", safe="")
     password = quote(params.get("PASSWORD") or "", safe="")
     auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    return f"postgres://{auth}{params['HOST'] or '127.0.0.1'}:{params['PORT'] or 5432}/{params['NAME']}"
+    host = f"{params['HOST'] or '127.0.0.1'}:{params['PORT'] or 5432}"
+    return f"postgres://{auth}{host}/{params['NAME']}"
 
 
 def worker_environment(broker_url: str) -> dict[str, str]:
