@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import plotly.graph_objects as go
@@ -40,5 +41,130 @@ def build_uploads_per_day_figure(
         title={"text": "Uploads per day"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
         yaxis={"title": {"text": "Uploads"}, "rangemode": "tozero", "dtick": 1},
+    )
+    return figure_to_dict(figure)
+
+
+def _floats(values: Sequence[Decimal | float | int | None]) -> list[float | None]:
+    return [None if v is None else float(v) for v in values]
+
+
+def build_spend_per_day_figure(
+    *, days: Sequence[date], series: dict[str, Sequence[Decimal]], dimension_label: str
+) -> dict[str, Any]:
+    """Stacked bars of daily spend, one trace per workload / team / model / provider."""
+    figure = go.Figure()
+    x = [d.isoformat() for d in days]
+    for name, values in series.items():
+        figure.add_trace(
+            go.Bar(
+                name=name,
+                x=x,
+                y=_floats(values),
+                hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    figure.update_layout(
+        **_LAYOUT,
+        barmode="stack",
+        title={"text": f"Spend per day by {dimension_label}"},
+        xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
+        yaxis={"title": {"text": "Spend (USD)"}, "rangemode": "tozero", "tickprefix": "$"},
+    )
+    return figure_to_dict(figure)
+
+
+def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]) -> dict[str, Any]:
+    """Horizontal bars: the workloads that cost the most, largest on top."""
+    figure = go.Figure(
+        go.Bar(
+            name="Spend",
+            x=_floats(list(spend))[::-1],
+            y=list(names)[::-1],
+            orientation="h",
+            hovertemplate="%{y}: %{x:$,.2f}<extra></extra>",
+        )
+    )
+    layout = {**_LAYOUT, "hovermode": "closest", "margin": {"l": 180, "r": 16, "t": 40, "b": 48}}
+    figure.update_layout(
+        **layout,
+        title={"text": "Top workloads by spend"},
+        xaxis={"title": {"text": "Spend (USD)"}, "tickprefix": "$", "rangemode": "tozero"},
+        yaxis={"title": {"text": "Workload"}, "automargin": True},
+    )
+    return figure_to_dict(figure)
+
+
+def build_daily_usage_figure(
+    *,
+    days: Sequence[date],
+    spend: Sequence[Decimal],
+    input_tokens: Sequence[int],
+    output_tokens: Sequence[int],
+) -> dict[str, Any]:
+    """Daily spend (bars, left axis) with input and output tokens (lines, right axis)."""
+    x = [d.isoformat() for d in days]
+    figure = go.Figure()
+    figure.add_trace(go.Bar(name="Spend (USD)", x=x, y=_floats(spend), yaxis="y"))
+    figure.add_trace(
+        go.Scatter(name="Input tokens", x=x, y=list(input_tokens), mode="lines", yaxis="y2")
+    )
+    figure.add_trace(
+        go.Scatter(name="Output tokens", x=x, y=list(output_tokens), mode="lines", yaxis="y2")
+    )
+    figure.update_layout(
+        **_LAYOUT,
+        title={"text": "Daily spend and tokens"},
+        xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
+        yaxis={"title": {"text": "Spend (USD)"}, "tickprefix": "$", "rangemode": "tozero"},
+        yaxis2={
+            "title": {"text": "Tokens"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
+    )
+    return figure_to_dict(figure)
+
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def build_hour_of_week_figure(*, matrix: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """Heatmap of requests per weekday and UTC hour: office hours, nightly jobs, flat 24/7."""
+    figure = go.Figure(
+        go.Heatmap(
+            name="Requests",
+            z=[list(row) for row in matrix],
+            x=list(range(24)),
+            y=list(WEEKDAYS),
+            colorscale="Blues",
+            hovertemplate="%{y} %{x}:00 UTC: %{z} requests<extra></extra>",
+            colorbar={"title": {"text": "Requests"}},
+        )
+    )
+    layout = {**_LAYOUT, "hovermode": "closest"}
+    figure.update_layout(
+        **layout,
+        title={"text": "Requests by hour of week (UTC)"},
+        xaxis={"title": {"text": "Hour of day (UTC)"}, "dtick": 2},
+        yaxis={"title": {"text": "Weekday"}, "autorange": "reversed"},
+    )
+    return figure_to_dict(figure)
+
+
+def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> dict[str, Any]:
+    """Grouped bars of p50 / p95 / p99 for each latency measure (TTFT, end-to-end, TPOT)."""
+    labels = ["p50", "p95", "p99"]
+    figure = go.Figure()
+    for measure, values in percentiles.items():
+        figure.add_trace(go.Bar(name=measure, x=labels, y=list(values)))
+    figure.update_layout(
+        **_LAYOUT,
+        barmode="group",
+        title={"text": "Latency percentiles"},
+        xaxis={"title": {"text": "Percentile"}},
+        yaxis={"title": {"text": "Milliseconds"}, "rangemode": "tozero"},
     )
     return figure_to_dict(figure)

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -142,6 +142,24 @@ BATCH_WAIT_MEDIAN_MINUTES = 20.0
 BATCH_WAIT_SPREAD = 0.8
 ERROR_LATENCY_MEDIAN_MS = 1_200.0
 ERROR_LATENCY_SPREAD = 1.0
+
+# What `_workload_requests` returns, before text columns are attached.
+NUMERIC_PART_COLUMNS = (
+    "end_user_index",
+    "started_at",
+    "first_token_at",
+    "ended_at",
+    "ttft_ms",
+    "tpot_ms",
+    "latency_ms",
+    "streaming",
+    "batch_api",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cost_usd",
+    "is_error",
+)
 
 WRITE_CHUNK_ROWS = 250_000
 BENCH_START = datetime(2025, 3, 3, tzinfo=UTC)  # a Monday
@@ -679,33 +697,67 @@ def _generate(
         )
         for spec in specs
     ]
-    columns = {
-        name: np.concatenate([part[name] for part in parts])
-        if parts
-        else np.array([], dtype=object)
-        for name in REQUEST_COLUMNS
-        if name != "request_id"
+    numeric = {
+        name: np.concatenate([part[name] for part in parts]) if parts else np.array([])
+        for name in NUMERIC_PART_COLUMNS
     }
-    order = np.argsort(columns["started_at"].astype(np.int64), kind="stable")
-    columns = {name: values[order] for name, values in columns.items()}
+    workload_index = np.concatenate(
+        [np.full(part["started_at"].size, index) for index, part in enumerate(parts)]
+        if parts
+        else [np.array([], dtype=np.int64)]
+    )
+    order = np.argsort(numeric["started_at"], kind="stable")
+    numeric = {name: values[order] for name, values in numeric.items()}
+    workload_index = workload_index[order]
+
+    # Text columns are built as Arrow dictionary lookups: one Python string per distinct value.
+    def per_workload(attribute: str) -> pd.Series:
+        values = pa.array([getattr(spec, attribute) for spec in specs], type=pa.string())
+        return _text_series(values.take(pa.array(workload_index, type=pa.int64())))
+
+    # Each workload's end users are numbered within it; "" stands for "no end user".
+    end_user_names = [""] + [
+        f"{spec.end_user_prefix}{index:05d}" for spec in specs for index in range(spec.end_users)
+    ]
+    first_name = np.cumsum([1] + [spec.end_users for spec in specs])[:-1]
+    end_user_code = np.where(
+        numeric["end_user_index"] >= 0,
+        first_name[workload_index] + numeric["end_user_index"],
+        0,
+    ).astype(np.int64)
+    statuses = pa.array([STATUS_SUCCESS, STATUS_ERROR], type=pa.string())
     id_rng = np.random.default_rng([seed, 0x1D])
-    columns["request_id"] = _request_ids(id_rng, size=order.size, first_row=first_row)
-    frame = pd.DataFrame({name: columns[name] for name in REQUEST_COLUMNS})
+
+    columns: dict[str, object] = {
+        "request_id": _text_series(_request_ids(id_rng, size=order.size, first_row=first_row)),
+        "workload": per_workload("name"),
+        "team": per_workload("team"),
+        "caller": per_workload("caller"),
+        "provider": per_workload("provider"),
+        "model": per_workload("model"),
+        "operation": per_workload("operation"),
+        "pool": per_workload("pool"),
+        "end_user": _text_series(
+            pa.array(end_user_names, type=pa.string()).take(pa.array(end_user_code))
+        ),
+        "status": _text_series(statuses.take(pa.array(numeric["is_error"].astype(np.int64)))),
+    }
     for name in ("started_at", "first_token_at", "ended_at"):
-        frame[name] = pd.Series(
-            columns[name].astype("datetime64[us]"), index=frame.index
+        columns[name] = pd.Series(
+            numeric[name].astype(np.int64).astype("datetime64[us]")
         ).dt.tz_localize(UTC)
     for name in ("streaming", "batch_api"):
-        frame[name] = frame[name].astype(bool)
+        columns[name] = numeric[name].astype(bool)
     for name in ("input_tokens", "output_tokens", "cached_input_tokens"):
-        frame[name] = frame[name].astype(np.int64)
+        columns[name] = numeric[name].astype(np.int64)
     for name in ("ttft_ms", "tpot_ms", "latency_ms", "cost_usd"):
-        frame[name] = frame[name].astype(np.float64)
-    for name in ("request_id", "workload", "team", "caller", "provider", "model", "operation"):
-        frame[name] = frame[name].astype(str)
-    for name in ("pool", "end_user", "status"):
-        frame[name] = frame[name].astype(str)
-    return frame
+        columns[name] = numeric[name].astype(np.float64)
+    return pd.DataFrame({name: columns[name] for name in REQUEST_COLUMNS})
+
+
+def _text_series(values: pa.Array) -> pd.Series:
+    """A pandas text column straight from Arrow, without a Python object per row."""
+    return pd.Series(values, dtype="str")
 
 
 def _datetime_to_us(moment: datetime) -> int:
@@ -843,26 +895,12 @@ def _workload_requests(
 
     if spec.end_users > 0:
         # Squaring a uniform favours low indexes: a few heavy users, a long tail of light ones.
-        population = np.array(
-            [f"{spec.end_user_prefix}{index:05d}" for index in range(spec.end_users)],
-            dtype=object,
-        )
-        end_user = population[np.floor(spec.end_users * rng.random(size) ** 2).astype(np.int64)]
+        end_user_index = np.floor(spec.end_users * rng.random(size) ** 2).astype(np.int64)
     else:
-        end_user = np.full(size, "", dtype=object)
-
-    def constant(value: str) -> np.ndarray:
-        return np.full(size, value, dtype=object)
+        end_user_index = np.full(size, -1, dtype=np.int64)
 
     return {
-        "workload": constant(spec.name),
-        "team": constant(spec.team),
-        "caller": constant(spec.caller),
-        "provider": constant(spec.provider),
-        "model": constant(spec.model),
-        "operation": constant(spec.operation),
-        "pool": constant(spec.pool),
-        "end_user": end_user,
+        "end_user_index": end_user_index,
         "started_at": started,
         "first_token_at": first_token,
         "ended_at": ended,
@@ -875,7 +913,7 @@ def _workload_requests(
         "output_tokens": output_tokens,
         "cached_input_tokens": cached_tokens,
         "cost_usd": cost,
-        "status": np.where(is_error, STATUS_ERROR, STATUS_SUCCESS).astype(object),
+        "is_error": is_error,
     }
 
 
@@ -919,13 +957,14 @@ def _splitmix64(values: np.ndarray) -> np.ndarray:
     return mixed ^ (mixed >> np.uint64(31))
 
 
-def _request_ids(rng: np.random.Generator, *, size: int, first_row: int) -> np.ndarray:
+def _request_ids(rng: np.random.Generator, *, size: int, first_row: int) -> pa.Array:
     """32 hex digits: 64 random bits, then a bijection of the row number (so ids are unique)."""
     words = np.empty((size, 2), dtype=">u8")
     words[:, 0] = rng.bit_generator.random_raw(size)
     words[:, 1] = _splitmix64(np.arange(first_row, first_row + size, dtype=np.uint64))
-    hex_digits = words.tobytes().hex().encode("ascii")
-    return np.frombuffer(hex_digits, dtype="S32").astype(str).astype(object)
+    hex_digits = pa.py_buffer(words.tobytes().hex().encode("ascii"))
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), size, [None, hex_digits])
+    return fixed.cast(pa.string())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -953,9 +992,11 @@ def _iso_text(epoch_us: np.ndarray) -> pa.Array:
 
 def _per_group(chunk: pd.DataFrame, columns: Sequence[str], render: Callable[..., str]) -> pa.Array:
     """`render(*values)` for each distinct combination of `columns`, spread to every row."""
-    codes, uniques = pd.MultiIndex.from_frame(chunk[list(columns)]).factorize()
-    rendered = pa.array([render(*key) for key in uniques], type=pa.string())
-    return rendered.take(pa.array(codes))
+    codes = chunk.groupby(list(columns), sort=False, dropna=False).ngroup().to_numpy()
+    _, first_rows = np.unique(codes, return_index=True)
+    keys = chunk[list(columns)].iloc[first_rows].itertuples(index=False, name=None)
+    rendered = pa.array([render(*key) for key in keys], type=pa.string())
+    return rendered.take(pa.array(codes, type=pa.int64()))
 
 
 def _json_literals(values: pa.Array) -> pa.Array:
@@ -981,9 +1022,21 @@ def _when(mask: np.ndarray, values: pa.Array | str, otherwise: str = "") -> pa.A
     return pc.if_else(pa.array(mask, type=pa.bool_()), values, otherwise)
 
 
-def _write_lines(handle: TextIO, lines: Sequence[str]) -> None:
-    if lines:
-        handle.write("\n".join(lines) + "\n")
+def _write_rows(handle: BinaryIO, rows: pa.Array) -> None:
+    """Write the strings of an Arrow string array back to back, straight from its data buffer.
+
+    A string array keeps its values contiguous in one UTF-8 buffer, so the file gets bytes with
+    no Python string per row (encoding 1 GB of text through Python costs seconds).
+    """
+    if len(rows) == 0:
+        return
+    if rows.type != pa.string() or rows.null_count:
+        raise ValueError("expected a string array without nulls")
+    _, offsets_buffer, data = rows.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[
+        rows.offset : rows.offset + len(rows) + 1
+    ]
+    handle.write(memoryview(data)[offsets[0] : offsets[-1]])
 
 
 def model_group(model: str) -> str:
@@ -1102,7 +1155,7 @@ def write_litellm_jsonl(frame: pd.DataFrame, path: str | Path) -> None:
     """
     raw_json = {"metadata", "request_tags"}
     needs_no_escaping = {"request_id", "api_key", "startTime", "endTime", "completionStartTime"}
-    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+    with Path(path).open("wb") as handle:
         for chunk in _chunks(frame, WRITE_CHUNK_ROWS):
             table = _litellm_table(chunk)
             pieces: list[pa.Array | str] = []
@@ -1117,8 +1170,7 @@ def write_litellm_jsonl(frame: pd.DataFrame, path: str | Path) -> None:
                 else:
                     fragment = pc.cast(column, pa.string())
                 pieces.extend([("," if position else "") + json.dumps(name) + ":", fragment])
-            lines = pc.binary_join_element_wise("{", *pieces, "}", "")
-            _write_lines(handle, lines.to_pylist())
+            _write_rows(handle, pc.binary_join_element_wise("{", *pieces, "}\n", ""))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1132,7 +1184,7 @@ def _attribute(key: str, kind: str, value: pa.Array, *, first: bool = False) -> 
     return pc.binary_join_element_wise(prefix, value, "}}", "")
 
 
-def _span_lines(chunk: pd.DataFrame) -> list[str]:
+def _span_texts(chunk: pd.DataFrame) -> pa.Array:
     """One OTLP/JSON span object per request, as text."""
     started = _epoch_us(chunk["started_at"])
     ended = _epoch_us(chunk["ended_at"])
@@ -1198,7 +1250,7 @@ def _span_lines(chunk: pd.DataFrame) -> list[str]:
         _when(is_error, error_type),
     ]
     status = _when(is_error, f'{{"code":{OTEL_STATUS_ERROR},"message":"request failed"}}', "{}")
-    spans = pc.binary_join_element_wise(
+    return pc.binary_join_element_wise(
         '{"traceId":"',
         request_ids,
         '","spanId":"',
@@ -1216,19 +1268,23 @@ def _span_lines(chunk: pd.DataFrame) -> list[str]:
         "}",
         "",
     )
-    return spans.to_pylist()
 
 
-def _resource_spans(caller: str, spans: Sequence[str]) -> str:
-    resource = json.dumps(
-        {"attributes": [{"key": "service.name", "value": {"stringValue": caller}}]}
-    )
-    scope = json.dumps(OTEL_SCOPE)
+def _resource_head(caller: str) -> str:
+    """The opening of one caller's `resourceSpans` entry, up to its first span."""
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": caller}}]}
     return (
-        f'{{"resource":{resource},"scopeSpans":[{{"scope":{scope},"spans":['
-        + ",".join(spans)
-        + "]}]}"
+        f'{{"resource":{json.dumps(resource)},'
+        f'"scopeSpans":[{{"scope":{json.dumps(OTEL_SCOPE)},"spans":['
     )
+
+
+def _boundaries(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the first and the last row of each run of equal `keys` (at least one row)."""
+    changes = np.zeros(keys[0].size - 1, dtype=bool)
+    for key in keys:
+        changes |= key[1:] != key[:-1]
+    return np.concatenate([[True], changes]), np.concatenate([changes, [True]])
 
 
 def write_otel_jsonl(
@@ -1242,21 +1298,27 @@ def write_otel_jsonl(
     if spans_per_document < 1:
         raise ValueError("spans_per_document must be at least 1")
     chunk_rows = max(1, WRITE_CHUNK_ROWS // spans_per_document) * spans_per_document
-    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+    with Path(path).open("wb") as handle:
         for chunk in _chunks(frame, chunk_rows):
-            spans = _span_lines(chunk)
-            callers = chunk["caller"].to_numpy(dtype=object)
-            documents = []
-            for offset in range(0, len(spans), spans_per_document):
-                document_callers = callers[offset : offset + spans_per_document]
-                groups: dict[str, list[str]] = {}
-                for position in np.argsort(document_callers, kind="stable"):
-                    groups.setdefault(document_callers[position], []).append(
-                        spans[offset + position]
-                    )
-                entries = [_resource_spans(caller, grouped) for caller, grouped in groups.items()]
-                documents.append('{"resourceSpans":[' + ",".join(entries) + "]}")
-            _write_lines(handle, documents)
+            # Order the chunk by document, then caller, so each caller's spans in a document
+            # are one run; every row then only needs the brackets that open or close its run.
+            document = np.arange(len(chunk)) // spans_per_document
+            caller_code = chunk.groupby("caller", sort=False).ngroup().to_numpy()
+            order = np.lexsort((caller_code, document))
+            chunk = chunk.iloc[order]
+            document_starts, document_ends = _boundaries([document[order]])
+            run_starts, run_ends = _boundaries([document[order], caller_code[order]])
+            opening = pc.binary_join_element_wise(
+                _when(document_starts, '{"resourceSpans":['),
+                _when(run_starts & ~document_starts, ","),
+                _when(run_starts, _per_group(chunk, ["caller"], _resource_head), ","),
+                "",
+            )
+            closing = pc.binary_join_element_wise(
+                _when(run_ends, "]}]}"), _when(document_ends, "]}\n"), ""
+            )
+            spans = _span_texts(chunk)
+            _write_rows(handle, pc.binary_join_element_wise(opening, spans, closing, ""))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -200,3 +200,22 @@ class WorkloadDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload} {self.day}"
+
+
+class Workload(models.Model):
+    """A named stream of requests (see `audit_app.identity` for how names are given).
+
+    Created when an ingest first sees the name; its numbers live in the rollups.
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    latency_slo_ms = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The latency this workload must meet, if any."
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, QuerySet, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
-from audit_app.models import HourlyRollup, PriceCard, Upload
+from audit_app.histograms import LatencyHistogram
+from audit_app.models import HourlyRollup, PriceCard, Upload, Workload
 from audit_app.pricing import Price, PriceBook, TokenUsage, token_cost
 
 
@@ -132,17 +134,37 @@ def rollups_in_range(
     return queryset.filter(**clean)
 
 
-def spend_breakdown(
-    *, group_by: str, queryset: QuerySet[HourlyRollup] | None = None
-) -> SpendBreakdown:
-    """Spend per workload / team / model / provider / pool / day, priced at read time."""
-    if group_by not in GROUP_BY_FIELDS:
-        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_FIELDS)}")
-    queryset = rollups_in_range() if queryset is None else queryset
-    dimension = GROUP_BY_FIELDS[group_by]
+@dataclass(frozen=True, kw_only=True)
+class PricedGroup:
+    """Sums of one group of rollups (by the requested dimensions), with its cost priced."""
+
+    dims: tuple[Any, ...]
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    logged_cost_usd: Decimal
+    estimated_cost_usd: Decimal
+    unpriced_requests: int
+    unpriced_input_tokens: int
+    unpriced_output_tokens: int
+    provider: str
+    model: str
+
+    @property
+    def spend_usd(self) -> Decimal:
+        return self.logged_cost_usd + self.estimated_cost_usd
+
+
+def priced_groups(queryset: QuerySet[HourlyRollup], dims: Sequence[str]) -> list[PricedGroup]:
+    """Rollups summed per ``dims`` (rollup fields, or ``day``) and priced.
+
+    Pricing needs provider, model, day and batch flag, so groups are finer than ``dims``; each
+    comes back with its own dims so callers add them up as they like.
+    """
+    fields = list(dict.fromkeys([*dims, "provider", "model", "day", "batch_api"]))
     grouped = (
         queryset.annotate(day=TruncDate("hour"))
-        .values(*{dimension, "provider", "model", "day", "batch_api"})
+        .values(*fields)
         .annotate(
             n_requests=Sum("requests"),
             n_input=Sum("input_tokens"),
@@ -153,14 +175,60 @@ def spend_breakdown(
             un_cached=Sum("unlogged_cached_input_tokens"),
             un_output=Sum("unlogged_output_tokens"),
         )
+        .order_by()
     )
     book = price_book()
+    out: list[PricedGroup] = []
+    for g in grouped:
+        unlogged = g["n_requests"] - g["n_logged"]
+        estimated = Decimal(0)
+        unpriced = unpriced_in = unpriced_out = 0
+        if unlogged:
+            price = book.find(provider=g["provider"], model=g["model"], day=g["day"])
+            if price is None:
+                unpriced, unpriced_in, unpriced_out = unlogged, g["un_input"], g["un_output"]
+            else:
+                usage = TokenUsage(
+                    input_tokens=g["un_input"],
+                    cached_input_tokens=g["un_cached"],
+                    output_tokens=g["un_output"],
+                    batch_api=g["batch_api"],
+                )
+                estimated = token_cost(price, usage)
+        out.append(
+            PricedGroup(
+                dims=tuple(g[d] for d in dims),
+                requests=g["n_requests"],
+                input_tokens=g["n_input"],
+                output_tokens=g["n_output"],
+                logged_cost_usd=g["logged"] or Decimal(0),
+                estimated_cost_usd=estimated,
+                unpriced_requests=unpriced,
+                unpriced_input_tokens=unpriced_in,
+                unpriced_output_tokens=unpriced_out,
+                provider=g["provider"],
+                model=g["model"],
+            )
+        )
+    return out
+
+
+def _key_text(value: Any) -> str:
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
+def spend_breakdown(
+    *, group_by: str, queryset: QuerySet[HourlyRollup] | None = None
+) -> SpendBreakdown:
+    """Spend per workload / team / model / provider / pool / day, priced at read time."""
+    if group_by not in GROUP_BY_FIELDS:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_FIELDS)}")
+    queryset = rollups_in_range() if queryset is None else queryset
     rows: dict[str, dict[str, Any]] = {}
     unpriced: dict[tuple[str, str], list[int]] = {}
-    for g in grouped:
-        key = g[dimension].isoformat() if dimension == "day" else g[dimension]
+    for group in priced_groups(queryset, [GROUP_BY_FIELDS[group_by]]):
         row = rows.setdefault(
-            key,
+            _key_text(group.dims[0]),
             {
                 "requests": 0,
                 "input": 0,
@@ -170,28 +238,17 @@ def spend_breakdown(
                 "unpriced": 0,
             },
         )
-        row["requests"] += g["n_requests"]
-        row["input"] += g["n_input"]
-        row["output"] += g["n_output"]
-        row["logged"] += g["logged"] or Decimal(0)
-        unlogged_requests = g["n_requests"] - g["n_logged"]
-        if not unlogged_requests:
-            continue
-        price = book.find(provider=g["provider"], model=g["model"], day=g["day"])
-        if price is None:
-            row["unpriced"] += unlogged_requests
-            totals = unpriced.setdefault((g["provider"], g["model"]), [0, 0, 0])
-            totals[0] += unlogged_requests
-            totals[1] += g["un_input"]
-            totals[2] += g["un_output"]
-            continue
-        usage = TokenUsage(
-            input_tokens=g["un_input"],
-            cached_input_tokens=g["un_cached"],
-            output_tokens=g["un_output"],
-            batch_api=g["batch_api"],
-        )
-        row["estimated"] += token_cost(price, usage)
+        row["requests"] += group.requests
+        row["input"] += group.input_tokens
+        row["output"] += group.output_tokens
+        row["logged"] += group.logged_cost_usd
+        row["estimated"] += group.estimated_cost_usd
+        row["unpriced"] += group.unpriced_requests
+        if group.unpriced_requests:
+            totals = unpriced.setdefault((group.provider, group.model), [0, 0, 0])
+            totals[0] += group.unpriced_requests
+            totals[1] += group.unpriced_input_tokens
+            totals[2] += group.unpriced_output_tokens
     spend_rows = [
         SpendRow(
             key=key,
@@ -204,9 +261,218 @@ def spend_breakdown(
         )
         for key, v in rows.items()
     ]
-    spend_rows.sort(key=lambda r: (r.key if group_by == "day" else "", -r.spend_usd, r.key))
+    if group_by == "day":
+        spend_rows.sort(key=lambda r: r.key)
+    else:
+        spend_rows.sort(key=lambda r: (-r.spend_usd, r.key))
     unpriced_models = [
         UnpricedModel(provider=p, model=m, requests=t[0], input_tokens=t[1], output_tokens=t[2])
-        for (p, m), t in sorted(unpriced.items(), key=lambda item: -item[1][1])
+        for (p, m), t in sorted(unpriced.items(), key=lambda item: (-item[1][1], item[0]))
     ]
     return SpendBreakdown(group_by=group_by, rows=spend_rows, unpriced_models=unpriced_models)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpendSeries:
+    """Spend per day, split by one dimension (for the stacked chart)."""
+
+    days: list[date]
+    series: dict[str, list[Decimal]]  # name -> one value per day, aligned with days
+
+
+def spend_per_day(
+    *,
+    dimension: str,
+    queryset: QuerySet[HourlyRollup],
+    start: date,
+    end: date,
+    max_series: int = 8,
+) -> SpendSeries:
+    """Daily spend by ``dimension``; beyond the top ``max_series`` names, one "other" series."""
+    field = GROUP_BY_FIELDS[dimension]
+    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    index = {day: i for i, day in enumerate(days)}
+    per_name: dict[str, list[Decimal]] = {}
+    for group in priced_groups(queryset, [field, "day"]):
+        name, day = _key_text(group.dims[0]) or "(none)", group.dims[1]
+        if day not in index:
+            continue
+        values = per_name.setdefault(name, [Decimal(0)] * len(days))
+        values[index[day]] += group.spend_usd
+    ranked = sorted(per_name, key=lambda n: (-sum(per_name[n]), n))
+    series = {name: per_name[name] for name in ranked[:max_series]}
+    if len(ranked) > max_series:
+        other = [Decimal(0)] * len(days)
+        for name in ranked[max_series:]:
+            other = [a + b for a, b in zip(other, per_name[name], strict=True)]
+        series["other"] = other
+    return SpendSeries(days=days, series=series)
+
+
+# --- Workloads --------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class LatencySummary:
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    count: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadStats:
+    id: int | None
+    name: str
+    teams: list[str]
+    providers: list[str]
+    models: list[str]
+    requests: int
+    errors: int
+    streaming_requests: int
+    input_tokens: int
+    output_tokens: int
+    spend_usd: Decimal
+    unpriced_requests: int
+    ttft: LatencySummary
+    latency: LatencySummary
+    tpot: LatencySummary
+
+
+def _summary(histogram: LatencyHistogram) -> LatencySummary:
+    return LatencySummary(
+        p50_ms=histogram.quantile(0.5),
+        p95_ms=histogram.quantile(0.95),
+        p99_ms=histogram.quantile(0.99),
+        count=histogram.count,
+    )
+
+
+def _merged(rows: Iterable[dict[str, Any]], field: str) -> LatencyHistogram:
+    merged = LatencyHistogram()
+    for row in rows:
+        if row[field]:
+            merged.merge(LatencyHistogram.from_json(row[field]))
+    return merged
+
+
+def workload_stats(*, queryset: QuerySet[HourlyRollup]) -> list[WorkloadStats]:
+    """One line per workload: volume, tokens, spend and latency percentiles from rollups."""
+    spend: dict[str, Decimal] = defaultdict(Decimal)
+    unpriced: dict[str, int] = defaultdict(int)
+    for group in priced_groups(queryset, ["workload"]):
+        spend[group.dims[0]] += group.spend_usd
+        unpriced[group.dims[0]] += group.unpriced_requests
+    sums = {
+        row["workload"]: row
+        for row in queryset.values("workload")
+        .annotate(
+            n=Sum("requests"),
+            e=Sum("errors"),
+            s=Sum("streaming_requests"),
+            i=Sum("input_tokens"),
+            o=Sum("output_tokens"),
+        )
+        .order_by()
+    }
+    labels: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    histograms: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in queryset.values(
+        "workload",
+        "team",
+        "provider",
+        "model",
+        "ttft_histogram",
+        "latency_histogram",
+        "tpot_histogram",
+    ).order_by():
+        for field in ("team", "provider", "model"):
+            if row[field]:
+                labels[row["workload"]][field].add(row[field])
+        histograms[row["workload"]].append(row)
+    ids = dict(Workload.objects.filter(name__in=list(sums)).values_list("name", "id"))
+    out = []
+    for name, row in sums.items():
+        rows = histograms[name]
+        out.append(
+            WorkloadStats(
+                id=ids.get(name),
+                name=name,
+                teams=sorted(labels[name]["team"]),
+                providers=sorted(labels[name]["provider"]),
+                models=sorted(labels[name]["model"]),
+                requests=row["n"],
+                errors=row["e"],
+                streaming_requests=row["s"],
+                input_tokens=row["i"],
+                output_tokens=row["o"],
+                spend_usd=spend[name],
+                unpriced_requests=unpriced[name],
+                ttft=_summary(_merged(rows, "ttft_histogram")),
+                latency=_summary(_merged(rows, "latency_histogram")),
+                tpot=_summary(_merged(rows, "tpot_histogram")),
+            )
+        )
+    out.sort(key=lambda w: (-w.spend_usd, w.name))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class DailyUsage:
+    days: list[date]
+    spend_usd: list[Decimal]
+    input_tokens: list[int]
+    output_tokens: list[int]
+    requests: list[int]
+
+
+def daily_usage(*, queryset: QuerySet[HourlyRollup], start: date, end: date) -> DailyUsage:
+    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    index = {day: i for i, day in enumerate(days)}
+    spend = [Decimal(0)] * len(days)
+    tokens_in = [0] * len(days)
+    tokens_out = [0] * len(days)
+    requests = [0] * len(days)
+    for group in priced_groups(queryset, ["day"]):
+        i = index.get(group.dims[0])
+        if i is None:
+            continue
+        spend[i] += group.spend_usd
+        tokens_in[i] += group.input_tokens
+        tokens_out[i] += group.output_tokens
+        requests[i] += group.requests
+    return DailyUsage(
+        days=days,
+        spend_usd=spend,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        requests=requests,
+    )
+
+
+def hour_of_week_requests(*, queryset: QuerySet[HourlyRollup]) -> list[list[int]]:
+    """Requests per (weekday Monday=0 .. Sunday=6, UTC hour 0..23)."""
+    matrix = [[0] * 24 for _ in range(7)]
+    rows = (
+        queryset.annotate(weekday=ExtractIsoWeekDay("hour"), hour_of_day=ExtractHour("hour"))
+        .values("weekday", "hour_of_day")
+        .annotate(n=Sum("requests"))
+        .order_by()
+    )
+    for row in rows:
+        matrix[row["weekday"] - 1][row["hour_of_day"]] += row["n"]
+    return matrix
+
+
+def data_date_range() -> tuple[date, date] | None:
+    """First and last day that have rollups (of succeeded uploads)."""
+    bounds = rollups_in_range().aggregate(first=Min("hour"), last=Max("hour"))
+    if bounds["first"] is None:
+        return None
+    return bounds["first"].date(), bounds["last"].date()
+
+
+def filter_choices() -> dict[str, list[str]]:
+    queryset = rollups_in_range()
+    return {
+        field: sorted(v for v in queryset.values_list(field, flat=True).distinct().order_by() if v)
+        for field in ("team", "provider", "model")
+    }

@@ -6,7 +6,11 @@ from audit_app.views import pages, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
+    path("spend.csv", pages.SpendCsvView.as_view(), name="spend-csv"),
     path("workloads/", pages.WorkloadListView.as_view(), name="workloads"),
+    path(
+        "workloads/<int:workload_id>/", pages.WorkloadDetailView.as_view(), name="workload-detail"
+    ),
     path("uploads/", pages.UploadListView.as_view(), name="uploads"),
     path("uploads/new/", uploads.UploadCreateView.as_view(), name="upload-new"),
     path("uploads/<int:upload_id>/", uploads.UploadDetailView.as_view(), name="upload-detail"),

@@ -16,6 +16,9 @@ from audit_app.permissions import user_roles
 
 class ApiRootOutput(serializers.Serializer):
     me = serializers.URLField()
+    uploads = serializers.URLField()
+    spend = serializers.URLField()
+    workloads = serializers.URLField()
     schema = serializers.URLField()
     docs = serializers.URLField()
 
@@ -30,6 +33,9 @@ class ApiRootApi(APIView):
 
         data: dict[str, Any] = {
             "me": link("api-me"),
+            "uploads": link("api-uploads"),
+            "spend": link("api-spend"),
+            "workloads": link("api-workloads"),
             "schema": link("api-schema"),
             "docs": link("api-docs"),
         }

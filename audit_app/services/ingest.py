@@ -23,7 +23,7 @@ from audit_app import importers
 from audit_app.histograms import LatencyHistogram
 from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
-from audit_app.models import HourlyRollup, Upload, WorkloadDay
+from audit_app.models import HourlyRollup, Upload, Workload, WorkloadDay
 from audit_app.rollups import IngestAggregate
 
 logger = logging.getLogger(__name__)
@@ -132,6 +132,10 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
         WorkloadDay.objects.filter(upload=upload).delete()
         HourlyRollup.objects.bulk_create(_rollup_rows(upload, aggregate), batch_size=BULK_BATCH)
         WorkloadDay.objects.bulk_create(_day_rows(upload, aggregate), batch_size=BULK_BATCH)
+        names = {key.workload[:200] for key in aggregate.rollups}
+        Workload.objects.bulk_create(
+            [Workload(name=name) for name in sorted(names)], ignore_conflicts=True
+        )
         upload.status = Upload.Status.SUCCEEDED
         upload.finished_at = timezone.now()
         upload.bytes_read = upload.size_bytes

@@ -1,26 +1,290 @@
-"""Dashboard pages. Thin: each calls a selector and renders a template."""
+"""Dashboard pages. Thin: each parses filters, calls selectors, builds charts, renders."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.charts import build_uploads_per_day_figure
+from audit_app import charts
+from audit_app.csv_export import csv_response
+from audit_app.filters import FilterError, SpendFilters, parse_filters
+from audit_app.models import Workload
 from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
-from audit_app.selectors import upload_list, uploads_per_day
+from audit_app.selectors import (
+    GROUP_BY_FIELDS,
+    daily_usage,
+    filter_choices,
+    hour_of_week_requests,
+    rollups_in_range,
+    spend_breakdown,
+    spend_per_day,
+    upload_list,
+    uploads_per_day,
+    workload_stats,
+)
+
+STACK_CHOICES = ("provider", "model", "team", "workload")
+TOP_WORKLOADS = 10
 
 
-class OverviewView(RoleRequiredMixin, TemplateView):
+@dataclass(frozen=True, kw_only=True)
+class MonthComparison:
+    this_month: Decimal
+    last_month: Decimal
+    this_label: str
+    last_label: str
+
+    @property
+    def change_percent(self) -> float | None:
+        if not self.last_month:
+            return None
+        return float((self.this_month - self.last_month) / self.last_month * 100)
+
+
+def month_comparison(today: date) -> MonthComparison:
+    first = today.replace(day=1)
+    previous_last = first - timedelta(days=1)
+    previous_first = previous_last.replace(day=1)
+    this_month = spend_breakdown(
+        group_by="provider", queryset=rollups_in_range(start=first, end=today)
+    ).total_usd
+    last_month = spend_breakdown(
+        group_by="provider", queryset=rollups_in_range(start=previous_first, end=previous_last)
+    ).total_usd
+    return MonthComparison(
+        this_month=this_month,
+        last_month=last_month,
+        this_label=f"{first:%B %Y} so far",
+        last_label=f"{previous_first:%B %Y}",
+    )
+
+
+class FilteredPageMixin:
+    """Parses the URL filters; a bad value re-renders the page with the error, not a 500."""
+
+    request: HttpRequest
+
+    def filters(self) -> tuple[SpendFilters, str | None]:
+        try:
+            return parse_filters(self.request.GET), None
+        except FilterError as exc:
+            return parse_filters({}), str(exc)
+
+
+class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
     template_name = "audit/overview.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        per_day = uploads_per_day(days=30)
-        context["uploads_total"] = per_day.total
-        context["uploads_figure"] = build_uploads_per_day_figure(
-            days=per_day.days, counts_by_kind=per_day.counts_by_kind
+        filters, filter_error = self.filters()
+        stack = self.request.GET.get("stack", "provider")
+        if stack not in STACK_CHOICES:
+            stack = "provider"
+        queryset = filters.queryset()
+        breakdown = spend_breakdown(group_by=stack, queryset=queryset)
+        per_day = spend_per_day(
+            dimension=stack, queryset=queryset, start=filters.start, end=filters.end
         )
+        top = spend_breakdown(group_by="workload", queryset=queryset).rows[:TOP_WORKLOADS]
+        uploads = uploads_per_day(days=30)
+        context.update(
+            filters=filters,
+            filter_error=filter_error,
+            choices=filter_choices(),
+            stack=stack,
+            stack_choices=STACK_CHOICES,
+            breakdown=breakdown,
+            months=month_comparison(timezone.now().date()),
+            spend_figure=charts.build_spend_per_day_figure(
+                days=per_day.days, series=per_day.series, dimension_label=stack
+            ),
+            top_figure=charts.build_top_workloads_figure(
+                names=[row.key for row in top], spend=[row.spend_usd for row in top]
+            ),
+            has_spend=bool(breakdown.rows),
+            uploads_total=uploads.total,
+            uploads_figure=charts.build_uploads_per_day_figure(
+                days=uploads.days, counts_by_kind=uploads.counts_by_kind
+            ),
+        )
+        return context
+
+
+class SpendCsvView(RoleRequiredMixin, FilteredPageMixin, View):
+    """The overview's breakdown table as CSV (?group_by=...)."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        filters, _ = self.filters()
+        group_by = request.GET.get("group_by", "provider")
+        if group_by not in GROUP_BY_FIELDS:
+            raise Http404("unknown group_by")
+        breakdown = spend_breakdown(group_by=group_by, queryset=filters.queryset())
+        return csv_response(
+            filename=f"spend-by-{group_by}-{filters.start}-{filters.end}.csv",
+            header=[
+                group_by,
+                "requests",
+                "input_tokens",
+                "output_tokens",
+                "spend_usd",
+                "logged_cost_usd",
+                "estimated_cost_usd",
+                "unpriced_requests",
+            ],
+            rows=(
+                [
+                    r.key,
+                    r.requests,
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.spend_usd,
+                    r.logged_cost_usd,
+                    r.estimated_cost_usd,
+                    r.unpriced_requests,
+                ]
+                for r in breakdown.rows
+            ),
+        )
+
+
+WORKLOAD_SORTS = {
+    "name": lambda w: w.name,
+    "requests": lambda w: w.requests,
+    "input_tokens": lambda w: w.input_tokens,
+    "output_tokens": lambda w: w.output_tokens,
+    "spend": lambda w: w.spend_usd,
+    "p95_ttft": lambda w: (w.ttft.p95_ms is not None, w.ttft.p95_ms or 0.0),
+    "p95_e2e": lambda w: (w.latency.p95_ms is not None, w.latency.p95_ms or 0.0),
+}
+
+
+def sorted_workloads(stats: list[Any], sort: str) -> tuple[list[Any], str]:
+    descending = sort.startswith("-")
+    key = sort.lstrip("-")
+    if key not in WORKLOAD_SORTS:
+        return stats, "-spend"
+    return sorted(stats, key=WORKLOAD_SORTS[key], reverse=descending), sort
+
+
+class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
+    template_name = "audit/workloads.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        filters, filter_error = self.filters()
+        stats, sort = sorted_workloads(
+            workload_stats(queryset=filters.queryset()), request.GET.get("sort", "-spend")
+        )
+        if request.GET.get("export") == "csv":
+            return csv_response(
+                filename=f"workloads-{filters.start}-{filters.end}.csv",
+                header=[
+                    "workload",
+                    "teams",
+                    "providers",
+                    "models",
+                    "requests",
+                    "input_tokens",
+                    "output_tokens",
+                    "spend_usd",
+                    "p95_ttft_ms",
+                    "p95_e2e_ms",
+                    "unpriced_requests",
+                ],
+                rows=(
+                    [
+                        w.name,
+                        " ".join(w.teams),
+                        " ".join(w.providers),
+                        " ".join(w.models),
+                        w.requests,
+                        w.input_tokens,
+                        w.output_tokens,
+                        w.spend_usd,
+                        _round(w.ttft.p95_ms),
+                        _round(w.latency.p95_ms),
+                        w.unpriced_requests,
+                    ]
+                    for w in stats
+                ),
+            )
+        columns = [
+            ("name", "Workload"),
+            ("requests", "Requests"),
+            ("input_tokens", "Input tokens"),
+            ("output_tokens", "Output tokens"),
+            ("spend", "Spend"),
+            ("p95_ttft", "p95 TTFT"),
+            ("p95_e2e", "p95 end-to-end"),
+        ]
+        headers = [
+            {
+                "key": key,
+                "label": label,
+                "active": sort.lstrip("-") == key,
+                "descending": sort.startswith("-"),
+                "query": filters.query_string(sort=("" if sort == f"-{key}" else "-") + key),
+            }
+            for key, label in columns
+        ]
+        context = {
+            "filters": filters,
+            "filter_error": filter_error,
+            "choices": filter_choices(),
+            "workloads": stats,
+            "headers": headers,
+            "sort": sort,
+            "total_spend": sum((w.spend_usd for w in stats), Decimal(0)),
+        }
+        return render(request, self.template_name, context)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
+    template_name = "audit/workload_detail.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        workload = get_object_or_404(Workload, pk=kwargs["workload_id"])
+        filters, filter_error = self.filters()
+        queryset = filters.queryset(workload=workload.name)
+        stats = workload_stats(queryset=queryset)
+        usage = daily_usage(queryset=queryset, start=filters.start, end=filters.end)
+        context.update(
+            workload=workload,
+            filters=filters,
+            filter_error=filter_error,
+            stats=stats[0] if stats else None,
+            models=spend_breakdown(group_by="model", queryset=queryset),
+            usage_figure=charts.build_daily_usage_figure(
+                days=usage.days,
+                spend=usage.spend_usd,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+            ),
+            heatmap_figure=charts.build_hour_of_week_figure(
+                matrix=hour_of_week_requests(queryset=queryset)
+            ),
+        )
+        if stats:
+            s = stats[0]
+            context["latency_figure"] = charts.build_latency_figure(
+                percentiles={
+                    "TTFT": [s.ttft.p50_ms, s.ttft.p95_ms, s.ttft.p99_ms],
+                    "End-to-end": [s.latency.p50_ms, s.latency.p95_ms, s.latency.p99_ms],
+                    "TPOT": [s.tpot.p50_ms, s.tpot.p95_ms, s.tpot.p99_ms],
+                }
+            )
         return context
 
 
@@ -32,10 +296,6 @@ class UploadListView(RoleRequiredMixin, TemplateView):
         context["uploads"] = upload_list()
         context["can_upload"] = has_role(self.request.user, UPLOADER_ROLES)
         return context
-
-
-class WorkloadListView(RoleRequiredMixin, TemplateView):
-    template_name = "audit/workloads.html"
 
 
 class RecommendationListView(RoleRequiredMixin, TemplateView):

@@ -93,6 +93,9 @@ def test_api_root_links(client: Client, finops_user: Any) -> None:
     body = client.get("/api/v1/").json()
     assert body == {
         "me": "http://testserver/api/v1/me/",
+        "uploads": "http://testserver/api/v1/uploads/",
+        "spend": "http://testserver/api/v1/spend/",
+        "workloads": "http://testserver/api/v1/workloads/",
         "schema": "http://testserver/api/schema/",
         "docs": "http://testserver/api/docs/",
     }

@@ -1,0 +1,220 @@
+"""Spend and workload API: the same selectors as the pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from audit_app.filters import FilterError, SpendFilters, parse_filters
+from audit_app.models import Workload
+from audit_app.selectors import (
+    GROUP_BY_FIELDS,
+    LatencySummary,
+    WorkloadStats,
+    daily_usage,
+    spend_breakdown,
+    workload_stats,
+)
+
+MONEY = {"max_digits": 24, "decimal_places": 6, "coerce_to_string": True}
+FILTER_PARAMETERS = [
+    OpenApiParameter("start", str, description="First day, YYYY-MM-DD (UTC)."),
+    OpenApiParameter("end", str, description="Last day, YYYY-MM-DD (UTC), inclusive."),
+    OpenApiParameter("team", str),
+    OpenApiParameter("provider", str),
+    OpenApiParameter("model", str),
+]
+
+
+def _filters(request: Request) -> SpendFilters:
+    try:
+        return parse_filters(request.query_params)
+    except FilterError as exc:
+        raise ValidationError({exc.field: [str(exc)]}) from None
+
+
+class SpendRowOutput(serializers.Serializer):
+    key = serializers.CharField()
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    spend_usd = serializers.DecimalField(**MONEY)
+    logged_cost_usd = serializers.DecimalField(**MONEY)
+    estimated_cost_usd = serializers.DecimalField(**MONEY)
+    unpriced_requests = serializers.IntegerField()
+
+
+class UnpricedModelOutput(serializers.Serializer):
+    provider = serializers.CharField()
+    model = serializers.CharField()
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+
+
+class SpendOutput(serializers.Serializer):
+    group_by = serializers.CharField()
+    start = serializers.DateField()
+    end = serializers.DateField()
+    total_usd = serializers.DecimalField(**MONEY)
+    rows = SpendRowOutput(many=True)
+    unpriced_models = UnpricedModelOutput(many=True)
+
+
+class SpendApi(APIView):
+    """Spend grouped by workload, team, model, provider, pool or day over a date range."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("group_by", str, enum=list(GROUP_BY_FIELDS), default="workload"),
+            *FILTER_PARAMETERS,
+        ],
+        responses=SpendOutput,
+    )
+    def get(self, request: Request) -> Response:
+        group_by = request.query_params.get("group_by", "workload")
+        if group_by not in GROUP_BY_FIELDS:
+            raise ValidationError(
+                {"group_by": [f"must be one of {', '.join(GROUP_BY_FIELDS)}, not {group_by!r}"]}
+            )
+        filters = _filters(request)
+        breakdown = spend_breakdown(group_by=group_by, queryset=filters.queryset())
+        data = {
+            "group_by": group_by,
+            "start": filters.start,
+            "end": filters.end,
+            "total_usd": breakdown.total_usd,
+            "rows": [{**row.__dict__, "spend_usd": row.spend_usd} for row in breakdown.rows],
+            "unpriced_models": [m.__dict__ for m in breakdown.unpriced_models],
+        }
+        return Response(SpendOutput(data).data)
+
+
+class LatencyOutput(serializers.Serializer):
+    p50_ms = serializers.FloatField(allow_null=True)
+    p95_ms = serializers.FloatField(allow_null=True)
+    p99_ms = serializers.FloatField(allow_null=True)
+    count = serializers.IntegerField()
+
+
+class WorkloadOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    name = serializers.CharField()
+    teams = serializers.ListField(child=serializers.CharField())
+    providers = serializers.ListField(child=serializers.CharField())
+    models = serializers.ListField(child=serializers.CharField())
+    requests = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    streaming_requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    spend_usd = serializers.DecimalField(**MONEY)
+    unpriced_requests = serializers.IntegerField()
+    p95_ttft_ms = serializers.FloatField(allow_null=True)
+    p95_e2e_ms = serializers.FloatField(allow_null=True)
+    ttft = LatencyOutput()
+    latency = LatencyOutput()
+    tpot = LatencyOutput()
+
+
+class DailyOutput(serializers.Serializer):
+    day = serializers.DateField()
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    spend_usd = serializers.DecimalField(**MONEY)
+
+
+class WorkloadDetailOutput(WorkloadOutput):
+    start = serializers.DateField()
+    end = serializers.DateField()
+    daily = DailyOutput(many=True)
+
+
+def _latency(summary: LatencySummary) -> dict[str, Any]:
+    return summary.__dict__
+
+
+def workload_payload(stats: WorkloadStats, request: Request | None) -> dict[str, Any]:
+    return {
+        **{k: v for k, v in stats.__dict__.items() if k not in ("ttft", "latency", "tpot")},
+        "url": reverse("api-workload-detail", args=[stats.id], request=request),
+        "p95_ttft_ms": stats.ttft.p95_ms,
+        "p95_e2e_ms": stats.latency.p95_ms,
+        "ttft": _latency(stats.ttft),
+        "latency": _latency(stats.latency),
+        "tpot": _latency(stats.tpot),
+    }
+
+
+class WorkloadListApi(APIView):
+    """Workloads with requests, tokens, spend and p95 latency over a date range."""
+
+    @extend_schema(parameters=FILTER_PARAMETERS, responses=WorkloadOutput(many=True))
+    def get(self, request: Request) -> Response:
+        filters = _filters(request)
+        stats = [s for s in workload_stats(queryset=filters.queryset()) if s.id is not None]
+        return Response(
+            WorkloadOutput([workload_payload(s, request) for s in stats], many=True).data
+        )
+
+
+class WorkloadDetailApi(APIView):
+    """One workload: totals, latency percentiles and daily spend and tokens."""
+
+    @extend_schema(parameters=FILTER_PARAMETERS, responses=WorkloadDetailOutput)
+    def get(self, request: Request, workload_id: int) -> Response:
+        workload = get_object_or_404(Workload, pk=workload_id)
+        filters = _filters(request)
+        queryset = filters.queryset(workload=workload.name)
+        stats = workload_stats(queryset=queryset)
+        usage = daily_usage(queryset=queryset, start=filters.start, end=filters.end)
+        if stats:
+            payload = workload_payload(stats[0], request)
+        else:
+            empty = LatencySummary(p50_ms=None, p95_ms=None, p99_ms=None, count=0)
+            payload = workload_payload(
+                WorkloadStats(
+                    id=workload.pk,
+                    name=workload.name,
+                    teams=[],
+                    providers=[],
+                    models=[],
+                    requests=0,
+                    errors=0,
+                    streaming_requests=0,
+                    input_tokens=0,
+                    output_tokens=0,
+                    spend_usd=0,
+                    unpriced_requests=0,
+                    ttft=empty,
+                    latency=empty,
+                    tpot=empty,
+                ),
+                request,
+            )
+        payload.update(
+            start=filters.start,
+            end=filters.end,
+            daily=[
+                {"day": day, "requests": r, "input_tokens": i, "output_tokens": o, "spend_usd": s}
+                for day, r, i, o, s in zip(
+                    usage.days,
+                    usage.requests,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.spend_usd,
+                    strict=True,
+                )
+            ],
+        )
+        return Response(WorkloadDetailOutput(payload).data)

@@ -1,0 +1,84 @@
+"""Filters that live in the URL (?start=&end=&team=&provider=&model=), parsed in one place for
+pages, CSV exports and the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit_app.models import HourlyRollup
+from audit_app.selectors import data_date_range, rollups_in_range
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 800
+
+
+class FilterError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpendFilters:
+    start: date
+    end: date
+    team: str = ""
+    provider: str = ""
+    model: str = ""
+
+    def queryset(self, **extra: Any) -> QuerySet[HourlyRollup]:
+        return rollups_in_range(
+            start=self.start,
+            end=self.end,
+            team=self.team,
+            provider=self.provider,
+            model=self.model,
+            **extra,
+        )
+
+    def query_string(self, **overrides: str) -> str:
+        params = {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "team": self.team,
+            "provider": self.provider,
+            "model": self.model,
+            **overrides,
+        }
+        return urlencode({k: v for k, v in params.items() if v})
+
+    def with_range(self, start: date, end: date) -> SpendFilters:
+        return replace(self, start=start, end=end)
+
+
+def _parse_date(params: Any, name: str) -> date | None:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise FilterError(name, f"{name}={raw!r} is not a date (use YYYY-MM-DD)") from None
+
+
+def parse_filters(params: Any) -> SpendFilters:
+    """Filters from query parameters. Without dates: the 30 days ending on the last data day."""
+    start = _parse_date(params, "start")
+    end = _parse_date(params, "end")
+    if end is None:
+        bounds = data_date_range()
+        end = bounds[1] if bounds else timezone.now().date()
+    if start is None:
+        start = end - timedelta(days=DEFAULT_DAYS - 1)
+    if start > end:
+        raise FilterError("start", f"start ({start}) is after end ({end})")
+    if (end - start).days > MAX_DAYS:
+        raise FilterError("start", f"the range is longer than {MAX_DAYS} days")
+    text = {name: (params.get(name) or "").strip()[:200] for name in ("team", "provider", "model")}
+    return SpendFilters(start=start, end=end, **text)

@@ -1,0 +1,59 @@
+"""List workloads with their volume, tokens, spend and p95 latency."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from audit_app.filters import FilterError, parse_filters
+from audit_app.selectors import workload_stats
+
+
+class Command(BaseCommand):
+    help = "Print workloads (all data unless --start/--end) as a table or, with --json, a list."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true")
+        parser.add_argument("--start", help="YYYY-MM-DD (default: the first day with data)")
+        parser.add_argument("--end", help="YYYY-MM-DD (default: the last day with data)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from audit_app.selectors import data_date_range
+
+        bounds = data_date_range()
+        params = {
+            "start": options["start"] or (bounds[0].isoformat() if bounds else ""),
+            "end": options["end"] or (bounds[1].isoformat() if bounds else ""),
+        }
+        try:
+            filters = parse_filters(params)
+        except FilterError as exc:
+            raise CommandError(str(exc)) from None
+        stats = workload_stats(queryset=filters.queryset())
+        rows = [
+            {
+                "name": s.name,
+                "requests": s.requests,
+                "input_tokens": s.input_tokens,
+                "output_tokens": s.output_tokens,
+                "spend_usd": str(s.spend_usd.quantize(Decimal("0.000001"))),
+                "unpriced_requests": s.unpriced_requests,
+                "p95_ttft_ms": None if s.ttft.p95_ms is None else round(s.ttft.p95_ms, 3),
+                "p95_e2e_ms": None if s.latency.p95_ms is None else round(s.latency.p95_ms, 3),
+                "teams": s.teams,
+                "models": s.models,
+            }
+            for s in stats
+        ]
+        if options["json"]:
+            self.stdout.write(json.dumps(rows))
+            return
+        self.stdout.write(f"{'workload':<32} {'requests':>10} {'spend_usd':>14} {'p95_e2e_ms':>11}")
+        for row in rows:
+            p95 = "" if row["p95_e2e_ms"] is None else f"{row['p95_e2e_ms']:.0f}"
+            self.stdout.write(
+                f"{row['name'][:32]:<32} {row['requests']:>10} {row['spend_usd']:>14} {p95:>11}"
+            )
