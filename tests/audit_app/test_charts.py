@@ -19,3 +19,69 @@ def test_uploads_per_day_figure() -> None:
     assert figure["layout"]["barmode"] == "stack"
     assert figure["layout"]["xaxis"]["title"]["text"] == "Day (UTC)"
     assert figure["layout"]["yaxis"]["title"]["text"] == "Uploads"
+
+
+def test_spend_per_day_figure() -> None:
+    from decimal import Decimal
+
+    from audit_app.charts import build_spend_per_day_figure
+
+    figure = build_spend_per_day_figure(
+        days=[date(2026, 11, 1), date(2026, 11, 2)],
+        series={"openai": [Decimal("1.5"), Decimal("0")], "anthropic": [Decimal("2"), None]},
+        dimension_label="provider",
+    )
+    assert [t["name"] for t in figure["data"]] == ["openai", "anthropic"]
+    assert figure["data"][0]["y"] == [1.5, 0.0]
+    assert figure["data"][1]["y"] == [2.0, None]
+    assert figure["layout"]["title"]["text"] == "Spend per day by provider"
+    assert figure["layout"]["yaxis"]["title"]["text"] == "Spend (USD)"
+
+
+def test_top_workloads_figure_puts_the_largest_on_top() -> None:
+    from decimal import Decimal
+
+    from audit_app.charts import build_top_workloads_figure
+
+    figure = build_top_workloads_figure(names=["big", "small"], spend=[Decimal("9"), Decimal("1")])
+    trace = figure["data"][0]
+    assert trace["orientation"] == "h"
+    assert trace["y"] == ["small", "big"]  # plotly draws the last category on top
+    assert trace["x"] == [1.0, 9.0]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "Spend (USD)"
+
+
+def test_daily_usage_figure_has_spend_bars_and_token_lines() -> None:
+    from decimal import Decimal
+
+    from audit_app.charts import build_daily_usage_figure
+
+    figure = build_daily_usage_figure(
+        days=[date(2026, 11, 1)], spend=[Decimal("3")], input_tokens=[10], output_tokens=[5]
+    )
+    assert [(t["name"], t["type"]) for t in figure["data"]] == [
+        ("Spend (USD)", "bar"),
+        ("Input tokens", "scatter"),
+        ("Output tokens", "scatter"),
+    ]
+    assert figure["data"][1]["yaxis"] == "y2"
+    assert figure["layout"]["yaxis2"]["title"]["text"] == "Tokens"
+
+
+def test_hour_of_week_and_latency_figures() -> None:
+    from audit_app.charts import build_hour_of_week_figure, build_latency_figure
+
+    matrix = [[0] * 24 for _ in range(7)]
+    matrix[0][9] = 5
+    heat = build_hour_of_week_figure(matrix=matrix)
+    assert heat["data"][0]["type"] == "heatmap"
+    assert heat["data"][0]["y"] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    assert heat["data"][0]["z"][0][9] == 5
+    assert heat["layout"]["xaxis"]["title"]["text"] == "Hour of day (UTC)"
+
+    latency = build_latency_figure(
+        percentiles={"TTFT": [100.0, 200.0, 300.0], "TPOT": [None, None, None]}
+    )
+    assert [t["name"] for t in latency["data"]] == ["TTFT", "TPOT"]
+    assert latency["data"][0]["x"] == ["p50", "p95", "p99"]
+    assert latency["layout"]["yaxis"]["title"]["text"] == "Milliseconds"
