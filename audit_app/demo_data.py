@@ -320,6 +320,10 @@ class WorkloadSpec:
             raise ValueError("end_users cannot be negative and mean_input_tokens is at least 1")
         if self.operation != OPERATION_EMBEDDING and self.mean_output_tokens < 1:
             raise ValueError("mean_output_tokens is at least 1 except for embeddings")
+        if self.streaming_share > 0 and self.latency.tpot_ms <= 0:
+            # A stream with no time between first token and end is indistinguishable from a
+            # non-streamed response in a LiteLLM log.
+            raise ValueError("a streaming workload needs a positive tpot_ms")
 
 
 US_OFFSET = -5  # US Eastern (standard time): 08:00-17:00 local is 13:00-22:00 UTC.
@@ -337,8 +341,8 @@ DEFAULT_WORKLOADS: tuple[WorkloadSpec, ...] = (
         end_user_prefix="cust-",
         traffic=TrafficShape(
             requests_per_day=40_000,
-            hour_weights=_office_day(8, 17),
-            weekday_weights=(1.0, 1.0, 1.0, 1.0, 1.0, 0.1, 0.1),
+            hour_weights=_office_day(8, 17, shoulder=0.25, evening=0.06, night=0.01),
+            weekday_weights=(1.0, 1.0, 1.0, 1.0, 1.0, 0.08, 0.08),
             utc_offset_hours=US_OFFSET,
         ),
         mean_input_tokens=1_800,
@@ -360,7 +364,7 @@ DEFAULT_WORKLOADS: tuple[WorkloadSpec, ...] = (
         end_user_prefix="cust-",
         traffic=TrafficShape(
             requests_per_day=24_000,
-            hour_weights=_humps((3, 11, 18), width=2.5, floor=0.05),
+            hour_weights=_humps((3, 11, 18), width=2.0, floor=0.05),
             weekday_weights=(1.0, 1.0, 1.0, 1.0, 1.0, 0.7, 0.7),
         ),
         mean_input_tokens=2_400,
@@ -715,7 +719,8 @@ def _generate(
         values = pa.array([getattr(spec, attribute) for spec in specs], type=pa.string())
         return _text_series(values.take(pa.array(workload_index, type=pa.int64())))
 
-    # Each workload's end users are numbered within it; "" stands for "no end user".
+    # Each workload's end users are numbered within it; "" stands for "no end user". Workloads
+    # with the same prefix share names: the same customers use the web chat and the help desk.
     end_user_names = [""] + [
         f"{spec.end_user_prefix}{index:05d}" for spec in specs for index in range(spec.end_users)
     ]
