@@ -14,12 +14,13 @@ from typing import Any
 import plotly.graph_objects as go
 
 _LAYOUT: dict[str, Any] = {
-    "margin": {"l": 56, "r": 16, "t": 40, "b": 48},
+    "margin": {"l": 56, "r": 16, "t": 48, "b": 56},
     "font": {"family": "system-ui, sans-serif", "size": 13},
     "paper_bgcolor": "#ffffff",
     "plot_bgcolor": "#ffffff",
     "hovermode": "x unified",
-    "legend": {"orientation": "h", "y": -0.2},
+    # Above the plot, right of the title, so it never covers the x-axis title.
+    "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
 }
 
 

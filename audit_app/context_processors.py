@@ -30,11 +30,18 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
 )
 
 
+def _is_current(name: str, current: str | None) -> bool:
+    # "workloads" is also current on "workload-detail", "uploads" on "upload-new", ...
+    return current is not None and (
+        current == name or current.startswith(name.removesuffix("s") + "-")
+    )
+
+
 def navigation(request: HttpRequest) -> dict[str, Any]:
     match = getattr(request, "resolver_match", None)
     current = match.url_name if match else None
     items = [
-        NavItem(label=label, url=reverse(name), active=(name == current))
+        NavItem(label=label, url=reverse(name), active=_is_current(name, current))
         for label, name in NAVIGATION
     ]
     return {"nav_items": items, "current_roles": sorted(user_roles(request.user))}

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
 
+import pandas as pd
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils import timezone
 
+from audit_app.demo_data import (
+    DEFAULT_WORKLOADS,
+    generate_requests,
+    write_litellm_csv,
+    write_otel_jsonl,
+)
+from audit_app.models import Upload
 from audit_app.permissions import Role
+from audit_app.services.ingest import upload_ingest
+from audit_app.services.uploads import upload_create
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,3 +56,53 @@ def demo_users_ensure() -> list[DemoAccount]:
             user.groups.add(Group.objects.get_or_create(name=account.role)[0])
         user.save()
     return list(DEMO_ACCOUNTS)
+
+
+DEMO_PREFIX = "demo-"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoDataResult:
+    uploads: list[Upload]
+    skipped: bool  # demo data was already loaded
+
+
+def demo_data_load(
+    *,
+    days: int = 30,
+    workloads: int | None = None,
+    scale: float = 0.02,
+    seed: int = 7,
+    directory: Path,
+    today: date | None = None,
+) -> DemoDataResult:
+    """Write a demo organisation's logs in the real formats and ingest them like uploads.
+
+    API traffic goes into a LiteLLM spend-log CSV; the self-hosted vLLM pools' traffic into an
+    OpenTelemetry JSONL file. Runs once: later calls find the demo uploads and do nothing.
+    """
+    if Upload.objects.filter(original_name__startswith=DEMO_PREFIX).exists():
+        return DemoDataResult(uploads=[], skipped=True)
+    specs = list(DEFAULT_WORKLOADS if workloads is None else DEFAULT_WORKLOADS[:workloads])
+    end_day = today or timezone.now().date()
+    start = datetime.combine(end_day - timedelta(days=days), time.min, tzinfo=UTC)
+    frame = generate_requests(start=start, days=days, workloads=specs, scale=scale, seed=seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    self_hosted = frame["pool"] != ""
+    files: list[tuple[Path, Callable[[pd.DataFrame, Path], None], pd.DataFrame]] = [
+        (
+            directory / f"{DEMO_PREFIX}litellm-spend-logs.csv",
+            write_litellm_csv,
+            frame[~self_hosted],
+        ),
+        (directory / f"{DEMO_PREFIX}vllm-otel-spans.jsonl", write_otel_jsonl, frame[self_hosted]),
+    ]
+    uploads = []
+    for path, write, part in files:
+        if part.empty:
+            continue
+        write(part.reset_index(drop=True), path)
+        with open(path, "rb") as source:
+            upload = upload_create(source=source, original_name=path.name, enqueue=False)
+        uploads.append(upload_ingest(upload_id=upload.pk))
+    return DemoDataResult(uploads=uploads, skipped=False)

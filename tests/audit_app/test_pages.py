@@ -64,7 +64,7 @@ def test_uploads_page_lists_uploads(client: Client, engineer_user: Any) -> None:
     client.force_login(engineer_user)
     html = client.get("/uploads/").content.decode()
     assert "october-spend.csv" in html
-    assert ">1234<" in html
+    assert ">1,234<" in html
 
 
 def test_plotly_js_is_served_from_the_installed_package() -> None:

@@ -1,17 +1,37 @@
-"""Load demo data for the embedded default: demo accounts (only with DEBUG on)."""
+"""Load demo data for the embedded default: demo accounts and a month of realistic logs.
+
+Only with DEBUG on: the accounts have published passwords.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.services.demo import demo_users_ensure
+from audit_app.services.demo import demo_data_load, demo_users_ensure
 
 
 class Command(BaseCommand):
-    help = "Create one demo user per role and print their credentials (DEBUG only)."
+    help = (
+        "Create one demo user per role, and (once) write a demo organisation's LiteLLM and "
+        "OpenTelemetry logs and ingest them through the upload path. DEBUG only."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--days", type=int, default=30)
+        parser.add_argument(
+            "--workloads",
+            type=int,
+            default=None,
+            help="How many of the demo workloads (default: all 13).",
+        )
+        parser.add_argument(
+            "--scale", type=float, default=0.02, help="Traffic scale (1.0 is ~190k requests a day)."
+        )
+        parser.add_argument("--users-only", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.DEBUG:
@@ -19,9 +39,27 @@ class Command(BaseCommand):
                 "seed_demo creates accounts with published passwords, so it runs only with "
                 "DJANGO_DEBUG=true."
             )
+        if options["days"] < 1 or options["scale"] <= 0:
+            raise CommandError("--days must be at least 1 and --scale above 0")
         accounts = demo_users_ensure()
         self.stdout.write("Demo accounts (DEBUG only; passwords are public):")
         for account in accounts:
             self.stdout.write(
                 f"  {account.role:<9} username: {account.username:<9} password: {account.password}"
+            )
+        if options["users_only"]:
+            return
+        result = demo_data_load(
+            days=options["days"],
+            workloads=options["workloads"],
+            scale=options["scale"],
+            directory=Path(settings.VAR_DIR) / "demo",
+        )
+        if result.skipped:
+            self.stdout.write("Demo data already loaded.")
+            return
+        for upload in result.uploads:
+            self.stdout.write(
+                f"Demo upload {upload.pk} {upload.original_name}: {upload.status}, "
+                f"{upload.rows_accepted} requests"
             )
