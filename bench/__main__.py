@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench import histograms
+from bench import histograms, ingest
 
-BENCHMARKS = [histograms]
+BENCHMARKS = [histograms, ingest]
 
 
 def main() -> None:

@@ -93,7 +93,17 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for name in (STARTED_AT, ENDED_AT, FIRST_TOKEN_AT):
         out[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")
     for name in TEXT_COLUMNS:
-        out[name] = frame[name].fillna("").astype(str)
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            # Columnar readers hand over dictionary-encoded text; grouping by codes is far
+            # cheaper than hashing strings again, so categoricals stay categoricals.
+            if column.isna().any():
+                if "" not in column.cat.categories:
+                    column = column.cat.add_categories([""])
+                column = column.fillna("")
+            out[name] = column
+        else:
+            out[name] = column.fillna("").astype(str)
     out[STREAMING] = frame[STREAMING].astype(np.int8)
     out[BATCH_API] = frame[BATCH_API].astype(bool)
     out[IS_ERROR] = frame[IS_ERROR].astype(bool)
