@@ -27,11 +27,13 @@ from audit_app.importers.base import (
     check_head,
     read_head,
 )
+from audit_app.importers.litellm_columnar import ColumnarUnsupported
 
 __all__ = [
     "DETECTION_ORDER",
     "IMPORTERS",
     "CanonicalRequest",
+    "ColumnarUnsupported",
     "ImportFileError",
     "Importer",
     "ParsedChunk",

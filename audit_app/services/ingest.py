@@ -35,10 +35,6 @@ BULK_BATCH = 2000
 MAX_END_USER_HASHES_PER_DAY = 5000
 
 
-class _NeverRaised(Exception):
-    pass
-
-
 @dataclass(kw_only=True)
 class ParseResult:
     format: str
@@ -87,15 +83,10 @@ def _parse(upload: Upload) -> ParseResult:
         detected = importers.detect_format(read_head(stream)) if requested == "auto" else requested
         Upload.objects.filter(pk=upload.pk).update(format=detected)
         stream.seek(0)
+        # The LiteLLM CSV reader falls back to row-by-row reading by itself where its columnar
+        # path cannot guarantee line numbers, so one pass is enough.
         chunks = importers.read_requests(stream, format=detected, chunk_rows=CHUNK_ROWS)
-        try:
-            return _consume(upload, detected, chunks)
-        except getattr(importers, "ColumnarUnsupported", _NeverRaised):
-            # The fast CSV reader met a file it cannot number lines in (a quoted newline, an
-            # empty line): start over with the row-by-row reader, which handles both.
-            stream.seek(0)
-            rows = importers.read_requests_by_row(stream, format=detected, chunk_rows=CHUNK_ROWS)
-            return _consume(upload, detected, rows)
+        return _consume(upload, detected, chunks)
 
 
 def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> ParseResult:
