@@ -30,6 +30,7 @@ line already yielded, so callers of `litellm.read` never see it.
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -358,7 +359,66 @@ class _MetadataFacts:
     workload: str | None  # what the metadata names as workload by itself (see `_workloads`)
 
 
+# Metadata made only of these keys, with plain values, is decoded by `_plain_metadata_facts`.
+_PLAIN_METADATA_KEYS = frozenset(
+    {"user_api_key_alias", "user_api_key_team_alias", "usage_object", "pool", "status"}
+)
+_TEXT_METADATA_KEYS = ("user_api_key_alias", "user_api_key_team_alias", "pool", "status")
+
+
+def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
+    """The facts of the commonest metadata shape (key alias, team alias, a usage object with a
+    cached-token count), decoded in a few microseconds; None sends it to the full decoding.
+
+    LiteLLM's per-request usage object makes most metadata texts distinct, so this runs for
+    most rows of a real export. It gives the same answer as `_metadata_facts_full` (tested)."""
+    if not raw.startswith("{"):
+        return None
+    try:
+        metadata = json.loads(raw)
+    except ValueError:
+        return None
+    if type(metadata) is not dict or not metadata.keys() <= _PLAIN_METADATA_KEYS:
+        return None
+    for key in _TEXT_METADATA_KEYS:
+        value = metadata.get(key)
+        if value is not None and type(value) is not str:
+            return None
+    cached = 0
+    usage = metadata.get("usage_object")
+    if usage is not None:
+        if type(usage) is not dict:
+            return None
+        details = usage.get("prompt_tokens_details")
+        value = None
+        if details is not None:
+            if type(details) is not dict:
+                return None
+            value = details.get("cached_tokens")
+        if value is None:
+            value = usage.get("cache_read_input_tokens")
+        if value is not None:
+            if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
+                return None
+            cached = value
+    return _MetadataFacts(
+        tags=(),
+        alias=text(metadata.get("user_api_key_alias")),
+        team_alias=text(metadata.get("user_api_key_team_alias")),
+        pool=text(metadata.get("pool")),
+        status=text(metadata.get("status")),
+        cached_tokens=cached,
+        batch_api=False,
+        workload=None,
+    )
+
+
 def _metadata_facts(raw: str) -> _MetadataFacts | None:
+    """None when the row path rejects every row carrying this metadata."""
+    return _plain_metadata_facts(raw) or _metadata_facts_full(raw)
+
+
+def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
     """None when the row path rejects every row carrying this metadata."""
     try:
         metadata = parse_json_object(raw, field="metadata")

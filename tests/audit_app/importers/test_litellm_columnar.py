@@ -508,3 +508,50 @@ def test_litellm_read_uses_the_fast_path_for_csv_only() -> None:
     assert all(c.frame is None for c in litellm.read(io.BytesIO(small), chunk_rows=1000))
     jsonl = (FIXTURES / "spend_logs.jsonl").read_bytes()
     assert all(c.frame is None for c in litellm.read(io.BytesIO(jsonl), chunk_rows=1000))
+
+
+PLAIN_METADATA = [
+    '{"user_api_key_alias": "bot", "user_api_key_team_alias": "cx"}',
+    '{"user_api_key_alias": " bot ", "usage_object": {"prompt_tokens_details": '
+    '{"cached_tokens": 991}}}',
+    '{"usage_object": {"cache_read_input_tokens": 12, "prompt_tokens": 40}}',
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": null}, '
+    '"cache_read_input_tokens": 7}}',
+    '{"usage_object": {"prompt_tokens_details": {}}}',
+    '{"usage_object": {}}',
+    '{"pool": "h100-pool", "status": "failure"}',
+    '{"user_api_key_alias": "NULL", "pool": ""}',
+    "{}",
+]
+NOT_PLAIN_METADATA = [
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": 12.0}}}',
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": -3}}}',
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": true}}}',
+    '{"usage_object": {"cache_read_input_tokens": 99999999999}}',
+    '{"usage_object": "text"}',
+    '{"usage_object": {"prompt_tokens_details": [1]}}',
+    '{"user_api_key_alias": 5}',
+    '{"workload": "w", "user_api_key_alias": "bot"}',
+    '{"tags": ["workload:x"]}',
+    '{"spend_logs_metadata": {"pool": "p"}}',
+    '{"batch_api": true}',
+    "[1, 2]",
+    "not json",
+    "",
+]
+
+
+@pytest.mark.parametrize("raw", PLAIN_METADATA)
+def test_plain_metadata_decoding_matches_the_full_decoding(raw: str) -> None:
+    from audit_app.importers.litellm_columnar import _metadata_facts_full, _plain_metadata_facts
+
+    fast = _plain_metadata_facts(raw)
+    assert fast is not None
+    assert fast == _metadata_facts_full(raw)
+
+
+@pytest.mark.parametrize("raw", NOT_PLAIN_METADATA)
+def test_other_metadata_goes_to_the_full_decoding(raw: str) -> None:
+    from audit_app.importers.litellm_columnar import _plain_metadata_facts
+
+    assert _plain_metadata_facts(raw) is None
