@@ -140,3 +140,16 @@ def test_logout_needs_post_and_signs_out(client: Client, finops_user: Any) -> No
     assert client.get(reverse("logout")).status_code == 405
     assert client.post(reverse("logout")).status_code == 302
     assert client.get(reverse("overview")).status_code == 302
+
+
+@pytest.mark.django_db
+def test_admin_edits_price_cards_and_lists_derived_data(client: Client, admin_user: Any) -> None:
+    from audit_app.models import PriceCard
+
+    client.force_login(admin_user)
+    card = PriceCard.objects.get(provider="openai", model="gpt-4o")
+    assert client.get(f"/admin/audit_app/pricecard/{card.pk}/change/").status_code == 200
+    assert client.get("/admin/audit_app/pricecard/").status_code == 200
+    assert client.get("/admin/audit_app/hourlyrollup/").status_code == 200
+    assert client.get("/admin/audit_app/hourlyrollup/add/").status_code == 403
+    assert client.get("/admin/audit_app/workload/").status_code == 200
