@@ -15,6 +15,7 @@ import pytest
 
 from audit_app.importers import generic
 from audit_app.importers.base import CanonicalRequest, ImportFileError, RowReject
+from tests.audit_app.importers.reading import read_all
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "generic"
 HEADER = "started_at,ended_at,model,input_tokens,output_tokens"
@@ -23,12 +24,7 @@ HEADER = "started_at,ended_at,model,input_tokens,output_tokens"
 def _read_bytes(
     data: bytes, chunk_rows: int = 10_000
 ) -> tuple[list[CanonicalRequest], list[RowReject]]:
-    requests: list[CanonicalRequest] = []
-    rejects: list[RowReject] = []
-    for chunk in generic.read(io.BytesIO(data), chunk_rows=chunk_rows):
-        requests.extend(chunk.requests)
-        rejects.extend(chunk.rejects)
-    return requests, rejects
+    return read_all(generic.read, data, chunk_rows)
 
 
 def _read_fixture(
