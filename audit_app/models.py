@@ -51,6 +51,8 @@ class Upload(models.Model):
     output_tokens = models.BigIntegerField(default=0)
     cached_input_tokens = models.BigIntegerField(default=0)
     logged_cost_usd = models.DecimalField(max_digits=24, decimal_places=9, default=0)
+    # Billing uploads: {"billed": {"USD": "12.34"}, "effective": {...}} as decimal strings.
+    billing_totals = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -212,6 +214,73 @@ class Workload(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     latency_slo_ms = models.PositiveIntegerField(
         null=True, blank=True, help_text="The latency this workload must meet, if any."
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class BillingCharge(models.Model):
+    """One line of a billing export (FOCUS, AWS CUR, Azure), money kept exactly as billed."""
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="charges")
+    line = models.PositiveIntegerField()
+    provider = models.CharField(max_length=32)
+    provider_raw = models.CharField(max_length=100, blank=True)
+    service = models.CharField(max_length=200, blank=True)
+    charge_category = models.CharField(max_length=32)
+    charge_class = models.CharField(max_length=32, blank=True)
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    billed_cost = models.DecimalField(max_digits=28, decimal_places=12)
+    effective_cost = models.DecimalField(max_digits=28, decimal_places=12, null=True)
+    currency = models.CharField(max_length=3)
+    quantity = models.DecimalField(max_digits=30, decimal_places=10, null=True)
+    unit = models.CharField(max_length=64, blank=True)
+    resource_id = models.CharField(max_length=500, blank=True)
+    region = models.CharField(max_length=64, blank=True)
+    account_id = models.CharField(max_length=128, blank=True)
+    sku = models.CharField(max_length=300, blank=True)
+    description = models.CharField(max_length=300, blank=True)
+    meter_kind = models.CharField(max_length=16, blank=True)
+    meter_model = models.CharField(max_length=200, blank=True)
+    token_class = models.CharField(max_length=16, blank=True)
+    tier = models.CharField(max_length=16, blank=True)
+    cross_region = models.BooleanField(default=False)
+    block_size = models.PositiveIntegerField(default=1)
+    instance_type = models.CharField(max_length=64, blank=True)
+    instance_family = models.CharField(max_length=16, blank=True)
+    tags = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["period_start"], name="charge_period"),
+            models.Index(fields=["meter_kind", "period_start"], name="charge_kind_period"),
+            models.Index(fields=["resource_id"], name="charge_resource"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.sku} {self.billed_cost} {self.currency}"
+
+
+class ServingPool(models.Model):
+    """Self-hosted serving capacity (GPU / accelerator instances) whose bill is spread over the
+    workloads it served. Billing lines belong to it by resource id or by a tag; token-log
+    requests by their `pool` field, or by model when the log has no pool."""
+
+    name = models.CharField(max_length=100, unique=True)
+    resource_ids = models.JSONField(default=list, blank=True)
+    tag_key = models.CharField(max_length=100, blank=True)
+    tag_value = models.CharField(max_length=200, blank=True)
+    models_served = models.JSONField(
+        default=list, blank=True, help_text="Models whose requests without a pool ran here."
+    )
+    capacity_tokens_per_hour = models.PositiveBigIntegerField(
+        null=True, blank=True,
+        help_text="Tokens the pool can serve in an hour; with it, busy hours can be part idle.",
     )
 
     class Meta:

@@ -20,7 +20,11 @@ from audit_app.models import Upload
 
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
 TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
-FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS}
+BILLING_FORMATS = ("auto", "focus", "aws-cur", "azure")
+FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
+    Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS,
+    Upload.Kind.BILLING: BILLING_FORMATS,
+}
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -68,7 +72,8 @@ def validate_kind_and_format(*, kind: str, requested_format: str) -> None:
     formats = FORMATS_BY_KIND.get(kind)
     if formats is None:
         raise UploadRefused(
-            f"Uploads of kind {kind!r} are not supported yet; token logs are.", field="kind"
+            f"Uploads of kind {kind!r} are not supported yet; token logs and billing exports are.",
+            field="kind",
         )
     if requested_format not in formats:
         raise UploadRefused(

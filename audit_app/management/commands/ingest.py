@@ -12,7 +12,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from audit_app.models import Upload
 from audit_app.selectors import rollups_in_range, spend_breakdown
 from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import TOKEN_LOG_FORMATS, UploadRefused, upload_create
+from audit_app.services.uploads import (
+    BILLING_FORMATS,
+    TOKEN_LOG_FORMATS,
+    UploadRefused,
+    upload_create,
+)
 
 MAX_PRINTED_REJECTS = 100
 
@@ -22,7 +27,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
-        parser.add_argument("--format", default="auto", choices=TOKEN_LOG_FORMATS)
+        parser.add_argument(
+            "--format",
+            default="auto",
+            choices=list(dict.fromkeys(TOKEN_LOG_FORMATS + BILLING_FORMATS)),
+        )
         parser.add_argument("--kind", default=Upload.Kind.TOKEN_LOG, choices=Upload.Kind.values)
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
@@ -44,6 +53,17 @@ class Command(BaseCommand):
         upload = upload_ingest(upload_id=upload.pk)
         if upload.status != Upload.Status.SUCCEEDED:
             raise CommandError(f"{path}: {upload.error} (upload {upload.pk})")
+        if upload.kind == Upload.Kind.BILLING:
+            report = billing_report(upload)
+            if options["json"]:
+                self.stdout.write(json.dumps(report))
+            else:
+                self.stdout.write(
+                    f"upload {upload.pk} ({report['format']}): {report['rows_accepted']} of "
+                    f"{report['rows_read']} rows accepted, {report['rows_rejected']} rejected; "
+                    f"billed {report['billed_cost']}"
+                )
+            return
         report = upload_report(upload)
         if options["json"]:
             self.stdout.write(json.dumps(report))
@@ -82,6 +102,22 @@ def upload_report(upload: Upload) -> dict[str, Any]:
             }
             for m in spend.unpriced_models
         ],
+        "rejects": [
+            {"line": r["line"], "reason": r["reason"]} for r in upload.rejects[:MAX_PRINTED_REJECTS]
+        ],
+    }
+
+
+def billing_report(upload: Upload) -> dict[str, Any]:
+    """What `ingest --kind billing --json` prints: counts and totals per currency."""
+    return {
+        "upload_id": upload.pk,
+        "format": upload.format,
+        "rows_read": upload.rows_read,
+        "rows_accepted": upload.rows_accepted,
+        "rows_rejected": upload.rows_rejected,
+        "billed_cost": upload.billing_totals.get("billed", {}),
+        "effective_cost": upload.billing_totals.get("effective", {}),
         "rejects": [
             {"line": r["line"], "reason": r["reason"]} for r in upload.rejects[:MAX_PRINTED_REJECTS]
         ],
