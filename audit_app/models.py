@@ -279,7 +279,8 @@ class ServingPool(models.Model):
         default=list, blank=True, help_text="Models whose requests without a pool ran here."
     )
     capacity_tokens_per_hour = models.PositiveBigIntegerField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Tokens the pool can serve in an hour; with it, busy hours can be part idle.",
     )
 

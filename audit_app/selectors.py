@@ -14,7 +14,7 @@ from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
 from audit_app.histograms import LatencyHistogram
-from audit_app.models import HourlyRollup, PriceCard, Upload, Workload
+from audit_app.models import HourlyRollup, PriceCard, ServingPool, Upload, Workload
 from audit_app.pricing import Price, PriceBook, TokenUsage, token_cost
 
 
@@ -149,6 +149,7 @@ class PricedGroup:
     unpriced_output_tokens: int
     provider: str
     model: str
+    self_hosted_requests: int  # costed from GPU bills, not in this group's dollars
 
     @property
     def spend_usd(self) -> Decimal:
@@ -161,7 +162,13 @@ def priced_groups(queryset: QuerySet[HourlyRollup], dims: Sequence[str]) -> list
     Pricing needs provider, model, day and batch flag, so groups are finer than ``dims``; each
     comes back with its own dims so callers add them up as they like.
     """
-    fields = list(dict.fromkeys([*dims, "provider", "model", "day", "batch_api"]))
+    fields = list(dict.fromkeys([*dims, "provider", "model", "day", "batch_api", "pool"]))
+    # Self-hosted requests are costed from GPU bills (selectors_billing), never from cards.
+    pooled = {
+        str(model)
+        for models in ServingPool.objects.values_list("models_served", flat=True)
+        for model in models
+    }
     grouped = (
         queryset.annotate(day=TruncDate("hour"))
         .values(*fields)
@@ -183,7 +190,8 @@ def priced_groups(queryset: QuerySet[HourlyRollup], dims: Sequence[str]) -> list
         unlogged = g["n_requests"] - g["n_logged"]
         estimated = Decimal(0)
         unpriced = unpriced_in = unpriced_out = 0
-        if unlogged:
+        self_hosted = bool(g["pool"]) or g["model"] in pooled
+        if unlogged and not self_hosted:
             price = book.find(provider=g["provider"], model=g["model"], day=g["day"])
             if price is None:
                 unpriced, unpriced_in, unpriced_out = unlogged, g["un_input"], g["un_output"]
@@ -208,6 +216,7 @@ def priced_groups(queryset: QuerySet[HourlyRollup], dims: Sequence[str]) -> list
                 unpriced_output_tokens=unpriced_out,
                 provider=g["provider"],
                 model=g["model"],
+                self_hosted_requests=unlogged if self_hosted else 0,
             )
         )
     return out

@@ -5,67 +5,104 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit_app', '0005_workload'),
+        ("audit_app", "0005_workload"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ServingPool',
+            name="ServingPool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('resource_ids', models.JSONField(blank=True, default=list)),
-                ('tag_key', models.CharField(blank=True, max_length=100)),
-                ('tag_value', models.CharField(blank=True, max_length=200)),
-                ('models_served', models.JSONField(blank=True, default=list, help_text='Models whose requests without a pool ran here.')),
-                ('capacity_tokens_per_hour', models.PositiveBigIntegerField(blank=True, help_text='Tokens the pool can serve in an hour; with it, busy hours can be part idle.', null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("resource_ids", models.JSONField(blank=True, default=list)),
+                ("tag_key", models.CharField(blank=True, max_length=100)),
+                ("tag_value", models.CharField(blank=True, max_length=200)),
+                (
+                    "models_served",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="Models whose requests without a pool ran here.",
+                    ),
+                ),
+                (
+                    "capacity_tokens_per_hour",
+                    models.PositiveBigIntegerField(
+                        blank=True,
+                        help_text="Tokens the pool can serve in an hour; with it, busy hours can be part idle.",
+                        null=True,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='upload',
-            name='billing_totals',
+            model_name="upload",
+            name="billing_totals",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.CreateModel(
-            name='BillingCharge',
+            name="BillingCharge",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('line', models.PositiveIntegerField()),
-                ('provider', models.CharField(max_length=32)),
-                ('provider_raw', models.CharField(blank=True, max_length=100)),
-                ('service', models.CharField(blank=True, max_length=200)),
-                ('charge_category', models.CharField(max_length=32)),
-                ('charge_class', models.CharField(blank=True, max_length=32)),
-                ('period_start', models.DateTimeField()),
-                ('period_end', models.DateTimeField()),
-                ('billed_cost', models.DecimalField(decimal_places=12, max_digits=28)),
-                ('effective_cost', models.DecimalField(decimal_places=12, max_digits=28, null=True)),
-                ('currency', models.CharField(max_length=3)),
-                ('quantity', models.DecimalField(decimal_places=10, max_digits=30, null=True)),
-                ('unit', models.CharField(blank=True, max_length=64)),
-                ('resource_id', models.CharField(blank=True, max_length=500)),
-                ('region', models.CharField(blank=True, max_length=64)),
-                ('account_id', models.CharField(blank=True, max_length=128)),
-                ('sku', models.CharField(blank=True, max_length=300)),
-                ('description', models.CharField(blank=True, max_length=300)),
-                ('meter_kind', models.CharField(blank=True, max_length=16)),
-                ('meter_model', models.CharField(blank=True, max_length=200)),
-                ('token_class', models.CharField(blank=True, max_length=16)),
-                ('tier', models.CharField(blank=True, max_length=16)),
-                ('cross_region', models.BooleanField(default=False)),
-                ('block_size', models.PositiveIntegerField(default=1)),
-                ('instance_type', models.CharField(blank=True, max_length=64)),
-                ('instance_family', models.CharField(blank=True, max_length=16)),
-                ('tags', models.JSONField(blank=True, default=dict)),
-                ('upload', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='charges', to='audit_app.upload')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("line", models.PositiveIntegerField()),
+                ("provider", models.CharField(max_length=32)),
+                ("provider_raw", models.CharField(blank=True, max_length=100)),
+                ("service", models.CharField(blank=True, max_length=200)),
+                ("charge_category", models.CharField(max_length=32)),
+                ("charge_class", models.CharField(blank=True, max_length=32)),
+                ("period_start", models.DateTimeField()),
+                ("period_end", models.DateTimeField()),
+                ("billed_cost", models.DecimalField(decimal_places=12, max_digits=28)),
+                (
+                    "effective_cost",
+                    models.DecimalField(decimal_places=12, max_digits=28, null=True),
+                ),
+                ("currency", models.CharField(max_length=3)),
+                ("quantity", models.DecimalField(decimal_places=10, max_digits=30, null=True)),
+                ("unit", models.CharField(blank=True, max_length=64)),
+                ("resource_id", models.CharField(blank=True, max_length=500)),
+                ("region", models.CharField(blank=True, max_length=64)),
+                ("account_id", models.CharField(blank=True, max_length=128)),
+                ("sku", models.CharField(blank=True, max_length=300)),
+                ("description", models.CharField(blank=True, max_length=300)),
+                ("meter_kind", models.CharField(blank=True, max_length=16)),
+                ("meter_model", models.CharField(blank=True, max_length=200)),
+                ("token_class", models.CharField(blank=True, max_length=16)),
+                ("tier", models.CharField(blank=True, max_length=16)),
+                ("cross_region", models.BooleanField(default=False)),
+                ("block_size", models.PositiveIntegerField(default=1)),
+                ("instance_type", models.CharField(blank=True, max_length=64)),
+                ("instance_family", models.CharField(blank=True, max_length=16)),
+                ("tags", models.JSONField(blank=True, default=dict)),
+                (
+                    "upload",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="charges",
+                        to="audit_app.upload",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['period_start'], name='charge_period'), models.Index(fields=['meter_kind', 'period_start'], name='charge_kind_period'), models.Index(fields=['resource_id'], name='charge_resource')],
+                "indexes": [
+                    models.Index(fields=["period_start"], name="charge_period"),
+                    models.Index(fields=["meter_kind", "period_start"], name="charge_kind_period"),
+                    models.Index(fields=["resource_id"], name="charge_resource"),
+                ],
             },
         ),
     ]
