@@ -4,7 +4,16 @@ from typing import Any
 
 from django.contrib import admin
 
-from audit_app.models import ApiToken, HourlyRollup, PriceCard, Upload, Workload, WorkloadDay
+from audit_app.models import (
+    ApiToken,
+    BillingCharge,
+    HourlyRollup,
+    PriceCard,
+    ServingPool,
+    Upload,
+    Workload,
+    WorkloadDay,
+)
 
 
 @admin.register(Upload)
@@ -69,3 +78,16 @@ class HourlyRollupAdmin(ReadOnlyAdmin):
 class WorkloadDayAdmin(ReadOnlyAdmin):
     list_display = ("day", "workload", "requests", "upload")
     search_fields = ("workload",)
+
+
+@admin.register(ServingPool)
+class ServingPoolAdmin(admin.ModelAdmin):
+    list_display = ("name", "tag_key", "tag_value", "capacity_tokens_per_hour")
+    search_fields = ("name",)
+
+
+@admin.register(BillingCharge)
+class BillingChargeAdmin(ReadOnlyAdmin):
+    list_display = ("period_start", "provider", "sku", "billed_cost", "currency", "upload")
+    list_filter = ("provider", "charge_category", "meter_kind", "currency")
+    search_fields = ("sku", "resource_id", "meter_model")

@@ -169,3 +169,44 @@ def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> d
         yaxis={"title": {"text": "Milliseconds"}, "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
+
+
+IDLE_COLOUR = "#b0b7c3"
+
+
+def build_pool_attribution_figure(
+    *, pools: Sequence[str], by_workload: dict[str, Sequence[Decimal]], idle: Sequence[Decimal]
+) -> dict[str, Any]:
+    """Stacked bars per pool: cost attributed to each workload, and idle cost in grey."""
+    figure = go.Figure()
+    for workload, amounts in by_workload.items():
+        figure.add_trace(go.Bar(name=workload, x=list(pools), y=_floats(list(amounts))))
+    figure.add_trace(
+        go.Bar(name="Idle", x=list(pools), y=_floats(list(idle)), marker={"color": IDLE_COLOUR})
+    )
+    figure.update_layout(
+        **_LAYOUT,
+        barmode="stack",
+        title={"text": "Self-hosted pools: attributed and idle cost"},
+        xaxis={"title": {"text": "Serving pool"}},
+        yaxis={"title": {"text": "Cost (USD)"}, "tickprefix": "$", "rangemode": "tozero"},
+    )
+    return figure_to_dict(figure)
+
+
+def build_reconciliation_figure(
+    *, days: Sequence[date], billed: Sequence[Decimal], estimated: Sequence[Decimal]
+) -> dict[str, Any]:
+    """Billed vs estimated per day, side by side."""
+    x = [d.isoformat() for d in days]
+    figure = go.Figure()
+    figure.add_trace(go.Bar(name="Billed", x=x, y=_floats(list(billed))))
+    figure.add_trace(go.Bar(name="Estimated from token logs", x=x, y=_floats(list(estimated))))
+    figure.update_layout(
+        **_LAYOUT,
+        barmode="group",
+        title={"text": "Billed vs estimated per day"},
+        xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
+        yaxis={"title": {"text": "USD"}, "tickprefix": "$", "rangemode": "tozero"},
+    )
+    return figure_to_dict(figure)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -344,6 +344,17 @@ class WorkloadStats:
     ttft: LatencySummary
     latency: LatencySummary
     tpot: LatencySummary
+    # Self-hosted GPU cost attributed to the workload (from pool bills, see selectors_billing).
+    gpu_cost_usd: Decimal = Decimal(0)
+
+    @property
+    def total_usd(self) -> Decimal:
+        return self.spend_usd + self.gpu_cost_usd
+
+
+def with_gpu_cost(stats: list[WorkloadStats], gpu: dict[str, Decimal]) -> list[WorkloadStats]:
+    """Workload stats with their attributed GPU cost filled in."""
+    return [replace(s, gpu_cost_usd=gpu.get(s.name, Decimal(0))) for s in stats]
 
 
 def _summary(histogram: LatencyHistogram) -> LatencySummary:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import pages, uploads
+from audit_app.views import billing, pages, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
@@ -19,5 +19,5 @@ urlpatterns = [
         "uploads/<int:upload_id>/delete/", uploads.UploadDeleteView.as_view(), name="upload-delete"
     ),
     path("recommendations/", pages.RecommendationListView.as_view(), name="recommendations"),
-    path("reconciliation/", pages.ReconciliationView.as_view(), name="reconciliation"),
+    path("reconciliation/", billing.ReconciliationView.as_view(), name="reconciliation"),
 ]

@@ -28,8 +28,10 @@ from audit_app.selectors import (
     spend_per_day,
     upload_list,
     uploads_per_day,
+    with_gpu_cost,
     workload_stats,
 )
+from audit_app.selectors_billing import pool_reports
 
 STACK_CHOICES = ("provider", "model", "team", "workload")
 TOP_WORKLOADS = 10
@@ -95,6 +97,24 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
         )
         top = spend_breakdown(group_by="workload", queryset=queryset).rows[:TOP_WORKLOADS]
         uploads = uploads_per_day(days=30)
+        reports = pool_reports(start=filters.start, end=filters.end)
+        usd_pools = [r for r in reports if r.currency == "USD"]
+        workloads_in_pools = sorted({w for r in usd_pools for w in r.attribution.by_workload})
+        context.update(
+            pools=reports,
+            pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
+            pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),
+            pools_figure=charts.build_pool_attribution_figure(
+                pools=[r.pool.name for r in usd_pools],
+                by_workload={
+                    w: [r.attribution.by_workload.get(w, Decimal(0)) for r in usd_pools]
+                    for w in workloads_in_pools
+                },
+                idle=[r.attribution.idle for r in usd_pools],
+            )
+            if usd_pools
+            else None,
+        )
         context.update(
             filters=filters,
             filter_error=filter_error,
@@ -160,7 +180,7 @@ WORKLOAD_SORTS = {
     "requests": lambda w: w.requests,
     "input_tokens": lambda w: w.input_tokens,
     "output_tokens": lambda w: w.output_tokens,
-    "spend": lambda w: w.spend_usd,
+    "spend": lambda w: w.total_usd,
     "p95_ttft": lambda w: (w.ttft.p95_ms is not None, w.ttft.p95_ms or 0.0),
     "p95_e2e": lambda w: (w.latency.p95_ms is not None, w.latency.p95_ms or 0.0),
 }
@@ -260,7 +280,16 @@ class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
         queryset = filters.queryset(workload=workload.name)
         stats = workload_stats(queryset=queryset)
         usage = daily_usage(queryset=queryset, start=filters.start, end=filters.end)
+        gpu = [
+            (r.pool.name, r.currency, r.attribution.by_workload[workload.name], r.attribution)
+            for r in pool_reports(start=filters.start, end=filters.end)
+            if workload.name in r.attribution.by_workload
+        ]
+        stats = with_gpu_cost(
+            stats, {workload.name: sum((g[2] for g in gpu if g[1] == "USD"), Decimal(0))}
+        )
         context.update(
+            gpu_costs=gpu,
             workload=workload,
             filters=filters,
             filter_error=filter_error,
@@ -300,7 +329,3 @@ class UploadListView(RoleRequiredMixin, TemplateView):
 
 class RecommendationListView(RoleRequiredMixin, TemplateView):
     template_name = "audit/recommendations.html"
-
-
-class ReconciliationView(RoleRequiredMixin, TemplateView):
-    template_name = "audit/reconciliation.html"
