@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import spend, uploads, views
+from audit_app.api import billing, spend, uploads, views
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
@@ -14,6 +14,8 @@ urlpatterns = [
         spend.WorkloadDetailApi.as_view(),
         name="api-workload-detail",
     ),
+    path("reconciliation/", billing.ReconciliationApi.as_view(), name="api-reconciliation"),
+    path("pools/", billing.PoolListApi.as_view(), name="api-pools"),
     path("uploads/", uploads.UploadListCreateApi.as_view(), name="api-uploads"),
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
 ]

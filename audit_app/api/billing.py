@@ -1,0 +1,116 @@
+"""Reconciliation and serving-pool attribution API."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit_app.api.spend import FILTER_PARAMETERS, MONEY, _filters
+from audit_app.filters import FilterError
+from audit_app.selectors_billing import pool_reports, reconciliation
+from audit_app.views.billing import parse_threshold
+
+
+class ReconciliationRowOutput(serializers.Serializer):
+    day = serializers.DateField()
+    provider = serializers.CharField()
+    model = serializers.CharField()
+    currency = serializers.CharField()
+    billed = serializers.DecimalField(**MONEY)
+    estimated = serializers.DecimalField(**MONEY, allow_null=True)
+    variance = serializers.DecimalField(**MONEY)
+    variance_percent = serializers.DecimalField(
+        max_digits=24, decimal_places=2, coerce_to_string=True, allow_null=True
+    )
+    flagged = serializers.BooleanField()
+    bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
+    log_upload_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class ReconciliationOutput(serializers.Serializer):
+    start = serializers.DateField()
+    end = serializers.DateField()
+    threshold_percent = serializers.DecimalField(max_digits=8, decimal_places=2)
+    flagged = serializers.IntegerField()
+    rows = ReconciliationRowOutput(many=True)
+
+
+class ReconciliationApi(APIView):
+    """Billed token charges vs token-log estimates per provider x model x day."""
+
+    @extend_schema(
+        parameters=[
+            *FILTER_PARAMETERS[:2],
+            OpenApiParameter("threshold", float, description="Flag above this %."),
+        ],
+        responses=ReconciliationOutput,
+    )
+    def get(self, request: Request) -> Response:
+        filters = _filters(request)
+        try:
+            threshold = parse_threshold(request.query_params.get("threshold"))
+        except FilterError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        rows = reconciliation(start=filters.start, end=filters.end, threshold_percent=threshold)
+        data = {
+            "start": filters.start,
+            "end": filters.end,
+            "threshold_percent": threshold,
+            "flagged": sum(1 for r in rows if r.flagged),
+            "rows": [
+                {
+                    **r.__dict__,
+                    "variance": r.variance,
+                    "variance_percent": r.variance_percent,
+                    "flagged": r.flagged,
+                }
+                for r in rows
+            ],
+        }
+        return Response(ReconciliationOutput(data).data)
+
+
+class PoolOutput(serializers.Serializer):
+    name = serializers.CharField()
+    currency = serializers.CharField()
+    billed = serializers.DecimalField(**MONEY)
+    attributed = serializers.DecimalField(**MONEY)
+    idle = serializers.DecimalField(**MONEY)
+    utilisation = serializers.FloatField(allow_null=True)
+    hours_billed = serializers.IntegerField()
+    hours_with_traffic = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    by_workload = serializers.DictField(child=serializers.DecimalField(**MONEY))
+    instance_types = serializers.ListField(child=serializers.CharField())
+    bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class PoolListApi(APIView):
+    """Each serving pool's bill, attributed to workloads by token share, and its idle cost.
+    Attributed plus idle equals billed to the cent."""
+
+    @extend_schema(parameters=FILTER_PARAMETERS[:2], responses=PoolOutput(many=True))
+    def get(self, request: Request) -> Response:
+        filters = _filters(request)
+        data = [
+            {
+                "name": r.pool.name,
+                "currency": r.currency,
+                "billed": r.attribution.billed,
+                "attributed": r.attribution.attributed,
+                "idle": r.attribution.idle,
+                "utilisation": r.attribution.utilisation,
+                "hours_billed": r.attribution.hours_billed,
+                "hours_with_traffic": r.attribution.hours_with_traffic,
+                "tokens": r.attribution.tokens,
+                "by_workload": r.attribution.by_workload,
+                "instance_types": r.instance_types,
+                "bill_upload_ids": r.upload_ids,
+            }
+            for r in pool_reports(start=filters.start, end=filters.end)
+        ]
+        return Response(PoolOutput(data, many=True).data)
