@@ -1,0 +1,146 @@
+"""Billing through the CLI on the real exports, and the reconciliation / pools API."""
+
+from __future__ import annotations
+
+import csv
+import json
+from decimal import Decimal
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from tests.audit_app.test_billing_selectors import (  # noqa: F401 (shared fixtures)
+    DAY,
+    H,
+    H0,
+    POOL_LOG,
+    SAMPLE_CSV,
+    _bill_upload,
+    _charge,
+    _ingest,
+)
+
+pytestmark = pytest.mark.django_db
+REAL = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real" / "billing"
+REAL_FILES = {
+    "focus-1.0_official-sample_1000rows.csv": ("focus", "BilledCost", "BillingCurrency"),
+    "aws-cur-legacy_anonymous-sample_1281rows.csv": (
+        "aws-cur",
+        "lineItem/UnblendedCost",
+        "lineItem/CurrencyCode",
+    ),
+    "azure-ea-costdetails_anonymous-sample_27rows.csv": (
+        "azure",
+        "CostInBillingCurrency",
+        "BillingCurrencyCode",
+    ),
+}
+
+
+def _independent_totals(path: Path, cost_column: str, currency_column: str) -> dict[str, str]:
+    totals: dict[str, Decimal] = {}
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        for row in csv.DictReader(handle):
+            raw = row.get(cost_column, "")
+            amount = Decimal(raw) if raw not in ("", "NULL") else Decimal(0)
+            currency = row[currency_column].upper()
+            totals[currency] = totals.get(currency, Decimal(0)) + amount
+    return {c: str(v.quantize(Decimal("0.01"))) for c, v in totals.items()}
+
+
+@pytest.mark.parametrize("name", list(REAL_FILES))
+def test_cli_ingests_each_real_export_to_the_cent(name: str) -> None:
+    fmt, cost_column, currency_column = REAL_FILES[name]
+    path = REAL / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: the real fixtures are part of the repository's checks")
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        header = next(csv.reader(handle))
+    if cost_column not in header:  # CUR: NetUnblendedCost when the file has it
+        cost_column = "lineItem/NetUnblendedCost"
+    out = StringIO()
+    call_command("ingest", str(path), "--kind", "billing", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["format"] == fmt
+    assert report["rows_rejected"] == 0
+    assert report["rows_accepted"] == report["rows_read"] > 0
+    billed = {
+        c: str(Decimal(v).quantize(Decimal("0.01"))) for c, v in report["billed_cost"].items()
+    }
+    assert billed == _independent_totals(path, cost_column, currency_column)
+
+
+def test_cli_refuses_a_token_log_forced_as_billing(tmp_path: Path) -> None:
+    path = tmp_path / "log.csv"
+    path.write_bytes(SAMPLE_CSV)
+    with pytest.raises(CommandError, match="upload"):
+        call_command("ingest", str(path), "--kind", "billing", "--json")
+
+
+def test_reconciliation_and_pools_api(client: Client, finops_user: Any) -> None:
+    from audit_app.models import ServingPool
+
+    _ingest(SAMPLE_CSV, "sample.csv")
+    _ingest(POOL_LOG, "pool.csv")
+    bill = _bill_upload()
+    _charge(
+        bill,
+        start=H0,
+        cost="0.10",
+        provider="openai",
+        meter_kind="token",
+        period_end=H0 + 24 * H,
+        tags={"model": "gpt-4o-mini"},
+    )
+    for i in range(3):
+        _charge(bill, start=H0 + i * H, cost="98.32", resource_id="i-1")
+    ServingPool.objects.create(name="gpu", resource_ids=["i-1"])
+    client.force_login(finops_user)
+
+    body = client.get("/api/v1/reconciliation/?start=2026-11-02&end=2026-11-02").json()
+    assert body["flagged"] >= 1
+    row = next(r for r in body["rows"] if r["model"] == "gpt-4o-mini")
+    assert (row["billed"], row["estimated"], row["flagged"]) == ("0.100000", "0.075000", True)
+    assert row["variance_percent"] == "33.33"
+    assert row["bill_upload_ids"] == [bill.pk]
+
+    bad = client.get("/api/v1/reconciliation/?threshold=lots")
+    assert bad.status_code == 400
+    assert bad.json()["errors"] == {"threshold": ["threshold='lots' is not a number"]}
+
+    [pool] = client.get("/api/v1/pools/?start=2026-11-02&end=2026-11-02").json()
+    assert pool["name"] == "gpu"
+    assert (pool["billed"], pool["attributed"], pool["idle"]) == (
+        "294.960000",
+        "196.640000",
+        "98.320000",
+    )
+    assert pool["by_workload"] == {"evals": "122.900000", "chat": "73.740000"}
+    assert pool["hours_with_traffic"] == 2 and pool["hours_billed"] == 3
+
+
+def test_reconciliation_page(client: Client, manager_user: Any) -> None:
+    _ingest(SAMPLE_CSV, "sample.csv")
+    bill = _bill_upload()
+    _charge(
+        bill,
+        start=H0,
+        cost="0.10",
+        provider="openai",
+        meter_kind="token",
+        period_end=H0 + 24 * H,
+        tags={"model": "gpt-4o-mini"},
+    )
+    client.force_login(manager_user)
+    response = client.get("/reconciliation/?start=2026-11-02&end=2026-11-02")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert response.context["flagged"] >= 1
+    assert f'href="/uploads/{bill.pk}/"' in html
+    assert "flagged" in html
+    csv_text = client.get("/reconciliation/?start=2026-11-02&end=2026-11-02&export=csv")
+    assert b"gpt-4o-mini" in csv_text.content
