@@ -15,10 +15,10 @@ from django.test import Client
 
 from tests.audit_app.test_billing_selectors import (  # noqa: F401 (shared fixtures)
     DAY,
-    H,
     H0,
     POOL_LOG,
     SAMPLE_CSV,
+    H,
     _bill_upload,
     _charge,
     _ingest,
