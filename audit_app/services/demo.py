@@ -19,7 +19,8 @@ from audit_app.demo_data import (
     write_litellm_csv,
     write_otel_jsonl,
 )
-from audit_app.models import Upload
+from audit_app.demo_billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
+from audit_app.models import ServingPool, Upload
 from audit_app.permissions import Role
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
@@ -65,6 +66,7 @@ DEMO_PREFIX = "demo-"
 class DemoDataResult:
     uploads: list[Upload]
     skipped: bool  # demo data was already loaded
+    planted: PlantedDiscrepancy | None = None  # the bill line made to disagree with the logs
 
 
 def demo_data_load(
@@ -102,7 +104,25 @@ def demo_data_load(
         if part.empty:
             continue
         write(part.reset_index(drop=True), path)
-        with open(path, "rb") as source:
-            upload = upload_create(source=source, original_name=path.name, enqueue=False)
-        uploads.append(upload_ingest(upload_id=upload.pk))
-    return DemoDataResult(uploads=uploads, skipped=False)
+        uploads.append(_ingest_file(path, kind=Upload.Kind.TOKEN_LOG))
+    # The bill for the same month: API token charges (one day billed 25 % over the logs, for the
+    # reconciliation page to flag) and instance-hours of the self-hosted pools, idle hours too.
+    bill_path = directory / f"{DEMO_PREFIX}focus-billing-export.csv"
+    summary = write_focus_export(frame, bill_path, seed=seed)
+    uploads.append(_ingest_file(bill_path, kind=Upload.Kind.BILLING))
+    for pool in DEFAULT_POOLS:
+        ServingPool.objects.update_or_create(
+            name=pool.name,
+            defaults={
+                "resource_ids": list(pool.resource_ids),
+                "tag_key": "pool",
+                "tag_value": pool.name,
+            },
+        )
+    return DemoDataResult(uploads=uploads, skipped=False, planted=summary.discrepancy)
+
+
+def _ingest_file(path: Path, *, kind: str) -> Upload:
+    with open(path, "rb") as source:
+        upload = upload_create(source=source, original_name=path.name, kind=kind, enqueue=False)
+    return upload_ingest(upload_id=upload.pk)

@@ -59,7 +59,14 @@ class Command(BaseCommand):
             self.stdout.write("Demo data already loaded.")
             return
         for upload in result.uploads:
+            unit = "billing lines" if upload.kind == upload.Kind.BILLING else "requests"
             self.stdout.write(
                 f"Demo upload {upload.pk} {upload.original_name}: {upload.status}, "
-                f"{upload.rows_accepted} requests"
+                f"{upload.rows_accepted} {unit}"
+            )
+        if result.planted is not None:
+            self.stdout.write(
+                f"Planted for the reconciliation page: {result.planted.provider} "
+                f"{result.planted.model} on {result.planted.day} is billed "
+                f"{result.planted.factor} x its logged cost."
             )
