@@ -13,13 +13,13 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.demo_billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
 from audit_app.demo_data import (
     DEFAULT_WORKLOADS,
     generate_requests,
     write_litellm_csv,
     write_otel_jsonl,
 )
-from audit_app.demo_billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
 from audit_app.models import ServingPool, Upload
 from audit_app.permissions import Role
 from audit_app.services.ingest import upload_ingest

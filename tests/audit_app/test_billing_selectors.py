@@ -22,11 +22,11 @@ H = timedelta(hours=1)
 DAY = date(2026, 11, 2)
 
 POOL_LOG = (
-    "started_at,ended_at,workload,provider,model,input_tokens,output_tokens,pool\n"
-    "2026-11-02T00:05:00Z,2026-11-02T00:05:02Z,chat,vllm,llama-70b,2000,1000,gpu\n"
-    "2026-11-02T00:10:00Z,2026-11-02T00:10:02Z,evals,vllm,llama-70b,900,100,gpu\n"
-    "2026-11-02T02:00:00Z,2026-11-02T02:00:09Z,evals,vllm,llama-70b,400,100,gpu\n"
-).encode()
+    b"started_at,ended_at,workload,provider,model,input_tokens,output_tokens,pool\n"
+    b"2026-11-02T00:05:00Z,2026-11-02T00:05:02Z,chat,vllm,llama-70b,2000,1000,gpu\n"
+    b"2026-11-02T00:10:00Z,2026-11-02T00:10:02Z,evals,vllm,llama-70b,900,100,gpu\n"
+    b"2026-11-02T02:00:00Z,2026-11-02T02:00:09Z,evals,vllm,llama-70b,400,100,gpu\n"
+)
 
 
 def _ingest(content: bytes, name: str, kind: str = "token_log") -> Upload:
