@@ -140,6 +140,17 @@ class ReconciliationRow:
     bill_upload_ids: list[int]
     log_upload_ids: list[int]
     threshold_percent: Decimal
+    unpriced_requests: int = 0  # log requests of this line with no cost and no price card
+
+    @property
+    def note(self) -> str:
+        if self.estimated is None:
+            return "no requests in the token logs"
+        if self.unpriced_requests:
+            return f"{self.unpriced_requests} logged requests have no price card"
+        if not self.billed:
+            return "not on the bill"
+        return ""
 
     @property
     def variance(self) -> Decimal:
@@ -182,6 +193,7 @@ def _same_model(bill_model: str, log_model: str) -> bool:
 class _Side:
     amount: Decimal = Decimal(0)
     uploads: set[int] = field(default_factory=set)
+    unpriced_requests: int = 0
 
 
 def reconciliation(
@@ -213,6 +225,7 @@ def reconciliation(
         side = estimates[(normalize_provider(provider), normalize_model(model), day)]
         side.amount += group.spend_usd
         side.uploads.add(upload_id)
+        side.unpriced_requests += group.unpriced_requests
 
     # Each log model goes to the bill line whose model names it most closely: equal, else the
     # longest bill model it extends at a boundary (gpt-4o-2024-08-06 -> gpt-4o, never

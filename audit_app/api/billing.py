@@ -27,6 +27,8 @@ class ReconciliationRowOutput(serializers.Serializer):
         max_digits=24, decimal_places=2, coerce_to_string=True, allow_null=True
     )
     flagged = serializers.BooleanField()
+    note = serializers.CharField()
+    unpriced_requests = serializers.IntegerField()
     bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
     log_upload_ids = serializers.ListField(child=serializers.IntegerField())
 
