@@ -69,6 +69,7 @@ class ReconciliationApi(APIView):
                     "variance": r.variance,
                     "variance_percent": r.variance_percent,
                     "flagged": r.flagged,
+                    "note": r.note,
                 }
                 for r in rows
             ],
