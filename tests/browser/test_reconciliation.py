@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.audit_app.test_billing_selectors import H, H0, _bill_upload, _charge, _ingest
 from tests.audit_app.ingest_samples import SAMPLE_CSV
+from tests.audit_app.test_billing_selectors import H0, H, _bill_upload, _charge, _ingest
 from tests.factories import TEST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
