@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
@@ -286,3 +286,41 @@ def reconciliation(
         )
     rows.sort(key=lambda r: (not r.flagged, -abs(r.variance), r.day, r.provider, r.model))
     return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownMeter:
+    provider: str
+    sku: str
+    currency: str
+    lines: int
+    billed: Decimal
+    upload_ids: list[int]
+
+
+def unknown_meters(*, start: date, end: date) -> list[UnknownMeter]:
+    """AI-looking meters the parser could not read: kept with their raw text, listed here."""
+    rows = (
+        charges_in_range(start=start, end=end)
+        .filter(meter_kind="unknown")
+        .values("provider", "sku", "currency", "upload_id")
+        .annotate(n=Count("id"), billed=Sum("billed_cost"))
+        .order_by()
+    )
+    merged: dict[tuple[str, str, str], list[Any]] = {}
+    for row in rows:
+        entry = merged.setdefault(
+            (row["provider"], row["sku"], row["currency"]), [0, Decimal(0), set()]
+        )
+        entry[0] += row["n"]
+        entry[1] += row["billed"]
+        entry[2].add(row["upload_id"])
+    return sorted(
+        (
+            UnknownMeter(
+                provider=p, sku=s, currency=c, lines=v[0], billed=v[1], upload_ids=sorted(v[2])
+            )
+            for (p, s, c), v in merged.items()
+        ),
+        key=lambda m: -abs(m.billed),
+    )

@@ -16,7 +16,11 @@ from audit_app.csv_export import csv_response
 from audit_app.filters import FilterError, parse_filters
 from audit_app.permissions import RoleRequiredMixin
 from audit_app.selectors import filter_choices
-from audit_app.selectors_billing import DEFAULT_THRESHOLD_PERCENT, reconciliation
+from audit_app.selectors_billing import (
+    DEFAULT_THRESHOLD_PERCENT,
+    reconciliation,
+    unknown_meters,
+)
 
 
 def parse_threshold(raw: str | None) -> Decimal:
@@ -92,6 +96,7 @@ class ReconciliationView(RoleRequiredMixin, View):
             "threshold": threshold,
             "rows": rows,
             "flagged": sum(1 for r in rows if r.flagged),
+            "unknown_meters": unknown_meters(start=filters.start, end=filters.end),
             "figure": charts.build_reconciliation_figure(
                 days=days, billed=[billed[d] for d in days], estimated=[estimated[d] for d in days]
             ),

@@ -171,3 +171,19 @@ def test_reconciliation_flags_what_differs() -> None:
         r.model: r for r in reconciliation(start=DAY, end=DAY, threshold_percent=Decimal(40))
     }
     assert not relaxed["gpt-4o-mini"].flagged
+
+
+def test_unknown_meters_are_listed_not_dropped() -> None:
+    from audit_app.selectors_billing import unknown_meters
+
+    bill = _bill_upload()
+    _charge(bill, start=H0, cost="3.50", meter_kind="unknown", sku="USE1-MysteryModel-units")
+    _charge(bill, start=H0 + H, cost="1.25", meter_kind="unknown", sku="USE1-MysteryModel-units")
+    _charge(bill, start=H0, cost="9.00", meter_kind="other", sku="TimedStorage-ByteHrs")
+    [meter] = unknown_meters(start=DAY, end=DAY)
+    assert (meter.sku, meter.lines, meter.billed, meter.upload_ids) == (
+        "USE1-MysteryModel-units",
+        2,
+        Decimal("4.75"),
+        [bill.pk],
+    )
