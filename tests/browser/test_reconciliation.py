@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from audit_app.services.pricing import price_cards_seed
 from tests.audit_app.ingest_samples import SAMPLE_CSV
 from tests.audit_app.test_billing_selectors import H0, H, _bill_upload, _charge, _ingest
 from tests.factories import TEST_PASSWORD
@@ -16,6 +17,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_reconciliation_page_flags_the_discrepancy(
     browser_page: Any, live_server: Any, finops_user: Any
 ) -> None:
+    # Transactional tests empty the tables, data-migration rows included: put the cards back.
+    price_cards_seed()
     _ingest(SAMPLE_CSV, "sample.csv")
     bill = _bill_upload()
     # The logs put gpt-4o at $0.0175 that day; the bill agrees. gpt-4o-mini is billed 33 % over.
