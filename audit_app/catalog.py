@@ -62,3 +62,73 @@ def price_card_specs(path: Path = CATALOG_PATH) -> list[PriceCardSpec]:
                 )
             )
     return specs
+
+
+THROUGHPUT_PATH = CATALOG_PATH.parent / "throughput-assumptions.csv"
+
+
+def _decimal_or_none(raw: str) -> Decimal | None:
+    raw = (raw or "").strip()
+    return Decimal(raw) if raw else None
+
+
+def hardware_rows(path: Path = CATALOG_PATH) -> list[dict[str, object]]:
+    """Every catalog row as model field values (kind, provider, name, prices, source, date)."""
+    rows: list[dict[str, object]] = []
+    with open(path, newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            count = (row["accelerator_count"] or "").strip()
+            tdp = (row["tdp_watts_per_accelerator"] or "").strip()
+            rows.append(
+                {
+                    "kind": row["kind"],
+                    "provider": row["provider"],
+                    "name": row["name"],
+                    "accelerator": row["accelerator"] or "",
+                    "accelerator_count": int(count) if count.isdigit() else None,
+                    "usd_per_hour": _decimal_or_none(row["usd_per_hour"]),
+                    "usd_per_million_input_tokens": _decimal_or_none(
+                        row["usd_per_million_input_tokens"]
+                    ),
+                    "usd_per_million_output_tokens": _decimal_or_none(
+                        row["usd_per_million_output_tokens"]
+                    ),
+                    "batch_discount_pct": _decimal_or_none(row["batch_discount_pct"]),
+                    "tdp_watts_per_accelerator": int(tdp) if tdp.isdigit() else None,
+                    "source": row["source"][:500],
+                    "source_date": row["source_date"][:100],
+                    "notes": row["notes"] or "",
+                }
+            )
+    return rows
+
+
+def throughput_rows(path: Path = THROUGHPUT_PATH) -> list[dict[str, object]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return [
+            {
+                "instance": row["instance"],
+                "model_class": row["model_class"],
+                "tokens_per_second": float(row["tokens_per_second"]),
+                "source": row["source"][:500],
+                "source_date": row["source_date"],
+                "confidence": row["confidence"],
+                "notes": row["notes"],
+            }
+            for row in csv.DictReader(handle)
+        ]
+
+
+_SOURCE_DATE = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
+
+
+def source_age_days(source_date: str, today: date) -> int | None:
+    """Days since a row's source date (YYYY-MM[-DD] anywhere in the text); None if undated."""
+    match = _SOURCE_DATE.search(source_date or "")
+    if not match:
+        return None
+    year, month, day = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
+    try:
+        return (today - date(year, month, day)).days
+    except ValueError:
+        return None

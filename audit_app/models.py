@@ -289,3 +289,154 @@ class ServingPool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class WorkloadClass(models.TextChoices):
+    REALTIME = "realtime", "Real-time"
+    ASYNC = "async", "Asynchronous"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class WorkloadClassification(models.Model):
+    """The classifier's latest verdict on a workload (re-computed after each ingest)."""
+
+    workload = models.OneToOneField(
+        Workload, on_delete=models.CASCADE, related_name="classification"
+    )
+    workload_class = models.CharField(max_length=16, choices=WorkloadClass.choices)
+    confidence = models.FloatField()
+    evidence = models.JSONField(default=list)
+    features = models.JSONField(default=dict)
+    classified_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.workload}: {self.workload_class} ({self.confidence:.2f})"
+
+
+class WorkloadOverride(models.Model):
+    """A person's decision on a workload's class, with why. The newest one is in force; an
+    override with an empty class hands the decision back to the classifier."""
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="overrides")
+    workload_class = models.CharField(max_length=16, choices=WorkloadClass.choices, blank=True)
+    reason = models.TextField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.workload}: {self.workload_class or 'cleared'} by {self.user}"
+
+
+class HardwareTarget(models.Model):
+    """A row of the hardware and price catalog (instances, chips, API models), with its source."""
+
+    kind = models.CharField(max_length=16)  # instance, chip, api
+    provider = models.CharField(max_length=64)
+    name = models.CharField(max_length=200)
+    accelerator = models.CharField(max_length=100, blank=True)
+    accelerator_count = models.PositiveIntegerField(null=True, blank=True)
+    usd_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    usd_per_million_input_tokens = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    usd_per_million_output_tokens = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    batch_discount_pct = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
+    tdp_watts_per_accelerator = models.PositiveIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    source_date = models.CharField(max_length=100, blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["kind", "provider", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "provider", "name"], name="unique_target")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.name}"
+
+
+class ThroughputAssumption(models.Model):
+    """Output tokens/s one replica (instance) is assumed to sustain for a model size class,
+    until a benchmark gate measures it."""
+
+    instance = models.CharField(max_length=100)
+    model_class = models.CharField(max_length=16)  # 8b, 70b, ...
+    tokens_per_second = models.FloatField()
+    source = models.CharField(max_length=500)
+    source_date = models.CharField(max_length=64, blank=True)
+    confidence = models.CharField(max_length=16, blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "model_class"], name="unique_throughput")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instance} {self.model_class}: {self.tokens_per_second} tok/s"
+
+
+class Recommendation(models.Model):
+    """Move an asynchronous workload to a cheaper target, priced on its last 30 days."""
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        PILOT_APPROVED = "pilot_approved", "Pilot approved"
+        REJECTED = "rejected", "Rejected"
+        VERIFIED = "verified", "Verified by a gate"
+        GATE_FAILED = "gate_failed", "Gate failed"
+
+    class TargetKind(models.TextChoices):
+        BATCH_API = "batch_api", "Batch API"
+        CHEAPER_PROVIDER = "cheaper_provider", "Cheaper provider"
+        DEDICATED_HARDWARE = "dedicated_hardware", "Dedicated throughput hardware"
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="recommendations")
+    target_kind = models.CharField(max_length=32, choices=TargetKind.choices)
+    target = models.CharField(max_length=300)
+    current_monthly_usd = models.DecimalField(max_digits=16, decimal_places=2)
+    projected_monthly_usd = models.DecimalField(max_digits=16, decimal_places=2)
+    savings_monthly_usd = models.DecimalField(max_digits=16, decimal_places=2)
+    assumptions = models.JSONField(default=list)
+    confidence = models.CharField(max_length=300)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED)
+    period_start = models.DateField()
+    period_end = models.DateField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-savings_monthly_usd", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "target_kind", "target"], name="unique_recommendation"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} -> {self.target} (${self.savings_monthly_usd}/month)"
+
+
+class RecommendationEvent(models.Model):
+    """Status history: who moved a recommendation from what to what, when, and why."""
+
+    recommendation = models.ForeignKey(
+        Recommendation, on_delete=models.CASCADE, related_name="events"
+    )
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.recommendation_id}: {self.from_status} -> {self.to_status}"

@@ -1,0 +1,337 @@
+"""Recommendations: price each asynchronous workload's last 30 days on cheaper targets.
+
+Targets (DESIGN §3.6): the batch tier of the same API model; cheaper providers of the same open
+model; dedicated throughput hardware (instance $/hour x assumed tokens/s, through the traffic
+cost model in `audit_app.costing`, scale-to-zero since nobody waits on async work). The best
+three targets with positive savings are kept. Throughput figures are assumptions until a
+benchmark gate confirms them, and every recommendation says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Sum
+
+from audit_app.costing import Deployment, ScalingMode, monthly_cost
+from audit_app.models import (
+    HardwareTarget,
+    Recommendation,
+    RecommendationEvent,
+    ThroughputAssumption,
+    Workload,
+    WorkloadClass,
+)
+from audit_app.permissions import Role, has_role
+from audit_app.pricing import normalize_model, normalize_provider
+from audit_app.selectors import data_date_range, price_book, priced_groups, rollups_in_range
+from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
+from audit_app.services.classification import effective_class
+
+WINDOW_DAYS = 30
+MONTH_HOURS = 730
+COLD_START_SECONDS = 600.0
+MAX_TARGETS = 3
+CENT = Decimal("0.01")
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*b\b")
+
+
+class DecisionRefused(Exception):
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    kind: str
+    target: str
+    projected_monthly: Decimal
+    assumptions: list[str]
+    confidence: str
+
+
+def model_class(model: str) -> str | None:
+    """'70b' for Llama-3.3-70B-Instruct, '8b' for an 8B model; None when no size is named."""
+    match = _SIZE.search(model.lower().replace("-", " "))
+    if not match:
+        return None
+    size = float(match.group(1))
+    return "8b" if size <= 13 else "70b" if size <= 90 else None
+
+
+def _month(amount: Decimal, hours: int) -> Decimal:
+    return amount * Decimal(MONTH_HOURS) / Decimal(hours)
+
+
+def _money(amount: Decimal) -> Decimal:
+    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _window(today: date | None) -> tuple[date, date] | None:
+    bounds = data_date_range()
+    if bounds is None:
+        return None
+    end = min(bounds[1], today) if today else bounds[1]
+    return end - timedelta(days=WINDOW_DAYS - 1), end
+
+
+def _batch_option(usage: dict[str, Any], hours: int) -> Option | None:
+    if usage["batch_share"] >= 0.99 or usage["spend"] <= 0:
+        return None
+    price = price_book().find(provider=usage["provider"], model=usage["model"], day=usage["day"])
+    if price is None or not price.batch_input or not price.input:
+        return None
+    discount = 1 - price.batch_input / price.input
+    non_batch = usage["spend"] * Decimal(str(1 - usage["batch_share"]))
+    projected = usage["spend"] - non_batch * discount
+    return Option(
+        kind=Recommendation.TargetKind.BATCH_API,
+        target=f"{usage['provider']} batch API, {usage['model']}",
+        projected_monthly=_month(projected, hours),
+        assumptions=[
+            f"Batch price {price.batch_input}/{price.batch_output or price.output} $ per 1M "
+            f"input/output tokens vs {price.input}/{price.output} from the price card "
+            f"({price.model}, valid from {price.valid_from}).",
+            f"{usage['batch_share']:.0%} of its requests already use the batch API.",
+            "Batch results arrive within 24 hours; the workload is asynchronous.",
+        ],
+        confidence="High: a published price; only the turnaround changes.",
+    )
+
+
+def _provider_options(usage: dict[str, Any], hours: int) -> list[Option]:
+    family = normalize_model(usage["model"]).split("/")[-1].removesuffix("-instruct")
+    if not model_class(family):
+        return []  # closed models have no other provider
+    options = []
+    for row in HardwareTarget.objects.filter(
+        kind="api", usd_per_million_input_tokens__isnull=False
+    ):
+        name = normalize_model(row.name).split("/")[-1]
+        if family.replace(".", "-")[:14] not in name.replace(".", "-"):
+            continue
+        if normalize_provider(row.provider) == normalize_provider(usage["provider"]):
+            continue
+        cost = (
+            Decimal(usage["input_tokens"]) * row.usd_per_million_input_tokens
+            + Decimal(usage["output_tokens"]) * (row.usd_per_million_output_tokens or 0)
+        ) / Decimal(1_000_000)
+        options.append(
+            Option(
+                kind=Recommendation.TargetKind.CHEAPER_PROVIDER,
+                target=f"{row.provider} {row.name}",
+                projected_monthly=_month(cost, hours),
+                assumptions=[
+                    f"{row.provider} lists {row.name} at ${row.usd_per_million_input_tokens} "
+                    f"input / ${row.usd_per_million_output_tokens} output per 1M tokens "
+                    f"(source: {row.source}, {row.source_date}).",
+                    f"Same token volume: {usage['input_tokens']:,} input and "
+                    f"{usage['output_tokens']:,} output tokens in {WINDOW_DAYS} days.",
+                ],
+                confidence="Medium: a published price for the same open model; quality and "
+                "quantisation should be checked with a benchmark gate.",
+            )
+        )
+    return options
+
+
+def _hardware_options(model: str, demand: list[int]) -> list[Option]:
+    size = model_class(model)
+    if size is None or not any(demand):
+        return []
+    options = []
+    for assumption in ThroughputAssumption.objects.filter(model_class=size):
+        instance = HardwareTarget.objects.filter(
+            kind="instance", name=assumption.instance, usd_per_hour__isnull=False
+        ).first()
+        if instance is None:
+            continue
+        accelerators = instance.accelerator_count or 1
+        deployment = Deployment(
+            tokens_per_second=assumption.tokens_per_second,
+            accelerators_per_replica=accelerators,
+            usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
+            cold_start_seconds=COLD_START_SECONDS,
+        )
+        projected = monthly_cost(
+            deployment=deployment, demand_per_hour=demand, mode=ScalingMode.SCALE_TO_ZERO
+        )
+        options.append(
+            Option(
+                kind=Recommendation.TargetKind.DEDICATED_HARDWARE,
+                target=f"{instance.name} ({instance.accelerator}), scale to zero",
+                projected_monthly=projected,
+                assumptions=[
+                    f"{assumption.tokens_per_second:,.0f} output tokens/s per {instance.name} "
+                    f"for a {size.upper()} model: {assumption.source} ({assumption.source_date}; "
+                    f"{assumption.notes})",
+                    f"${instance.usd_per_hour}/hour on demand ({instance.source}, "
+                    f"{instance.source_date}).",
+                    f"Replicas follow the last {WINDOW_DAYS} days' hourly output tokens, down to "
+                    f"zero when idle, with a {COLD_START_SECONDS:.0f} s cold start per replica "
+                    "added.",
+                ],
+                confidence="Low until a benchmark gate measures this model on this hardware: "
+                "the throughput is an assumption.",
+            )
+        )
+    return options
+
+
+def _hourly_output(queryset: Any, start: date, hours: int) -> list[int]:
+    from datetime import UTC, datetime, time
+
+    origin = datetime.combine(start, time.min, tzinfo=UTC)
+    demand = [0] * hours
+    for row in queryset.values("hour").annotate(o=Sum("output_tokens")).order_by():
+        index = int((row["hour"] - origin).total_seconds() // 3600)
+        if 0 <= index < hours:
+            demand[index] += row["o"]
+    return demand
+
+
+def workload_options(
+    workload: Workload, *, start: date, end: date, gpu_cost: Decimal
+) -> tuple[Decimal, list[Option]]:
+    """(current monthly cost, the targets it could move to)."""
+    hours = ((end - start).days + 1) * 24
+    queryset = rollups_in_range(start=start, end=end, workload=workload.name)
+    usage: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {
+            "spend": Decimal(0),
+            "requests": 0,
+            "batch": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+        }
+    )
+    for group in priced_groups(queryset, ["provider", "model", "batch_api"]):
+        provider, model, batch = group.dims
+        entry = usage[(provider, model)]
+        entry.update(provider=provider, model=model, day=end)
+        entry["spend"] += group.spend_usd
+        entry["requests"] += group.requests
+        entry["batch"] += group.requests if batch else 0
+        entry["input_tokens"] += group.input_tokens
+        entry["output_tokens"] += group.output_tokens
+    current_api = sum((u["spend"] for u in usage.values()), Decimal(0))
+    current = _month(current_api + gpu_cost, hours)
+    options: list[Option] = []
+    for entry in usage.values():
+        entry["batch_share"] = entry["batch"] / entry["requests"] if entry["requests"] else 0.0
+        # Self-hosted traffic costs what its pool's bill attributes to it; API traffic its spend.
+        is_self_hosted = gpu_cost > 0 and entry["spend"] == 0
+        replaced = _month(gpu_cost if is_self_hosted else entry["spend"], hours)
+        others = current - replaced  # the rest of the workload stays where it is
+        demand = _hourly_output(
+            queryset.filter(provider=entry["provider"], model=entry["model"]), start, hours
+        )
+        candidates = [
+            _batch_option(entry, hours),
+            *_provider_options(entry, hours),
+            *_hardware_options(entry["model"], demand),
+        ]
+        for option in candidates:
+            if option is not None:
+                options.append(
+                    Option(
+                        **{
+                            **option.__dict__,
+                            "projected_monthly": option.projected_monthly + others,
+                        }
+                    )
+                )
+    return current, options
+
+
+@transaction.atomic
+def recommendations_refresh(*, today: date | None = None) -> list[Recommendation]:
+    """Re-price every asynchronous workload; keeps decided recommendations and their history."""
+    window = _window(today)
+    if window is None:
+        return []
+    start, end = window
+    gpu = attributed_gpu_cost_by_workload(pool_reports(start=start, end=end))
+    kept: list[Recommendation] = []
+    for workload in Workload.objects.all():
+        if effective_class(workload) != WorkloadClass.ASYNC:
+            continue
+        current, options = workload_options(
+            workload, start=start, end=end, gpu_cost=gpu.get(workload.name, Decimal(0))
+        )
+        best = sorted(
+            (o for o in options if o.projected_monthly < current), key=lambda o: o.projected_monthly
+        )[:MAX_TARGETS]
+        for option in best:
+            values = {
+                "current_monthly_usd": _money(current),
+                "projected_monthly_usd": _money(option.projected_monthly),
+                "savings_monthly_usd": _money(current - option.projected_monthly),
+                "assumptions": option.assumptions,
+                "confidence": option.confidence[:300],
+                "period_start": start,
+                "period_end": end,
+            }
+            recommendation, created = Recommendation.objects.get_or_create(
+                workload=workload,
+                target_kind=option.kind,
+                target=option.target[:300],
+                defaults=values,
+            )
+            if created:
+                RecommendationEvent.objects.create(
+                    recommendation=recommendation,
+                    to_status=recommendation.status,
+                    note="Proposed by the recommender.",
+                )
+            elif recommendation.status == Recommendation.Status.PROPOSED:
+                for name, value in values.items():
+                    setattr(recommendation, name, value)
+                recommendation.save()
+            kept.append(recommendation)
+    # Undecided proposals that no longer hold (the workload changed class, prices moved) go.
+    Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).exclude(
+        pk__in=[r.pk for r in kept]
+    ).delete()
+    return kept
+
+
+DECISIONS = {
+    "approve": Recommendation.Status.PILOT_APPROVED,
+    "reject": Recommendation.Status.REJECTED,
+}
+
+
+@transaction.atomic
+def recommendation_decide(
+    *, recommendation: Recommendation, user: Any, decision: str, note: str = ""
+) -> Recommendation:
+    """A manager approves a pilot or rejects (with a note). Others are refused (403)."""
+    if not has_role(user, [Role.MANAGER]):
+        raise DecisionRefused("Only managers may approve or reject recommendations.", status=403)
+    if decision not in DECISIONS:
+        raise DecisionRefused(f"decision must be approve or reject, not {decision!r}.")
+    if decision == "reject" and not note.strip():
+        raise DecisionRefused("A rejection needs a note saying why.")
+    locked = Recommendation.objects.select_for_update().get(pk=recommendation.pk)
+    if locked.status != Recommendation.Status.PROPOSED:
+        raise DecisionRefused(
+            f"This recommendation is already {locked.get_status_display().lower()}.", status=409
+        )
+    RecommendationEvent.objects.create(
+        recommendation=locked,
+        from_status=locked.status,
+        to_status=DECISIONS[decision],
+        user=user,
+        note=note,
+    )
+    locked.status = DECISIONS[decision]
+    locked.save(update_fields=["status", "updated_at"])
+    return locked
