@@ -48,6 +48,7 @@ from audit_app.demo_data import (
 DAYS = 14
 VARIANTS = 4
 START = datetime(2025, 3, 3, tzinfo=UTC)  # a Monday
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US_EAST = -5
 US_WEST = -8
 EUROPE = 1
@@ -672,10 +673,10 @@ def labeled_workloads(seed: int = 0) -> list[LabeledWorkload]:
         frame = generate_requests(
             start=start, days=DAYS, workloads=specs, seed=seed * 1_000 + variant
         )
-        groups = dict(tuple(frame.groupby("workload", sort=False)))
+        rows = frame.groupby("workload", sort=False).indices
         for shape, spec in zip(SHAPES, specs, strict=True):
             callers = shape.callers(variant) if shape.callers else (spec.caller,)
-            requests = groups.get(spec.name, frame.iloc[:0])
+            requests = frame.iloc[rows.get(spec.name, [])]
             cases.append(
                 LabeledWorkload(
                     name=spec.name,
@@ -704,64 +705,78 @@ def summarize_requests(
     window_end: datetime,
 ) -> WorkloadSummary:
     """Sum a request frame (`demo_data.REQUEST_COLUMNS`) the way the rollups would."""
-    started = requests["started_at"]
-    hour = started.dt.floor("h")
-    work = pd.DataFrame(
-        {
-            "hour": hour,
-            "requests": 1,
-            "errors": (requests["status"] == STATUS_ERROR).astype(np.int64),
-            "streaming": requests["streaming"].astype(np.int64),
-            "batch_api": requests["batch_api"].astype(np.int64),
-            "input_tokens": requests["input_tokens"],
-            "output_tokens": requests["output_tokens"],
-            "operation": requests["operation"],
-        }
-    )
-    hourly = work.groupby("hour", sort=True)[
-        ["requests", "errors", "streaming", "batch_api", "input_tokens", "output_tokens"]
-    ].sum()
-    operations = work.groupby(["hour", "operation"], sort=True).size()
-    mix: dict[pd.Timestamp, dict[str, int]] = {}
-    for (moment, operation), count in operations.items():
-        mix.setdefault(moment, {})[str(operation)] = int(count)
+    minutes = (
+        (requests["started_at"] - pd.Timestamp(EPOCH)) // pd.Timedelta(minutes=1)
+    ).to_numpy(dtype=np.int64)
+
+    hour_keys, hour_index = np.unique(minutes // 60, return_inverse=True)
+    operation_codes, operation_index = pd.factorize(requests["operation"])
+    operation_names = [str(name) for name in operation_index]
+    operation_counts = np.bincount(
+        hour_index * len(operation_names) + operation_codes,
+        minlength=hour_keys.size * len(operation_names),
+    ).reshape(hour_keys.size, len(operation_names))
+
+    def per_hour(values: pd.Series) -> list[int]:
+        weights = values.to_numpy(dtype=np.float64)
+        return np.bincount(hour_index, weights=weights, minlength=hour_keys.size).astype(
+            np.int64
+        ).tolist()
+
+    requests_by_hour = np.bincount(hour_index, minlength=hour_keys.size).tolist()
+    errors = per_hour(requests["status"] == STATUS_ERROR)
+    streaming = per_hour(requests["streaming"])
+    batch = per_hour(requests["batch_api"])
+    input_tokens = per_hour(requests["input_tokens"])
+    output_tokens = per_hour(requests["output_tokens"])
     hours = tuple(
         HourStats(
-            hour=moment.to_pydatetime(),
-            requests=int(row.requests),
-            errors=int(row.errors),
-            streaming_requests=int(row.streaming),
-            batch_api_requests=int(row.batch_api),
-            input_tokens=int(row.input_tokens),
-            output_tokens=int(row.output_tokens),
-            operations=mix[moment],
+            hour=EPOCH + timedelta(hours=int(key)),
+            requests=requests_by_hour[i],
+            errors=errors[i],
+            streaming_requests=streaming[i],
+            batch_api_requests=batch[i],
+            input_tokens=input_tokens[i],
+            output_tokens=output_tokens[i],
+            operations={
+                name: int(count)
+                for name, count in zip(operation_names, operation_counts[i], strict=True)
+                if count
+            },
         )
-        for moment, row in zip(hourly.index, hourly.itertuples(index=False), strict=True)
+        for i, key in enumerate(hour_keys.tolist())
     )
 
-    day = started.dt.floor("D")
-    days = []
-    for moment, part in requests.groupby(day, sort=True):
-        part_started = part["started_at"]
-        users = part["end_user"]
-        days.append(
-            DayProfile(
-                day=moment.date(),
-                minute_counts=tuple(np.bincount(part_started.dt.minute, minlength=60).tolist()),
-                hour_counts=tuple(np.bincount(part_started.dt.hour, minlength=24).tolist()),
-                end_users=int(users[users != ""].nunique()),
-            )
+    day_keys, day_index = np.unique(minutes // (24 * 60), return_inverse=True)
+    minute_counts = np.bincount(
+        day_index * 60 + minutes % 60, minlength=day_keys.size * 60
+    ).reshape(-1, 60)
+    hour_counts = np.bincount(
+        day_index * 24 + (minutes // 60) % 24, minlength=day_keys.size * 24
+    ).reshape(-1, 24)
+    user_codes, _ = pd.factorize(requests["end_user"].where(requests["end_user"] != ""))
+    with_user = user_codes >= 0
+    user_count = int(user_codes.max()) + 1 if with_user.any() else 0
+    day_users = np.unique(day_index[with_user] * user_count + user_codes[with_user])
+    users_by_day = np.bincount(day_users // max(user_count, 1), minlength=day_keys.size)
+    days = tuple(
+        DayProfile(
+            day=(EPOCH + timedelta(days=int(key))).date(),
+            minute_counts=tuple(minute_counts[i].tolist()),
+            hour_counts=tuple(hour_counts[i].tolist()),
+            end_users=int(users_by_day[i]),
         )
+        for i, key in enumerate(day_keys.tolist())
+    )
 
     latency = requests["latency_ms"].to_numpy(dtype=float)
     ttft = requests["ttft_ms"].to_numpy(dtype=float)
     ttft = ttft[~np.isnan(ttft)]
-    end_users = requests["end_user"]
     return WorkloadSummary(
         workload=workload,
         hours=hours,
-        days=tuple(days),
-        end_users=int(end_users[end_users != ""].nunique()),
+        days=days,
+        end_users=user_count,
         callers=callers,
         p95_latency_ms=float(np.percentile(latency, 95)) if latency.size else None,
         p95_ttft_ms=float(np.percentile(ttft, 95)) if ttft.size else None,

@@ -48,7 +48,19 @@ class ParseResult:
 
 
 def upload_ingest(*, upload_id: int) -> Upload:
-    """Parse and land one upload. Safe to call again for the same upload (see module doc)."""
+    """Parse and land one upload, then re-classify workloads and re-price recommendations.
+    Safe to call again for the same upload (see module doc)."""
+    upload = _ingest(upload_id)
+    if upload.status == Upload.Status.SUCCEEDED:
+        from audit_app.services.classification import workloads_classify
+        from audit_app.services.recommendations import recommendations_refresh
+
+        workloads_classify()
+        recommendations_refresh()
+    return upload
+
+
+def _ingest(upload_id: int) -> Upload:
     upload = Upload.objects.get(pk=upload_id)
     if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
         return upload
