@@ -203,23 +203,23 @@ def _hour_of_week(epoch_hours: np.ndarray) -> np.ndarray:
 
 
 def _window(summary: WorkloadSummary) -> tuple[int, int]:
-    """First epoch hour and number of hours of the analysis window."""
-    if summary.window_start is not None and summary.window_end is not None:
-        first = _epoch_hour(summary.window_start)
-        last = -(-int((summary.window_end - _EPOCH) // timedelta(seconds=1)) // 3600)
-        return first, last - first
+    """First epoch hour and number of hours of the analysis window.
+
+    Missing ends default to whole UTC days around the workload's own hours and days.
+    """
     marks = [_epoch_hour(stats.hour) for stats in summary.hours]
     marks += [
         _epoch_hour(datetime(d.day.year, d.day.month, d.day.day, tzinfo=UTC)) for d in summary.days
     ]
-    if not marks:
-        return 0, HOURS_PER_DAY
-    first = min(marks) // HOURS_PER_DAY * HOURS_PER_DAY
     if summary.window_start is not None:
         first = _epoch_hour(summary.window_start)
-    last = (max(marks) // HOURS_PER_DAY + 1) * HOURS_PER_DAY
+    else:
+        first = min(marks, default=0) // HOURS_PER_DAY * HOURS_PER_DAY
     if summary.window_end is not None:
-        last = _epoch_hour(summary.window_end)
+        # An end inside an hour still counts that hour.
+        last = -(-int((summary.window_end - _EPOCH).total_seconds()) // 3600)
+    else:
+        last = (max(marks, default=0) // HOURS_PER_DAY + 1) * HOURS_PER_DAY
     return first, max(last - first, 1)
 
 
@@ -659,8 +659,8 @@ def _schedule_signal(features: WorkloadFeatures, config: ClassifierConfig) -> Si
         signal="schedule",
         points=-config.schedule_weight * narrow,
         sentence=(
-            f"{_percent(DAILY_WINDOW_SHARE)} of requests fall within {hours} consecutive "
-            f"hour{'s' if hours != 1 else ''} of the day"
+            f"{_percent(DAILY_WINDOW_SHARE)} of requests fall within "
+            + ("one hour of the day" if hours == 1 else f"{hours} consecutive hours of the day")
         ),
     )
 
@@ -803,11 +803,17 @@ def classify(
     """Real-time, async or unknown, with a confidence and the evidence (see the module doc)."""
     contributions = signal_contributions(features, config)
     score = sum(c.points for c in contributions)
-    traffic_evidence = tuple(
-        c.sentence
-        for c in contributions
-        if c.sentence and abs(c.points) >= config.evidence_min_points
-    )
+
+    def evidence_for(direction: float) -> tuple[str, ...]:
+        """Sentences for the label first, then the ones against it ("against this: …")."""
+        telling = [
+            c for c in contributions if c.sentence and abs(c.points) >= config.evidence_min_points
+        ]
+        if direction == 0:
+            return tuple(c.sentence for c in telling)
+        supporting = [c.sentence for c in telling if c.points * direction > 0]
+        opposing = [f"against this: {c.sentence}" for c in telling if c.points * direction < 0]
+        return (*supporting, *opposing)
 
     if slo_ms is not None:
         if slo_ms >= config.slo_async_ms:
@@ -825,7 +831,7 @@ def classify(
         return Classification(
             label=label,
             confidence=config.slo_confidence,
-            evidence=(reason, *traffic_evidence),
+            evidence=(reason, *evidence_for(1.0 if label == LABEL_REALTIME else -1.0)),
             score=score,
             contributions=contributions,
         )
@@ -838,7 +844,7 @@ def classify(
             confidence=0.0,
             evidence=(
                 f"only {features.requests:,} requests in {days:.0f} days: too few to tell",
-                *traffic_evidence,
+                *evidence_for(0.0),
             ),
             score=score,
             contributions=contributions,
@@ -851,14 +857,14 @@ def classify(
             evidence=(
                 f"the signals lean {lean} too weakly to tell (score {score:+.1f}, "
                 f"needs ±{config.unknown_margin:.1f})",
-                *traffic_evidence,
+                *evidence_for(0.0),
             ),
             score=score,
             contributions=contributions,
         )
     label = LABEL_REALTIME if score > 0 else LABEL_ASYNC
     confidence = math.tanh(abs(score) / config.confidence_scale) * volume
-    evidence = traffic_evidence
+    evidence = evidence_for(score)
     if volume < 1:
         evidence = (
             *evidence,

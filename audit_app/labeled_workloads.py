@@ -705,9 +705,9 @@ def summarize_requests(
     window_end: datetime,
 ) -> WorkloadSummary:
     """Sum a request frame (`demo_data.REQUEST_COLUMNS`) the way the rollups would."""
-    minutes = (
-        (requests["started_at"] - pd.Timestamp(EPOCH)) // pd.Timedelta(minutes=1)
-    ).to_numpy(dtype=np.int64)
+    minutes = ((requests["started_at"] - pd.Timestamp(EPOCH)) // pd.Timedelta(minutes=1)).to_numpy(
+        dtype=np.int64
+    )
 
     hour_keys, hour_index = np.unique(minutes // 60, return_inverse=True)
     operation_codes, operation_index = pd.factorize(requests["operation"])
@@ -719,9 +719,11 @@ def summarize_requests(
 
     def per_hour(values: pd.Series) -> list[int]:
         weights = values.to_numpy(dtype=np.float64)
-        return np.bincount(hour_index, weights=weights, minlength=hour_keys.size).astype(
-            np.int64
-        ).tolist()
+        return (
+            np.bincount(hour_index, weights=weights, minlength=hour_keys.size)
+            .astype(np.int64)
+            .tolist()
+        )
 
     requests_by_hour = np.bincount(hour_index, minlength=hour_keys.size).tolist()
     errors = per_hour(requests["status"] == STATUS_ERROR)

@@ -124,6 +124,12 @@ class WorkloadOutput(serializers.Serializer):
     ttft = LatencyOutput()
     latency = LatencyOutput()
     tpot = LatencyOutput()
+    gpu_cost_usd = serializers.DecimalField(**MONEY)
+    workload_class = serializers.CharField()
+    computed_class = serializers.CharField()
+    confidence = serializers.FloatField()
+    evidence = serializers.ListField(child=serializers.CharField())
+    override = serializers.DictField(allow_null=True)
 
 
 class DailyOutput(serializers.Serializer):
@@ -145,7 +151,15 @@ def _latency(summary: LatencySummary) -> dict[str, Any]:
 
 
 def workload_payload(stats: WorkloadStats, request: Request | None) -> dict[str, Any]:
+    from audit_app.api.recommendations import class_payload
+
+    workload = Workload.objects.select_related("classification").filter(pk=stats.id).first()
+    classes = class_payload(workload) if workload else {}
     return {
+        **{
+            k: classes.get(k)
+            for k in ("workload_class", "computed_class", "confidence", "evidence", "override")
+        },
         **{k: v for k, v in stats.__dict__.items() if k not in ("ttft", "latency", "tpot")},
         "url": reverse("api-workload-detail", args=[stats.id], request=request),
         "p95_ttft_ms": stats.ttft.p95_ms,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import billing, spend, uploads, views
+from audit_app.api import billing, recommendations, spend, uploads, views
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
@@ -11,8 +11,23 @@ urlpatterns = [
     path("workloads/", spend.WorkloadListApi.as_view(), name="api-workloads"),
     path(
         "workloads/<int:workload_id>/",
-        spend.WorkloadDetailApi.as_view(),
+        recommendations.WorkloadApi.as_view(),
         name="api-workload-detail",
+    ),
+    path(
+        "recommendations/",
+        recommendations.RecommendationListApi.as_view(),
+        name="api-recommendations",
+    ),
+    path(
+        "recommendations/<int:recommendation_id>/",
+        recommendations.RecommendationDetailApi.as_view(),
+        name="api-recommendation-detail",
+    ),
+    path(
+        "recommendations/<int:recommendation_id>/decision/",
+        recommendations.RecommendationDecisionApi.as_view(),
+        name="api-recommendation-decision",
     ),
     path("reconciliation/", billing.ReconciliationApi.as_view(), name="api-reconciliation"),
     path("pools/", billing.PoolListApi.as_view(), name="api-pools"),

@@ -1,0 +1,170 @@
+"""Workload class override, recommendations and managers' decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit_app.api.spend import WorkloadDetailApi
+from audit_app.models import Recommendation, Workload
+from audit_app.services.classification import (
+    OverrideRefused,
+    current_override,
+    effective_class,
+    workload_override,
+)
+from audit_app.services.recommendations import DecisionRefused, recommendation_decide
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "Conflict."
+
+
+def _refusal(exc: OverrideRefused | DecisionRefused, field: str = "") -> APIException:
+    if exc.status == 403:
+        return PermissionDenied(str(exc))
+    if exc.status == 409:
+        return Conflict(str(exc))
+    return ValidationError({getattr(exc, "field", "") or field or "non_field_errors": [str(exc)]})
+
+
+class OverrideInput(serializers.Serializer):
+    workload_class = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField()
+
+
+class ClassOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    workload_class = serializers.CharField()
+    computed_class = serializers.CharField()
+    confidence = serializers.FloatField()
+    evidence = serializers.ListField(child=serializers.CharField())
+    override = serializers.DictField(allow_null=True)
+
+
+def class_payload(workload: Workload) -> dict[str, Any]:
+    classification = getattr(workload, "classification", None)
+    override = current_override(workload)
+    return {
+        "id": workload.pk,
+        "name": workload.name,
+        "workload_class": effective_class(workload),
+        "computed_class": classification.workload_class if classification else "unknown",
+        "confidence": classification.confidence if classification else 0.0,
+        "evidence": classification.evidence if classification else [],
+        "override": (
+            {
+                "workload_class": override.workload_class,
+                "reason": override.reason,
+                "by": override.user.get_username() if override.user else None,
+                "at": override.created_at.isoformat(),
+            }
+            if override and override.workload_class
+            else None
+        ),
+    }
+
+
+class WorkloadApi(WorkloadDetailApi):
+    """GET one workload's numbers; PATCH its class by hand (engineers and managers)."""
+
+    @extend_schema(request=OverrideInput, responses=ClassOutput)
+    def patch(self, request: Request, workload_id: int) -> Response:
+        workload = get_object_or_404(Workload, pk=workload_id)
+        data = OverrideInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            workload_override(
+                workload=workload,
+                user=request.user,
+                workload_class=data.validated_data["workload_class"],
+                reason=data.validated_data["reason"],
+            )
+        except OverrideRefused as exc:
+            raise _refusal(exc) from None
+        return Response(ClassOutput(class_payload(workload)).data)
+
+
+class EventOutput(serializers.Serializer):
+    from_status = serializers.CharField()
+    to_status = serializers.CharField()
+    user = serializers.CharField(source="user.username", default=None)
+    note = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class RecommendationOutput(serializers.ModelSerializer):
+    workload = serializers.CharField(source="workload.name")
+    events = EventOutput(many=True)
+
+    class Meta:
+        model = Recommendation
+        fields = [
+            "id",
+            "workload",
+            "target_kind",
+            "target",
+            "current_monthly_usd",
+            "projected_monthly_usd",
+            "savings_monthly_usd",
+            "assumptions",
+            "confidence",
+            "status",
+            "period_start",
+            "period_end",
+            "created_at",
+            "updated_at",
+            "events",
+        ]
+
+
+class RecommendationListApi(APIView):
+    """Recommendations, largest monthly savings first."""
+
+    @extend_schema(responses=RecommendationOutput(many=True))
+    def get(self, request: Request) -> Response:
+        queryset = Recommendation.objects.select_related("workload").prefetch_related(
+            "events__user"
+        )
+        return Response(RecommendationOutput(queryset, many=True).data)
+
+
+class RecommendationDetailApi(APIView):
+    @extend_schema(responses=RecommendationOutput)
+    def get(self, request: Request, recommendation_id: int) -> Response:
+        recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
+        return Response(RecommendationOutput(recommendation).data)
+
+
+class DecisionInput(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    note = serializers.CharField(allow_blank=True, default="")
+
+
+class RecommendationDecisionApi(APIView):
+    """A manager approves a pilot or rejects with a note; anyone else gets 403."""
+
+    @extend_schema(request=DecisionInput, responses=RecommendationOutput)
+    def post(self, request: Request, recommendation_id: int) -> Response:
+        recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
+        data = DecisionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            decided = recommendation_decide(
+                recommendation=recommendation,
+                user=request.user,
+                decision=data.validated_data["decision"],
+                note=data.validated_data["note"],
+            )
+        except DecisionRefused as exc:
+            raise _refusal(exc, field="note") from None
+        return Response(RecommendationOutput(decided).data)
