@@ -210,3 +210,25 @@ def build_reconciliation_figure(
         yaxis={"title": {"text": "USD"}, "tickprefix": "$", "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
+
+
+def build_cost_comparison_figure(
+    *, current: Decimal, projected: Decimal, target: str
+) -> dict[str, Any]:
+    """Two bars: what the workload costs a month now, and on the recommended target."""
+    figure = go.Figure(
+        go.Bar(
+            name="Monthly cost",
+            x=["Current", target],
+            y=_floats([current, projected]),
+            marker={"color": ["#d1495b", "#2e7d32"]},
+            hovertemplate="%{x}: %{y:$,.2f} a month<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        **{**_LAYOUT, "hovermode": "closest"},
+        title={"text": "Monthly cost: current vs recommended"},
+        xaxis={"title": {"text": "Where it runs"}},
+        yaxis={"title": {"text": "USD per month"}, "tickprefix": "$", "rangemode": "tozero"},
+    )
+    return figure_to_dict(figure)

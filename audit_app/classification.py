@@ -24,7 +24,7 @@ and the timing signals that small counts make noisy (bursts, cron minutes, flatn
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
@@ -43,8 +43,12 @@ UTC_OFFSETS = tuple(range(-12, 15))
 # 1970-01-01, where epoch hours start, was a Thursday (Monday = 0).
 EPOCH_WEEKDAY = 3
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# `daily_window_hours` is the narrowest daily window holding this share of requests.
-DAILY_WINDOW_SHARE = 0.9
+# Feature definitions (what is measured; how much it weighs lives in `ClassifierConfig`).
+OFFICE_HOURS = (9, 18)  # local, weekdays
+WAKING_HOURS = (8, 23)  # local, every day
+TOP_HOURS_SHARE = 0.05  # "the busiest hours" are this share of the window's hours
+TOP_MINUTES = 3  # cron-like: requests in the busiest minutes of the hour
+DAILY_WINDOW_SHARE = 0.9  # `daily_window_hours` holds this share of requests
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +229,8 @@ def _window(summary: WorkloadSummary) -> tuple[int, int]:
 
 def _correlation(profile: np.ndarray, template: np.ndarray) -> float:
     """Pearson correlation; 0 when either side is constant."""
+    if profile.size < 2:
+        return 0.0
     profile_dev = profile - profile.mean()
     template_dev = template - template.mean()
     denominator = math.sqrt(float(profile_dev @ profile_dev) * float(template_dev @ template_dev))
@@ -235,24 +241,29 @@ def _correlation(profile: np.ndarray, template: np.ndarray) -> float:
 
 def office_hours_template(offset: int) -> np.ndarray:
     """168 UTC hours of the week: 1 on weekdays 09:00–18:00 at UTC+`offset`, else 0."""
+    start, end = OFFICE_HOURS
     local = np.zeros(HOURS_PER_WEEK)
     for weekday in range(5):
-        local[weekday * HOURS_PER_DAY + 9 : weekday * HOURS_PER_DAY + 18] = 1.0
+        local[weekday * HOURS_PER_DAY + start : weekday * HOURS_PER_DAY + end] = 1.0
     # UTC hour u is local hour u + offset.
     return np.roll(local, -offset)
 
 
 def waking_day_template(offset: int) -> np.ndarray:
     """24 UTC hours of the day: 1 from 08:00 to 23:00 at UTC+`offset`, else 0."""
+    start, end = WAKING_HOURS
     local = np.zeros(HOURS_PER_DAY)
-    local[8:23] = 1.0
+    local[start:end] = 1.0
     return np.roll(local, -offset)
 
 
-def _best_fit(profile: np.ndarray, template_for: object) -> tuple[float, int]:
+def _best_fit(
+    profile: np.ndarray, template_for: Callable[[int], np.ndarray], observed: np.ndarray
+) -> tuple[float, int]:
+    """Best correlation over `UTC_OFFSETS` and its offset, on the `observed` slots only."""
     best_correlation, best_offset = -1.0, 0
     for offset in UTC_OFFSETS:
-        correlation = _correlation(profile, template_for(offset))  # type: ignore[operator]
+        correlation = _correlation(profile[observed], template_for(offset)[observed])
         # Ties go to the offset nearest UTC, so a flat profile reports UTC+0.
         if correlation > best_correlation + 1e-12 or (
             abs(correlation - best_correlation) <= 1e-12 and abs(offset) < abs(best_offset)
@@ -319,7 +330,9 @@ def compute_features(summary: WorkloadSummary) -> WorkloadFeatures:
             hourly_ttft.append(stats.p95_ttft_ms)
             hourly_ttft_weights.append(stats.requests)
 
-    share = (lambda part: part / requests) if requests else (lambda part: 0.0)
+    def share(part: float) -> float:
+        return part / requests if requests else 0.0
+
     non_embedding = requests - embedding
     successful_non_embedding = non_embedding * (1.0 - share(errors))
 
@@ -330,12 +343,15 @@ def compute_features(summary: WorkloadSummary) -> WorkloadFeatures:
     profile = np.divide(
         totals_by_how, occurrences, out=np.zeros(HOURS_PER_WEEK), where=occurrences > 0
     )
-    office_correlation, office_offset = _best_fit(profile, office_hours_template)
+    # A window shorter than a week leaves hours of the week unobserved: they do not count.
+    office_correlation, office_offset = _best_fit(profile, office_hours_template, occurrences > 0)
     office_share = (
         float(totals_by_how @ office_hours_template(office_offset)) / requests if requests else 0.0
     )
     daily = profile.reshape(7, HOURS_PER_DAY).sum(axis=0)
-    rhythm_correlation, rhythm_offset = _best_fit(daily, waking_day_template)
+    rhythm_correlation, rhythm_offset = _best_fit(
+        daily, waking_day_template, np.ones(HOURS_PER_DAY, dtype=bool)
+    )
     weekday_mean = float(profile[: 5 * HOURS_PER_DAY].mean())
     weekend_mean = float(profile[5 * HOURS_PER_DAY :].mean())
     daily_mean = float(daily.mean())
@@ -347,7 +363,7 @@ def compute_features(summary: WorkloadSummary) -> WorkloadFeatures:
 
     # Burstiness over the window's hours.
     mean_hourly = float(per_hour.mean())
-    top_hours = max(1, math.ceil(0.05 * window_hours))
+    top_hours = max(1, math.ceil(TOP_HOURS_SHARE * window_hours))
     order = np.argsort(-per_hour, kind="stable")[:top_hours]
     top_share = float(per_hour[order].sum()) / requests if requests else 0.0
     busy = np.sort(order[per_hour[order] > 0])
@@ -365,7 +381,8 @@ def compute_features(summary: WorkloadSummary) -> WorkloadFeatures:
         if sum(day.hour_counts) > 0:
             end_users_by_day.append(day.end_users)
     minute_total = float(minutes.sum())
-    top3_minutes = float(np.sort(minutes)[-3:].sum()) / minute_total if minute_total else 0.0
+    top_minutes = float(np.sort(minutes)[-TOP_MINUTES:].sum())
+    top3_minutes = top_minutes / minute_total if minute_total else 0.0
 
     p95_latency = summary.p95_latency_ms
     if p95_latency is None:
@@ -430,7 +447,7 @@ class ClassifierConfig:
     slo_confidence: float = 0.95
     # Volume: below `min_requests` nothing can be told; confidence is full from
     # `full_confidence_requests` (log scale in between).
-    min_requests: int = 30
+    min_requests: int = 50
     full_confidence_requests: int = 2_000
     # |score| below this gives `unknown`; confidence = tanh(|score| / confidence_scale).
     unknown_margin: float = 1.0
@@ -473,6 +490,9 @@ class ClassifierConfig:
     cron_neutral: float = 0.15
     cron_full: float = 0.4
     cron_min_requests: int = 200
+    # Below `full_confidence_requests`, the timing signals (bursts, cron, flatness) count
+    # between this share (at `min_requests`) and in full, as small counts make them noisy.
+    low_volume_timing_share: float = 0.5
     # Flat 24/7: active in at least `flat_active_share` of hours, hourly variation below.
     flat_weight: float = 2.0
     flat_active_share: float = 0.9
@@ -774,9 +794,9 @@ def signal_contributions(
     features: WorkloadFeatures, config: ClassifierConfig = CLASSIFIER_CONFIG
 ) -> tuple[SignalContribution, ...]:
     """Every signal's points, strongest first (zero-point signals included)."""
-    # Small counts make hourly shapes noisy; their timing signals count in proportion to volume.
-    damping = max(volume_factor(features.requests, config), 0.0)
-    damping = 0.5 + 0.5 * damping
+    # Small counts make hourly shapes noisy: their timing signals count less.
+    floor = config.low_volume_timing_share
+    damping = floor + (1.0 - floor) * volume_factor(features.requests, config)
     contributions = [
         _streaming_signal(features, config),
         _batch_signal(features, config),

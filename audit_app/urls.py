@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import billing, pages, uploads
+from audit_app.views import billing, pages, recommendations, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
@@ -18,6 +18,25 @@ urlpatterns = [
     path(
         "uploads/<int:upload_id>/delete/", uploads.UploadDeleteView.as_view(), name="upload-delete"
     ),
-    path("recommendations/", pages.RecommendationListView.as_view(), name="recommendations"),
+    path(
+        "recommendations/",
+        recommendations.RecommendationListView.as_view(),
+        name="recommendations",
+    ),
+    path(
+        "recommendations/<int:recommendation_id>/",
+        recommendations.RecommendationDetailView.as_view(),
+        name="recommendation-detail",
+    ),
+    path(
+        "recommendations/<int:recommendation_id>/decision/",
+        recommendations.RecommendationDecisionView.as_view(),
+        name="recommendation-decision",
+    ),
+    path(
+        "workloads/<int:workload_id>/class/",
+        recommendations.WorkloadOverrideView.as_view(),
+        name="workload-override",
+    ),
     path("reconciliation/", billing.ReconciliationView.as_view(), name="reconciliation"),
 ]

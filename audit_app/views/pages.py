@@ -7,6 +7,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -16,8 +17,8 @@ from django.views.generic import TemplateView
 from audit_app import charts
 from audit_app.csv_export import csv_response
 from audit_app.filters import FilterError, SpendFilters, parse_filters
-from audit_app.models import Workload
-from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
+from audit_app.models import Recommendation, Workload, WorkloadClass
+from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
 from audit_app.selectors import (
     GROUP_BY_FIELDS,
     daily_usage,
@@ -32,6 +33,7 @@ from audit_app.selectors import (
     workload_stats,
 )
 from audit_app.selectors_billing import pool_reports
+from audit_app.services.classification import current_override, effective_class
 
 STACK_CHOICES = ("provider", "model", "team", "workload")
 TOP_WORKLOADS = 10
@@ -100,7 +102,24 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
         reports = pool_reports(start=filters.start, end=filters.end)
         usd_pools = [r for r in reports if r.currency == "USD"]
         workloads_in_pools = sorted({w for r in usd_pools for w in r.attribution.by_workload})
+        gpu_by_workload = attributed_gpu_cost_by_workload(reports)
+        by_workload = spend_breakdown(group_by="workload", queryset=queryset).rows
+        class_split: dict[str, Decimal] = {c: Decimal(0) for c in WorkloadClass.values}
+        classes = {
+            w.name: effective_class(w)
+            for w in Workload.objects.filter(name__in=[r.key for r in by_workload])
+            .select_related("classification")
+            .prefetch_related("overrides")
+        }
+        for row in by_workload:
+            label = classes.get(row.key, WorkloadClass.UNKNOWN)
+            class_split[label] += row.spend_usd + gpu_by_workload.get(row.key, Decimal(0))
         context.update(
+            class_split=class_split,
+            potential_savings=Recommendation.objects.filter(
+                status__in=[Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED]
+            ).aggregate(total=Sum("savings_monthly_usd"))["total"]
+            or Decimal(0),
             pools=reports,
             pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
             pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),
@@ -289,6 +308,11 @@ class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             stats, {workload.name: sum((g[2] for g in gpu if g[1] == "USD"), Decimal(0))}
         )
         context.update(
+            effective_class=effective_class(workload),
+            classification=getattr(workload, "classification", None),
+            override=current_override(workload),
+            can_override=has_role(self.request.user, [Role.ENGINEER, Role.MANAGER]),
+            recommendations=workload.recommendations.all(),
             gpu_costs=gpu,
             workload=workload,
             filters=filters,
@@ -325,7 +349,3 @@ class UploadListView(RoleRequiredMixin, TemplateView):
         context["uploads"] = upload_list()
         context["can_upload"] = has_role(self.request.user, UPLOADER_ROLES)
         return context
-
-
-class RecommendationListView(RoleRequiredMixin, TemplateView):
-    template_name = "audit/recommendations.html"

@@ -1,0 +1,113 @@
+"""Recommendations pages, the managers' decisions, and workload class overrides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views import View
+from django.views.generic import TemplateView
+
+from audit_app import charts
+from audit_app.models import Recommendation, Workload
+from audit_app.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.selectors import hour_of_week_requests, rollups_in_range
+from audit_app.services.classification import OverrideRefused, workload_override
+from audit_app.services.recommendations import DecisionRefused, recommendation_decide
+
+
+class RecommendationListView(RoleRequiredMixin, TemplateView):
+    template_name = "audit/recommendations.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        items = list(Recommendation.objects.select_related("workload"))
+        context["recommendations"] = items
+        context["total_savings"] = sum(
+            r.savings_monthly_usd
+            for r in items
+            if r.status in (Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED)
+        )
+        return context
+
+
+class RecommendationDetailView(RoleRequiredMixin, TemplateView):
+    template_name = "audit/recommendation_detail.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        recommendation = get_object_or_404(
+            Recommendation.objects.select_related("workload"), pk=kwargs["recommendation_id"]
+        )
+        queryset = rollups_in_range(
+            start=recommendation.period_start,
+            end=recommendation.period_end,
+            workload=recommendation.workload.name,
+        )
+        context.update(
+            recommendation=recommendation,
+            events=recommendation.events.select_related("user"),
+            can_decide=has_role(self.request.user, [Role.MANAGER])
+            and recommendation.status == Recommendation.Status.PROPOSED,
+            cost_figure=charts.build_cost_comparison_figure(
+                current=recommendation.current_monthly_usd,
+                projected=recommendation.projected_monthly_usd,
+                target=recommendation.target,
+            ),
+            shape_figure=charts.build_hour_of_week_figure(
+                matrix=hour_of_week_requests(queryset=queryset)
+            ),
+        )
+        return context
+
+
+class RecommendationDecisionView(RoleRequiredMixin, View):
+    """POST from the detail page: approve a pilot, or reject with a note (managers)."""
+
+    allowed_roles = frozenset({Role.MANAGER})
+
+    def post(self, request: HttpRequest, recommendation_id: int) -> HttpResponse:
+        recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
+        decision = request.POST.get("decision", "")
+        try:
+            recommendation_decide(
+                recommendation=recommendation,
+                user=request.user,
+                decision=decision,
+                note=request.POST.get("note", ""),
+            )
+        except DecisionRefused as exc:
+            messages.error(request, str(exc))
+        else:
+            verb = "approved for a pilot" if decision == "approve" else "rejected"
+            messages.success(request, f"Recommendation {verb}.")
+        return HttpResponseRedirect(reverse("recommendation-detail", args=[recommendation_id]))
+
+
+class WorkloadOverrideView(RoleRequiredMixin, View):
+    """POST from the workload page: set or clear the class by hand (engineers, managers)."""
+
+    allowed_roles = frozenset({Role.ENGINEER, Role.MANAGER})
+
+    def post(self, request: HttpRequest, workload_id: int) -> HttpResponse:
+        workload = Workload.objects.filter(pk=workload_id).first()
+        if workload is None:
+            raise Http404("no such workload")
+        try:
+            workload_override(
+                workload=workload,
+                user=request.user,
+                workload_class=request.POST.get("workload_class", ""),
+                reason=request.POST.get("reason", ""),
+            )
+        except OverrideRefused as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Class saved; recommendations follow the next refresh.")
+            from audit_app.services.recommendations import recommendations_refresh
+
+            recommendations_refresh()
+        return HttpResponseRedirect(reverse("workload-detail", args=[workload_id]))
