@@ -32,7 +32,7 @@ from audit_app.selectors import (
     with_gpu_cost,
     workload_stats,
 )
-from audit_app.selectors_billing import pool_reports
+from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
 from audit_app.services.classification import current_override, effective_class
 
 STACK_CHOICES = ("provider", "model", "team", "workload")
@@ -218,9 +218,11 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         filters, filter_error = self.filters()
-        stats, sort = sorted_workloads(
-            workload_stats(queryset=filters.queryset()), request.GET.get("sort", "-spend")
+        reports = pool_reports(start=filters.start, end=filters.end)
+        stats = with_gpu_cost(
+            workload_stats(queryset=filters.queryset()), attributed_gpu_cost_by_workload(reports)
         )
+        stats, sort = sorted_workloads(stats, request.GET.get("sort", "-spend"))
         if request.GET.get("export") == "csv":
             return csv_response(
                 filename=f"workloads-{filters.start}-{filters.end}.csv",
@@ -233,6 +235,8 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
                     "input_tokens",
                     "output_tokens",
                     "spend_usd",
+                    "api_spend_usd",
+                    "gpu_cost_usd",
                     "p95_ttft_ms",
                     "p95_e2e_ms",
                     "unpriced_requests",
@@ -246,7 +250,9 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
                         w.requests,
                         w.input_tokens,
                         w.output_tokens,
+                        w.total_usd,
                         w.spend_usd,
+                        w.gpu_cost_usd,
                         _round(w.ttft.p95_ms),
                         _round(w.latency.p95_ms),
                         w.unpriced_requests,
@@ -280,7 +286,10 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
             "workloads": stats,
             "headers": headers,
             "sort": sort,
-            "total_spend": sum((w.spend_usd for w in stats), Decimal(0)),
+            "total_spend": sum((w.total_usd for w in stats), Decimal(0)),
+            "idle_usd": sum(
+                (r.attribution.idle for r in reports if r.currency == "USD"), Decimal(0)
+            ),
         }
         return render(request, self.template_name, context)
 
