@@ -437,9 +437,9 @@ def compute_features(summary: WorkloadSummary) -> WorkloadFeatures:
 class ClassifierConfig:
     """Every threshold and weight of the classifier, in one place.
 
-    Points are log-odds style: positive leans real-time, negative leans async. Each signal maps
-    its feature linearly between a neutral and a full threshold onto [-1, 1] (or [0, 1]) and
-    multiplies by its weight.
+    Points are log-odds style: positive leans real-time, negative leans async. Each signal ramps
+    its feature linearly (end users and latency on a log scale) from a neutral threshold, worth
+    0, to a full one, worth 1, and multiplies by its weight.
     """
 
     # A set SLO decides.
@@ -870,13 +870,18 @@ def classify(
             contributions=contributions,
         )
     if abs(score) < config.unknown_margin:
-        lean = "real-time" if score > 0 else "async"
+        if score == 0:
+            lean = "the signals lean neither way (score 0)"
+        else:
+            lean = (
+                f"the signals lean {'real-time' if score > 0 else 'async'} too weakly to tell "
+                f"(score {score:+.1f}, needs ±{config.unknown_margin:.1f})"
+            )
         return Classification(
             label=LABEL_UNKNOWN,
             confidence=0.0,
             evidence=(
-                f"the signals lean {lean} too weakly to tell (score {score:+.1f}, "
-                f"needs ±{config.unknown_margin:.1f})",
+                lean,
                 *evidence_for(0.0),
             ),
             score=score,

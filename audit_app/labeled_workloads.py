@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,11 @@ class Shape:
     callers: Callable[[int], tuple[str, ...]] | None = None
 
 
-def _pick(variant: int, *choices: object) -> object:
+T = TypeVar("T")
+
+
+def _pick(variant: int, *choices: T) -> T:
+    """The variant's choice of a parameter (variants cycle through the choices)."""
     return choices[variant % len(choices)]
 
 
@@ -212,6 +217,7 @@ def _follow_the_sun(variant: int) -> WorkloadSpec:
 
 
 def _follow_the_sun_callers(variant: int) -> tuple[str, ...]:
+    """One service identity per regional support desk."""
     return ("support-apac", "support-emea", "support-amer")
 
 
@@ -340,7 +346,7 @@ def _hourly_cron(variant: int) -> WorkloadSpec:
 
 def _weekly_batch(variant: int) -> WorkloadSpec:
     weekday_weights = [0.0] * 7
-    weekday_weights[_pick(variant, 0, 6, 4, 2)] = 1.0  # type: ignore[index]
+    weekday_weights[_pick(variant, 0, 6, 4, 2)] = 1.0
     return _spec(
         "weekly-report",
         provider="bedrock",

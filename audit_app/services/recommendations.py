@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -30,9 +30,9 @@ from audit_app.models import (
 )
 from audit_app.permissions import Role, has_role
 from audit_app.pricing import normalize_model, normalize_provider
-from audit_app.selectors import data_date_range, price_book, priced_groups, rollups_in_range
+from audit_app.selectors import price_book, priced_groups, rollups_in_range
 from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
-from audit_app.services.classification import effective_class
+from audit_app.services.classification import analysis_window, effective_class
 
 WINDOW_DAYS = 30
 MONTH_HOURS = 730
@@ -72,14 +72,6 @@ def _month(amount: Decimal, hours: int) -> Decimal:
 
 def _money(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
-
-
-def _window(today: date | None) -> tuple[date, date] | None:
-    bounds = data_date_range()
-    if bounds is None:
-        return None
-    end = min(bounds[1], today) if today else bounds[1]
-    return end - timedelta(days=WINDOW_DAYS - 1), end
 
 
 def _batch_option(usage: dict[str, Any], hours: int) -> Option | None:
@@ -254,7 +246,8 @@ def workload_options(
 @transaction.atomic
 def recommendations_refresh(*, today: date | None = None) -> list[Recommendation]:
     """Re-price every asynchronous workload; keeps decided recommendations and their history."""
-    window = _window(today)
+    # The last 30 days with data (fewer when less was uploaded), scaled to a month.
+    window = analysis_window(today)
     if window is None:
         return []
     start, end = window
