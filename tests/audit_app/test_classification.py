@@ -272,7 +272,13 @@ def test_daily_rhythm_finds_weekend_daytime_traffic() -> None:
     features = compute_features(_summary(counts))
     assert features.daily_rhythm_offset == 2
     assert features.daily_rhythm_correlation == pytest.approx(1.0)
-    assert features.weekend_weekday_ratio == math.inf
+    assert features.weekend_weekday_ratio is None  # no weekday traffic
+    result = classify(features)
+    assert result.label == LABEL_UNKNOWN  # a shape alone decides nothing
+    assert (
+        "requests follow a waking day 06:00–21:00 UTC (08:00–23:00 at UTC+2), correlation 1.00; "
+        "only on weekends"
+    ) in result.evidence
     assert features.daily_window_hours == 14  # 90 % of 15 equal hours: 13.5 → 14
 
 

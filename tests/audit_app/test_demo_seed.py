@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
-    result = demo_data_load(days=6, scale=0.003, directory=tmp_path, today=date(2026, 11, 20))
+    # The same month `make run` loads.
+    result = demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
     assert [u.status for u in result.uploads] == [Upload.Status.SUCCEEDED] * 3
     assert [u.kind for u in result.uploads] == ["token_log", "token_log", "billing"]
     assert result.uploads[2].rows_rejected == 0
@@ -45,8 +46,29 @@ def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
     for report in reports:
         result_ = report.attribution
         assert result_.attributed + result_.idle == result_.billed
-        assert result_.idle > 0  # nights and weekends
         assert result_.by_workload  # the pool served someone
+    # The H100 pool serves an office-hours copilot: nights and weekends are idle.
+    h100 = next(r for r in reports if r.pool.name == "h100-pool")
+    assert h100.attribution.idle > 0
+    assert h100.attribution.hours_with_traffic < h100.attribution.hours_billed
+
+    # Every clear demo workload is classified as its archetype says, with evidence.
+    from audit_app.demo_data import DEFAULT_WORKLOADS
+    from audit_app.models import Recommendation, Workload
+    from audit_app.services.classification import effective_class
+
+    for spec in DEFAULT_WORKLOADS:
+        workload = Workload.objects.get(name=spec.name)
+        if spec.expected_class in ("realtime", "async"):
+            assert effective_class(workload) == spec.expected_class, spec.name
+            assert workload.classification.evidence, spec.name
+    # Asynchronous workloads carry priced recommendations; real-time ones none.
+    recommended = set(Recommendation.objects.values_list("workload__name", flat=True))
+    assert recommended
+    assert all(
+        spec.expected_class == "async" for spec in DEFAULT_WORKLOADS if spec.name in recommended
+    )
+    assert all(r.savings_monthly_usd > 0 for r in Recommendation.objects.all())
 
     # Loading again does nothing.
-    assert demo_data_load(days=6, scale=0.003, directory=tmp_path).skipped
+    assert demo_data_load(days=30, scale=0.02, directory=tmp_path).skipped
