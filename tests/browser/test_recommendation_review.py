@@ -1,0 +1,47 @@
+"""Chromium: a manager opens a recommendation, sees its charts and approves a pilot."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from audit_app.models import Recommendation, Workload, WorkloadOverride
+from audit_app.services.ingest import upload_ingest
+from audit_app.services.pricing import price_cards_seed
+from audit_app.services.recommendations import recommendations_refresh
+from audit_app.services.uploads import upload_create
+from tests.audit_app.test_recommendations import EVALS
+from tests.factories import TEST_PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_manager_approves_a_pilot(browser_page: Any, live_server: Any, manager_user: Any,
+                                  engineer_user: Any) -> None:
+    price_cards_seed()  # a transactional flush removed the migration's cards
+    upload = upload_create(source=io.BytesIO(EVALS.encode()), original_name="e.csv",
+                           enqueue=False)
+    upload_ingest(upload_id=upload.pk)
+    WorkloadOverride.objects.create(workload=Workload.objects.get(name="evals"),
+                                    workload_class="async", reason="nightly", user=engineer_user)
+    recommendations_refresh()
+    recommendation = Recommendation.objects.get(target_kind="batch_api")
+
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/?next=/recommendations/")
+    page.get_by_label("Username").fill(manager_user.username)
+    page.get_by_label("Password").fill(TEST_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("link", name=recommendation.target).click()
+    page.wait_for_selector("#cost-comparison .main-svg")
+    page.wait_for_selector("#traffic-shape .main-svg")
+    assert page.get_by_test_id("status").inner_text() == "Proposed"
+
+    page.get_by_label("Note (required to reject)").fill("Pilot it on the nightly run")
+    page.get_by_role("button", name="Approve a pilot").click()
+    page.wait_for_selector("text=Recommendation approved for a pilot.")
+    assert page.get_by_test_id("status").inner_text() == "Pilot approved"
+    assert "Pilot it on the nightly run" in page.locator("table").last.inner_text()
+    assert Recommendation.objects.get(pk=recommendation.pk).status == "pilot_approved"
