@@ -2,17 +2,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.utils import timezone
 
+from audit_app.catalog import source_age_days
 from audit_app.models import (
     ApiToken,
     BillingCharge,
+    HardwareTarget,
     HourlyRollup,
     PriceCard,
+    Recommendation,
+    RecommendationEvent,
     ServingPool,
+    ThroughputAssumption,
     Upload,
     Workload,
+    WorkloadClassification,
     WorkloadDay,
+    WorkloadOverride,
 )
 
 
@@ -91,3 +99,79 @@ class BillingChargeAdmin(ReadOnlyAdmin):
     list_display = ("period_start", "provider", "sku", "billed_cost", "currency", "upload")
     list_filter = ("provider", "charge_category", "meter_kind", "currency")
     search_fields = ("sku", "resource_id", "meter_model")
+
+
+STALE_AFTER_DAYS = 180
+
+
+@admin.register(HardwareTarget)
+class HardwareTargetAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "kind",
+        "provider",
+        "usd_per_hour",
+        "usd_per_million_input_tokens",
+        "usd_per_million_output_tokens",
+        "source_date",
+        "price_age",
+    )
+    list_filter = ("kind", "provider")
+    search_fields = ("name", "provider", "source")
+
+    @admin.display(description="Price age")
+    def price_age(self, obj: HardwareTarget) -> str:
+        age = source_age_days(obj.source_date, timezone.now().date())
+        if age is None:
+            return "undated: check the source"
+        if age > STALE_AFTER_DAYS:
+            return f"STALE: {age} days old (over {STALE_AFTER_DAYS})"
+        return f"{age} days"
+
+    def changelist_view(self, request: Any, extra_context: Any = None) -> Any:
+        today = timezone.now().date()
+        stale = sum(
+            1
+            for t in HardwareTarget.objects.only("source_date")
+            if (age := source_age_days(t.source_date, today)) is None or age > STALE_AFTER_DAYS
+        )
+        if stale:
+            self.message_user(
+                request,
+                f"{stale} catalog prices are older than {STALE_AFTER_DAYS} days or undated: "
+                "check them before trusting a recommendation.",
+                level=messages.WARNING,
+            )
+        return super().changelist_view(request, extra_context)
+
+
+@admin.register(ThroughputAssumption)
+class ThroughputAssumptionAdmin(admin.ModelAdmin):
+    list_display = ("instance", "model_class", "tokens_per_second", "confidence", "source_date")
+    search_fields = ("instance", "source")
+
+
+class RecommendationEventInline(admin.TabularInline):
+    model = RecommendationEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ("from_status", "to_status", "user", "note", "created_at")
+
+
+@admin.register(Recommendation)
+class RecommendationAdmin(admin.ModelAdmin):
+    list_display = ("workload", "target", "savings_monthly_usd", "status", "updated_at")
+    list_filter = ("status", "target_kind")
+    inlines = [RecommendationEventInline]
+    readonly_fields = ("status",)
+
+
+@admin.register(WorkloadClassification)
+class WorkloadClassificationAdmin(ReadOnlyAdmin):
+    list_display = ("workload", "workload_class", "confidence", "classified_at")
+    list_filter = ("workload_class",)
+
+
+@admin.register(WorkloadOverride)
+class WorkloadOverrideAdmin(ReadOnlyAdmin):
+    list_display = ("workload", "workload_class", "user", "created_at", "reason")

@@ -149,19 +149,28 @@ class WorkloadSummary:
 class WorkloadFeatures:
     """The numbers the classifier weighs; every share is in [0, 1].
 
-    Time features are over the window's hours, empty hours included. `hour_of_week` is the mean
-    requests per occurrence of each UTC hour of the week (7 rows Monday first × 24 hours).
-    `office_hours_*`: best Pearson correlation over UTC offsets of `hour_of_week` with a
-    weekday 09:00–18:00 local template, its offset and the share of requests in those hours.
-    `daily_rhythm_*`: the same for the 24-hour profile against a waking day (08:00–23:00 local,
-    every day), which weekend and evening consumer traffic follows. `weekend_weekday_ratio` is
-    the mean requests per weekend hour over the mean per weekday hour (UTC days; `inf` when
-    only weekends have traffic). `top_hours_share`: share of requests in the busiest
-    `top_hours` hours (5 % of the window), which form `burst_count` runs of consecutive hours,
-    the longest `longest_burst_hours`. `top3_minute_share`: share of requests in the three
-    busiest minutes of the hour (5 % if spread evenly). `hourly_cv`: coefficient of variation
-    of requests per hour. `streaming_share` and `mean_output_tokens` are over non-embedding
-    requests (None when there are none).
+    Time features are over the window's hours, empty hours included.
+    - `hour_of_week`: mean requests per occurrence of each UTC hour of the week (7 rows,
+      Monday first, × 24 hours).
+    - `office_hours_*`: the best Pearson correlation, over UTC offsets −12…+14, of
+      `hour_of_week` with a weekday 09:00–18:00 local template; its offset; the share of
+      requests in those hours.
+    - `daily_rhythm_*`: the same for the 24-hour profile against a waking day (08:00–23:00
+      local, every day), which weekend and evening consumer traffic follows.
+    - `weekend_weekday_ratio`: mean requests per weekend hour over the mean per weekday hour
+      (UTC days); None when weekdays have no traffic (so every value stays JSON-safe).
+    - `quiet_hour_ratio`: the quietest hour of the 24-hour profile over its mean (0: silent
+      nights, 1: flat). `daily_window_hours`: fewest consecutive hours of the day (wrapping at
+      midnight) that hold 90 % of requests.
+    - `top_hours_share`: share of requests in the busiest `top_hours` hours (5 % of the
+      window), which form `burst_count` runs of consecutive hours, the longest
+      `longest_burst_hours`. `peak_to_mean`: the busiest hour over the mean hour.
+    - `top3_minute_share`: share of requests in the three busiest minutes of the hour (5 % if
+      spread evenly), over `minute_requests` requests.
+    - `active_hour_share`: share of hours with requests; `hourly_cv`: coefficient of variation
+      of requests per hour.
+    - `streaming_share` and `mean_output_tokens` are over non-embedding requests (None when
+      there are none); `mean_output_tokens` counts successful requests only.
     """
 
     requests: int
@@ -180,7 +189,7 @@ class WorkloadFeatures:
     office_hours_share: float
     daily_rhythm_correlation: float
     daily_rhythm_offset: int
-    weekend_weekday_ratio: float
+    weekend_weekday_ratio: float | None
     quiet_hour_ratio: float
     daily_window_hours: int
     peak_to_mean: float
@@ -356,10 +365,7 @@ def compute_features(summary: WorkloadSummary) -> WorkloadFeatures:
     weekend_mean = float(profile[5 * HOURS_PER_DAY :].mean())
     daily_mean = float(daily.mean())
     quiet_ratio = float(daily.min()) / daily_mean if daily_mean > 0 else 0.0
-    if weekday_mean > 0:
-        weekend_ratio = weekend_mean / weekday_mean
-    else:
-        weekend_ratio = math.inf if weekend_mean > 0 else 0.0
+    weekend_ratio = weekend_mean / weekday_mean if weekday_mean > 0 else None
 
     # Burstiness over the window's hours.
     mean_hourly = float(per_hour.mean())
@@ -651,9 +657,7 @@ def _rhythm_signal(features: WorkloadFeatures, config: ClassifierConfig) -> Sign
         offset = features.daily_rhythm_offset
         ratio = features.weekend_weekday_ratio
         weekend = (
-            "only on weekends"
-            if math.isinf(ratio)
-            else f"weekend to weekday volume {ratio:.1f} to 1"
+            "only on weekends" if ratio is None else f"weekend to weekday volume {ratio:.1f} to 1"
         )
         sentence = (
             f"requests follow a waking day {_clock(8 - offset)}–{_clock(23 - offset)} UTC "

@@ -153,3 +153,21 @@ def test_admin_edits_price_cards_and_lists_derived_data(client: Client, admin_us
     assert client.get("/admin/audit_app/hourlyrollup/").status_code == 200
     assert client.get("/admin/audit_app/hourlyrollup/add/").status_code == 403
     assert client.get("/admin/audit_app/workload/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_hardware_catalog_admin_warns_about_old_prices(client: Client, admin_user: Any) -> None:
+    from datetime import date
+
+    from audit_app.catalog import source_age_days
+
+    client.force_login(admin_user)
+    response = client.get("/admin/audit_app/hardwaretarget/")
+    assert response.status_code == 200
+    assert "older than 180 days or undated" in response.content.decode()
+    assert source_age_days("2026-07-24", date(2026, 11, 29)) == 128
+    # 2025-06-01 to 2026-11-29: 213 days left in 2025 + 333 in 2026 = 546.
+    assert source_age_days("undated snapshot (pre-2025-06 AWS list)", date(2026, 11, 29)) == 546
+    assert source_age_days("stored copy", date(2026, 11, 29)) is None
+    assert client.get("/admin/audit_app/recommendation/").status_code == 200
+    assert client.get("/admin/audit_app/throughputassumption/").status_code == 200

@@ -18,14 +18,18 @@ from tests.factories import TEST_PASSWORD
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_manager_approves_a_pilot(browser_page: Any, live_server: Any, manager_user: Any,
-                                  engineer_user: Any) -> None:
+def test_manager_approves_a_pilot(
+    browser_page: Any, live_server: Any, manager_user: Any, engineer_user: Any
+) -> None:
     price_cards_seed()  # a transactional flush removed the migration's cards
-    upload = upload_create(source=io.BytesIO(EVALS.encode()), original_name="e.csv",
-                           enqueue=False)
+    upload = upload_create(source=io.BytesIO(EVALS.encode()), original_name="e.csv", enqueue=False)
     upload_ingest(upload_id=upload.pk)
-    WorkloadOverride.objects.create(workload=Workload.objects.get(name="evals"),
-                                    workload_class="async", reason="nightly", user=engineer_user)
+    WorkloadOverride.objects.create(
+        workload=Workload.objects.get(name="evals"),
+        workload_class="async",
+        reason="nightly",
+        user=engineer_user,
+    )
     recommendations_refresh()
     recommendation = Recommendation.objects.get(target_kind="batch_api")
 
