@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench import histograms, ingest
+from bench import classification, histograms, ingest
 
-BENCHMARKS = [histograms, ingest]
+BENCHMARKS = [classification, histograms, ingest]
 
 
 def main() -> None:
