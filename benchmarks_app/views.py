@@ -1,11 +1,273 @@
-"""Benchmark gate pages."""
+"""Benchmark pages: runs (list, import, detail) and gates (create, verdict)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.permissions import RoleRequiredMixin
+from audit_app.costing import Deployment, busy_only_usd_per_million
+from audit_app.models import Recommendation
+from audit_app.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.services.uploads import BENCHMARK_FORMATS
+from benchmarks_app import charts, gating
+from benchmarks_app.api.views import META_KEYS
+from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.services import RunRefused, benchmark_run_import, gate_evaluate
 
 
-class BenchmarkListView(RoleRequiredMixin, TemplateView):
+class RunForm(forms.Form):
+    file = forms.FileField(label="Result file")
+    telemetry = forms.FileField(label="GPU telemetry CSV (optional)", required=False)
+    format = forms.ChoiceField(label="Format", choices=[(f, f) for f in BENCHMARK_FORMATS])
+    name = forms.CharField(label="Name", required=False)
+    model_hash = forms.CharField(label="Model hash", required=False)
+    quantization = forms.CharField(label="Quantization", required=False)
+    batch_size = forms.CharField(label="Server max batch size", required=False)
+    num_gpus = forms.CharField(label="Accelerators", required=False)
+    gpu_type = forms.CharField(label="Accelerator type", required=False)
+    usd_per_gpu_hour = forms.CharField(label="$ per accelerator-hour", required=False)
+    dataset = forms.CharField(label="Dataset", required=False)
+    input_len = forms.CharField(label="Input length", required=False)
+    output_len = forms.CharField(label="Output length", required=False)
+
+
+class GateForm(forms.Form):
+    baseline = forms.ModelChoiceField(queryset=BenchmarkRun.objects.all(), label="Baseline run")
+    candidate = forms.ModelChoiceField(queryset=BenchmarkRun.objects.all(), label="Candidate run")
+    mode = forms.ChoiceField(
+        label="Serving mode",
+        choices=[
+            ("always_on", "Always on"),
+            ("autoscale", "Autoscale"),
+            ("scale_to_zero", "Scale to zero"),
+        ],
+    )
+    cold_start_seconds = forms.FloatField(label="Cold start (s)", initial=0, min_value=0)
+    traffic_csv = forms.CharField(
+        label="Traffic (CSV hour,output_tokens; empty = always busy)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
+    recommendation = forms.ModelChoiceField(
+        queryset=Recommendation.objects.all(), required=False, label="For recommendation"
+    )
+
+
+def usd_per_million(run: BenchmarkRun) -> Decimal | None:
+    """Busy-only cost per 1M output tokens of a run (its own price and accelerators)."""
+    tokens = run.metrics.get("decode_tokens_per_s")
+    price, gpus = run.fields.get("usd_per_gpu_hour"), run.fields.get("num_gpus")
+    if not tokens or not price or not gpus:
+        return None
+    return busy_only_usd_per_million(
+        Deployment(
+            tokens_per_second=float(tokens),
+            accelerators_per_replica=int(gpus),
+            usd_per_accelerator_hour=Decimal(str(price)),
+        )
+    )
+
+
+class BenchmarkListView(RoleRequiredMixin, View):
     template_name = "benchmarks/benchmarks.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self._render(request, RunForm(), GateForm())
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if not has_role(request.user, [Role.ENGINEER]):
+            return render(
+                request,
+                "403.html",
+                {"exception": "Only engineers import runs and create gates."},
+                status=403,
+            )
+        if "candidate" in request.POST:
+            return self._gate(request)
+        form = RunForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return self._render(request, form, GateForm(), status=400)
+        meta = {
+            k: form.cleaned_data[k] for k in META_KEYS if form.cleaned_data.get(k) not in (None, "")
+        }
+        telemetry = form.cleaned_data.get("telemetry")
+        try:
+            run = benchmark_run_import(
+                source=form.cleaned_data["file"],
+                filename=form.cleaned_data["file"].name,
+                format=form.cleaned_data["format"],
+                meta=meta,
+                name=form.cleaned_data["name"],
+                user=request.user,
+                telemetry=(telemetry, telemetry.name) if telemetry else None,
+            )
+        except RunRefused as exc:
+            form.add_error("file" if exc.field not in form.fields else exc.field, str(exc))
+            return self._render(request, form, GateForm(), status=400)
+        messages.success(request, f"Imported run {run.pk} ({run.tool}, {run.model}).")
+        return HttpResponseRedirect(reverse("benchmark-run", args=[run.pk]))
+
+    def _gate(self, request: HttpRequest) -> HttpResponse:
+        form = GateForm(request.POST)
+        if not form.is_valid():
+            return self._render(request, RunForm(), form, status=400)
+        values = form.cleaned_data
+        traffic = None
+        if values["traffic_csv"].strip():
+            try:
+                traffic = gating.parse_traffic_csv(values["traffic_csv"])
+            except ValueError as exc:
+                form.add_error("traffic_csv", str(exc))
+                return self._render(request, RunForm(), form, status=400)
+        gate = gate_evaluate(
+            baseline=values["baseline"],
+            candidate=values["candidate"],
+            mode=values["mode"],
+            cold_start_seconds=values["cold_start_seconds"],
+            traffic=traffic,
+            traffic_source="CSV" if traffic else "",
+            recommendation=values["recommendation"],
+            user=request.user,
+        )
+        return HttpResponseRedirect(reverse("gate", args=[gate.pk]))
+
+    def _render(
+        self, request: HttpRequest, run_form: RunForm, gate_form: GateForm, status: int = 200
+    ) -> HttpResponse:
+        context = {
+            "runs": BenchmarkRun.objects.select_related("upload")[:200],
+            "gates": Gate.objects.select_related("baseline", "candidate")[:50],
+            "run_form": run_form,
+            "gate_form": gate_form,
+            "can_write": has_role(request.user, [Role.ENGINEER]),
+        }
+        return render(request, self.template_name, context, status=status)
+
+
+class RunDetailView(RoleRequiredMixin, TemplateView):
+    template_name = "benchmarks/run_detail.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        run = get_object_or_404(BenchmarkRun.objects.select_related("upload"), pk=kwargs["run_id"])
+        per_request = run.artifact.get("per_request") or {}
+        context.update(
+            run=run, usd_per_million=usd_per_million(run), metric_rows=_metric_rows(run.metrics)
+        )
+        if per_request.get("ttft_ms") and per_request.get("latency_ms"):
+            tpot = [
+                (e - t) / (n - 1)
+                for t, e, n in zip(
+                    per_request["ttft_ms"],
+                    per_request["latency_ms"],
+                    per_request.get("output_tokens") or [],
+                    strict=False,
+                )
+                if n and n > 1
+            ]
+            context["distribution_figure"] = charts.build_latency_distribution_figure(
+                ttft_ms=per_request["ttft_ms"], tpot_ms=tpot
+            )
+        if per_request.get("start_s") and per_request.get("latency_ms"):
+            context["timeline_figure"] = _timeline(per_request)
+        telemetry = run.artifact.get("telemetry") or []
+        if telemetry:
+            start = min(s["timestamp_s"] for s in telemetry)
+            context["telemetry_figure"] = charts.build_telemetry_figure(
+                seconds=[s["timestamp_s"] - start for s in telemetry],
+                utilization=[s.get("utilization_pct") for s in telemetry],
+                power=[s.get("power_w") for s in telemetry],
+            )
+        return context
+
+
+def _timeline(per_request: dict[str, Any]) -> dict[str, Any]:
+    """Output tokens/s per second of the run, each request's tokens spread over its duration."""
+    buckets: dict[int, float] = {}
+    for start, latency, tokens in zip(
+        per_request["start_s"],
+        per_request["latency_ms"],
+        per_request.get("output_tokens") or [],
+        strict=False,
+    ):
+        duration = max(latency / 1000, 1e-3)
+        first, last = int(start), int(start + duration)
+        for second in range(first, last + 1):
+            overlap = min(second + 1, start + duration) - max(second, start)
+            if overlap > 0:
+                buckets[second] = buckets.get(second, 0.0) + tokens * overlap / duration
+    seconds = sorted(buckets)
+    return charts.build_throughput_timeline_figure(
+        seconds=seconds, tokens_per_s=[buckets[s] for s in seconds]
+    )
+
+
+METRIC_LABELS = {
+    "ttft_p50_ms": "TTFT p50 (ms)",
+    "ttft_p95_ms": "TTFT p95 (ms)",
+    "tpot_p50_ms": "TPOT p50 (ms)",
+    "tpot_p95_ms": "TPOT p95 (ms)",
+    "itl_p95_ms": "ITL p95 (ms)",
+    "e2e_p95_ms": "End-to-end p95 (ms)",
+    "decode_tokens_per_s": "Decode tokens/s",
+    "per_user_decode_tokens_per_s": "Per-user decode tokens/s",
+    "output_tokens_per_gpu_hour": "Output tokens per GPU-hour",
+    "gpu_utilization_pct": "GPU utilization (%)",
+    "tokens_per_joule": "Tokens per joule",
+}
+
+
+def _metric_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    sources = metrics.get("sources") or {}
+    missing = metrics.get("missing") or {}
+    return [
+        {
+            "label": label,
+            "value": metrics.get(key),
+            "source": sources.get(key, ""),
+            "missing": missing.get(key, ""),
+        }
+        for key, label in METRIC_LABELS.items()
+    ]
+
+
+class GateView(RoleRequiredMixin, TemplateView):
+    template_name = "benchmarks/gate.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        gate = get_object_or_404(
+            Gate.objects.select_related("baseline", "candidate"), pk=kwargs["gate_id"]
+        )
+        same_model = BenchmarkRun.objects.filter(model=gate.baseline.model)
+        points = [
+            {
+                "label": f"run {r.pk}",
+                "tpot_p95_ms": r.metrics.get("tpot_p95_ms"),
+                "usd_per_million": usd_per_million(r),
+            }
+            for r in same_model
+        ]
+        context.update(
+            gate=gate,
+            checks=gate.result.get("checks") or [],
+            cost_figure=charts.build_cost_by_mode_figure(
+                cost_by_mode=gate.result.get("cost_by_mode") or {}
+            ),
+            scatter_figure=charts.build_cost_vs_tpot_figure(
+                points=[
+                    p
+                    for p in points
+                    if p["usd_per_million"] is not None and p["tpot_p95_ms"] is not None
+                ]
+            ),
+        )
+        return context

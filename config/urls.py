@@ -20,6 +20,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("audit_app.api.urls")),
+    path("api/v1/", include("benchmarks_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The Swagger UI is a page: an anonymous visitor is sent to the login form, not given a 401.
     path(

@@ -21,9 +21,11 @@ from audit_app.models import Upload
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
 TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
 BILLING_FORMATS = ("auto", "focus", "aws-cur", "azure")
+BENCHMARK_FORMATS = ("auto", "vllm", "guidellm", "aiperf", "genai-perf", "llmperf", "telemetry")
 FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
     Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS,
     Upload.Kind.BILLING: BILLING_FORMATS,
+    Upload.Kind.BENCHMARK: BENCHMARK_FORMATS,
 }
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 

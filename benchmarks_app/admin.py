@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from benchmarks_app.models import BenchmarkRun, Gate
+
+
+@admin.register(BenchmarkRun)
+class BenchmarkRunAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "tool", "model", "created_at")
+    search_fields = ("name", "model")
+    readonly_fields = ("upload", "telemetry_upload", "tool", "artifact", "metrics",
+                       "assumptions", "created_by", "created_at")
+
+
+@admin.register(Gate)
+class GateAdmin(admin.ModelAdmin):
+    """Gates are immutable records: shown, never added or changed here."""
+
+    list_display = ("id", "verdict", "baseline", "candidate", "created_by", "created_at")
+    list_filter = ("verdict",)
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

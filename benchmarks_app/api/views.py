@@ -1,0 +1,197 @@
+"""Benchmark runs and gates API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit_app.models import Recommendation
+from audit_app.permissions import ALL_ROLES, Role
+from audit_app.services.uploads import BENCHMARK_FORMATS
+from benchmarks_app import gating
+from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.services import RunRefused, benchmark_run_import, gate_evaluate
+
+RUN_WRITERS = frozenset({Role.ENGINEER})
+META_KEYS = (
+    "model",
+    "model_hash",
+    "quantization",
+    "batch_size",
+    "num_gpus",
+    "gpu_type",
+    "usd_per_gpu_hour",
+    "gpu_utilization_pct",
+    "container_image",
+    "driver",
+    "operator",
+    "dataset",
+    "input_len",
+    "output_len",
+)
+
+
+class RunInput(serializers.Serializer):
+    file = serializers.FileField()
+    telemetry = serializers.FileField(required=False)
+    format = serializers.ChoiceField(choices=BENCHMARK_FORMATS, default="auto")
+    name = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RunOutput(serializers.ModelSerializer):
+    sha256 = serializers.CharField(source="upload.sha256")
+
+    class Meta:
+        model = BenchmarkRun
+        fields = [
+            "id",
+            "name",
+            "tool",
+            "model",
+            "fields",
+            "metrics",
+            "assumptions",
+            "sha256",
+            "created_at",
+        ]
+
+
+def _writers_only(view: APIView, request: Request) -> None:
+    view.allowed_roles = RUN_WRITERS if request.method == "POST" else ALL_ROLES
+
+
+class RunListCreateApi(APIView):
+    """List runs, or import one (multipart: file, optional telemetry, format, name and any
+    run field: model_hash, quantization, batch_size, num_gpus, usd_per_gpu_hour, ...)."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        _writers_only(self, request)
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(responses=RunOutput(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(
+            RunOutput(BenchmarkRun.objects.select_related("upload")[:500], many=True).data
+        )
+
+    @extend_schema(request={"multipart/form-data": RunInput}, responses={201: RunOutput})
+    def post(self, request: Request) -> Response:
+        data = RunInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        meta = {k: str(request.data[k]) for k in META_KEYS if request.data.get(k) not in (None, "")}
+        file = data.validated_data["file"]
+        telemetry = data.validated_data.get("telemetry")
+        try:
+            run = benchmark_run_import(
+                source=file,
+                filename=file.name,
+                format=data.validated_data["format"],
+                meta=meta,
+                name=data.validated_data["name"],
+                user=request.user,
+                telemetry=(telemetry, telemetry.name) if telemetry else None,
+            )
+        except RunRefused as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunOutput)
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(RunOutput(get_object_or_404(BenchmarkRun, pk=run_id)).data)
+
+
+class GateInput(serializers.Serializer):
+    baseline = serializers.IntegerField()
+    candidate = serializers.IntegerField()
+    mode = serializers.ChoiceField(
+        choices=["always_on", "autoscale", "scale_to_zero"], default="always_on"
+    )
+    cold_start_seconds = serializers.FloatField(default=0.0, min_value=0)
+    traffic_csv = serializers.CharField(required=False, allow_blank=True, default="")
+    recommendation = serializers.IntegerField(required=False)
+    tolerances = serializers.DictField(child=serializers.FloatField(min_value=0), required=False)
+
+
+class GateOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Gate
+        fields = [
+            "id",
+            "baseline",
+            "candidate",
+            "baseline_sha256",
+            "candidate_sha256",
+            "inputs",
+            "verdict",
+            "result",
+            "recommendation",
+            "created_at",
+        ]
+
+
+class GateCreateApi(APIView):
+    """Compare a candidate run with a baseline; the verdict is recorded for good."""
+
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        _writers_only(self, request)
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(responses=GateOutput(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(GateOutput(Gate.objects.all()[:500], many=True).data)
+
+    @extend_schema(request=GateInput, responses={201: GateOutput})
+    def post(self, request: Request) -> Response:
+        data = GateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        runs = {
+            side: BenchmarkRun.objects.filter(pk=values[side]).first()
+            for side in ("baseline", "candidate")
+        }
+        for side, run in runs.items():
+            if run is None:
+                raise ValidationError({side: [f"no benchmark run with id {values[side]}"]})
+        traffic = None
+        if values["traffic_csv"].strip():
+            try:
+                traffic = gating.parse_traffic_csv(values["traffic_csv"])
+            except ValueError as exc:
+                raise ValidationError({"traffic_csv": [str(exc)]}) from None
+        recommendation = None
+        if values.get("recommendation"):
+            recommendation = Recommendation.objects.filter(pk=values["recommendation"]).first()
+            if recommendation is None:
+                raise ValidationError({"recommendation": ["no such recommendation"]})
+        gate = gate_evaluate(
+            baseline=runs["baseline"],
+            candidate=runs["candidate"],
+            mode=values["mode"],
+            cold_start_seconds=values["cold_start_seconds"],
+            traffic=traffic,
+            traffic_source="CSV" if traffic else "",
+            tolerances=values.get("tolerances"),
+            recommendation=recommendation,
+            user=request.user,
+        )
+        return Response(GateOutput(gate).data, status=status.HTTP_201_CREATED)
+
+
+class GateDetailApi(APIView):
+    @extend_schema(responses=GateOutput)
+    def get(self, request: Request, gate_id: int) -> Response:
+        return Response(GateOutput(get_object_or_404(Gate, pk=gate_id)).data)

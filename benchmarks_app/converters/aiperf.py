@@ -1,0 +1,312 @@
+"""AIPerf `profile_export_aiperf.json` / `.csv` and GenAI-Perf `profile_export_genai_perf.json` /
+`.csv` (AIPerf's JSON was designed to mimic GenAI-Perf's, so one module reads both).
+
+JSON: each metric is an object `{"unit": …, "avg": …, "p50": …, "p95": …, "p99": …}`. CSV: a
+block `Metric,avg,min,max,p…` whose first cell is a display name with the unit in brackets
+("Time To First Token (ms)"), a blank line, then a `Metric,Value` block for single values
+(GenAI-Perf writes request statistics as "1,234.56"). Both become the same table, then:
+
+- `time_to_first_token` → ttft; `inter_token_latency` = (latency − TTFT) / (OSL − 1) → **tpot**
+  (DESIGN's TPOT, despite the name); `inter_chunk_latency` (chunk gaps) → itl;
+  `request_latency` → e2e; `avg` → mean.
+- Times convert by their `unit` (ms, s, us, ns); a time without a unit is read as ms (the tools'
+  display unit) with an assumption sentence; an unknown unit is an error.
+- `output_token_throughput` → output tok/s, `request_throughput` → requests/s (units must be per
+  second); `request_count`, `error_request_count`, `benchmark_duration`, `total_osl` (else
+  `total_output_tokens`), `total_isl` → the run's counts.
+- A non-streaming run has no TTFT / ITL: they stay absent, never zero.
+- GenAI-Perf's `telemetry_stats.gpu_utilization` (per GPU) becomes `gpu_utilization_pct`, the
+  mean of the GPUs' averages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
+from benchmarks_app.converters.base import (
+    ToolConverter,
+    check_per_second,
+    decode_text,
+    has_json_key,
+    head_text,
+    load_json,
+    ms_per_unit,
+    require_object,
+    to_float,
+    to_int,
+)
+
+AIPERF = "aiperf"
+GENAI_PERF_TOOL = "genai-perf"
+
+# tool metric -> contract metric (latency distributions)
+LATENCY_METRICS = {
+    "time_to_first_token": "ttft",
+    "inter_token_latency": "tpot",
+    "inter_chunk_latency": "itl",
+    "request_latency": "e2e",
+}
+STATS = {"mean": "avg", "p50": "p50", "p95": "p95", "p99": "p99"}
+RATES = {"output_token_throughput": "output_tokens_per_s", "request_throughput": "requests_per_s"}
+SHAPE_KEYS = (
+    "request_latency",
+    "time_to_first_token",
+    "request_throughput",
+    "output_token_throughput",
+)
+_METRIC_OBJECT = re.compile(r'"(' + "|".join(SHAPE_KEYS) + r')"\s*:\s*\{')
+_DISPLAY_NAME = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]*)\)\s*$")
+
+
+def sniff(data: bytes, filename: str) -> bool:
+    """An AIPerf or GenAI-Perf aggregate export, JSON or CSV."""
+    head = head_text(data)
+    if head.startswith("{"):
+        return bool(_METRIC_OBJECT.search(head))
+    first = head.split("\n", 1)[0].strip().lower().replace(" ", "")
+    return first.startswith("metric,avg,")
+
+
+def sniff_genai_perf(data: bytes, filename: str) -> bool:
+    return sniff(data, filename) and _tool(head_text(data), filename) == GENAI_PERF_TOOL
+
+
+def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
+    return _convert(data, filename=filename, tool=_tool(head_text(data), filename))
+
+
+def convert_genai_perf(data: bytes, *, filename: str) -> BenchmarkArtifact:
+    return _convert(data, filename=filename, tool=GENAI_PERF_TOOL)
+
+
+GENAI_PERF = ToolConverter(name=GENAI_PERF_TOOL, sniff=sniff_genai_perf, convert=convert_genai_perf)
+
+
+def _tool(head: str, filename: str) -> str:
+    name = filename.lower()
+    if "aiperf" in name or has_json_key(head, "aiperf_version"):
+        return AIPERF
+    if "genai_perf" in name or "genai-perf" in name or has_json_key(head, "perf_analyzer"):
+        return GENAI_PERF_TOOL
+    # GenAI-Perf's CSV puts p99 first; AIPerf's follows STAT_KEYS (p1, p5, …).
+    first = head.split("\n", 1)[0].strip().lower().replace(" ", "")
+    if first.startswith("metric,avg,min,max,p99"):
+        return GENAI_PERF_TOOL
+    return AIPERF
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading into one table: metric -> {"unit": …, "avg": …, "p50": …}
+# ---------------------------------------------------------------------------------------------
+
+
+def _convert(data: bytes, *, filename: str, tool: str) -> BenchmarkArtifact:
+    head = head_text(data)
+    if head.startswith("{"):
+        export = require_object(load_json(data), "the file")
+        table = {
+            name: value
+            for name, value in export.items()
+            if isinstance(value, Mapping) and name not in ("input_config", "telemetry_stats")
+        }
+    elif head.lower().startswith("metric"):
+        export = {}
+        table = _read_csv(decode_text(data))
+    else:
+        raise ArtifactError(
+            f"not a {tool} export: expected a JSON object of metrics or a CSV starting with "
+            "`Metric,avg,…`"
+        )
+    if not any(name in table for name in (*LATENCY_METRICS, *RATES)):
+        raise ArtifactError(
+            "no request_latency, time_to_first_token or output_token_throughput metric found"
+        )
+    return _artifact(tool, export, table)
+
+
+def _read_csv(text: str) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    header: list[str] | None = None
+    for line_number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        cells = [cell.strip() for cell in row]
+        if not any(cells):
+            header = None
+            continue
+        if cells[0].lower() == "metric":
+            header = [cell.lower() for cell in cells]
+            continue
+        if header is None or "gpu" in header:
+            continue  # telemetry sections and titles are not read here
+        if len(cells) > len(header):
+            raise ArtifactError(
+                f"line {line_number}: {len(cells)} cells under a {len(header)}-column header "
+                "(a number with a thousands separator must be quoted)"
+            )
+        name, unit = _split_display_name(cells[0])
+        entry: dict[str, Any] = {"unit": unit}
+        for column, cell in zip(header[1:], cells[1:], strict=False):
+            entry["avg" if column == "value" else column] = cell
+        table[name] = entry
+    if not table:
+        raise ArtifactError("line 1: the CSV has no metric rows under a `Metric,…` header")
+    return table
+
+
+def _split_display_name(cell: str) -> tuple[str, str | None]:
+    """"Time To First Token (ms)" -> ("time_to_first_token", "ms")."""
+    match = _DISPLAY_NAME.match(cell)
+    name, unit = (match["name"], match["unit"]) if match else (cell, None)
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_"), unit
+
+
+# ---------------------------------------------------------------------------------------------
+# Table -> artifact
+# ---------------------------------------------------------------------------------------------
+
+
+def _artifact(tool: str, export: Mapping[str, Any], table: Mapping[str, Any]) -> BenchmarkArtifact:
+    assumptions: list[str] = []
+    reported: dict[str, float] = {}
+    unitless = []
+    for name, metric in LATENCY_METRICS.items():
+        entry = table.get(name)
+        if not isinstance(entry, Mapping):
+            continue
+        unit = entry.get("unit")
+        if unit in (None, ""):
+            unitless.append(name)
+            scale = 1.0
+        else:
+            scale = ms_per_unit(unit, f"{name}.unit")
+        for stat, key in STATS.items():
+            value = to_float(entry.get(key), f"{name}.{key}")
+            if value is not None:
+                reported[f"{metric}_{stat}_ms"] = value * scale
+    if unitless:
+        assumptions.append(
+            f"{', '.join(unitless)} had no unit; read as milliseconds, the tool's display unit."
+        )
+    if "ttft_mean_ms" not in reported:
+        assumptions.append(
+            "The file has no time_to_first_token (a non-streaming run?), so TTFT and TPOT are "
+            "absent."
+        )
+    elif "tpot_mean_ms" in reported:
+        assumptions.append(
+            f"TPOT is {tool}'s inter_token_latency ((latency − TTFT) / (output tokens − 1))."
+        )
+    for name, key in RATES.items():
+        entry = table.get(name)
+        if not isinstance(entry, Mapping):
+            continue
+        if entry.get("unit"):
+            check_per_second(entry["unit"], f"{name}.unit")
+        value = to_float(entry.get("avg"), f"{name}.avg")
+        if value is not None:
+            reported[key] = value
+
+    config = export.get("input_config")
+    config = config if isinstance(config, Mapping) else {}
+    failed = _single_int(table, "error_request_count")
+    if failed is None and export.get("error_summary") == []:
+        failed = 0
+    metadata = {}
+    utilization = _gpu_utilization(export.get("telemetry_stats"))
+    if utilization is not None:
+        metadata["gpu_utilization_pct"] = f"{utilization:.2f}"
+    return BenchmarkArtifact(
+        tool=tool,
+        tool_version=str(export.get("aiperf_version") or ""),
+        model=_model(config),
+        duration_s=_duration_s(table),
+        completed_requests=_single_int(table, "request_count"),
+        failed_requests=failed,
+        total_input_tokens=_single_int(table, "total_isl"),
+        total_output_tokens=_single_int(table, "total_osl", "total_output_tokens"),
+        request_rate=_load_setting(config, "request_rate", to_float),
+        max_concurrency=_load_setting(config, "concurrency", to_int),
+        reported=reported,
+        metadata=metadata,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _single_int(table: Mapping[str, Any], *names: str) -> int | None:
+    for name in names:
+        entry = table.get(name)
+        if isinstance(entry, Mapping):
+            value = to_float(entry.get("avg"), f"{name}.avg")
+            if value is not None:
+                return round(value)
+    return None
+
+
+def _duration_s(table: Mapping[str, Any]) -> float | None:
+    entry = table.get("benchmark_duration")
+    if not isinstance(entry, Mapping):
+        return None
+    value = to_float(entry.get("avg"), "benchmark_duration.avg")
+    if value is None:
+        return None
+    return value * ms_per_unit(entry.get("unit") or "s", "benchmark_duration.unit") / 1000.0
+
+
+def _model(config: Mapping[str, Any]) -> str:
+    models = config.get("models")  # AIPerf ≥ 0.8: {"items": [{"name": …}]}
+    if isinstance(models, Mapping) and isinstance(models.get("items"), list) and models["items"]:
+        first = models["items"][0]
+        if isinstance(first, Mapping) and first.get("name"):
+            return str(first["name"])
+    endpoint = config.get("endpoint")
+    for holder in (config, endpoint if isinstance(endpoint, Mapping) else {}):
+        names = holder.get("model_names")
+        if isinstance(names, list) and names:
+            return str(names[0])
+    return ""
+
+
+def _load_setting(config: Mapping[str, Any], key: str, coerce: Any) -> Any:
+    """`concurrency` / `request_rate` from the places AIPerf and GenAI-Perf keep them."""
+    phases = config.get("phases")
+    holders: list[Any] = []
+    if isinstance(phases, list):
+        holders.extend(p for p in phases if isinstance(p, Mapping) and p.get("name") != "warmup")
+    for path in (("runtime",), ("loadgen",), ("perf_analyzer", "stimulus"), ()):
+        holder: Any = config
+        for part in path:
+            holder = holder.get(part) if isinstance(holder, Mapping) else None
+        holders.append(holder)
+    for holder in holders:
+        if isinstance(holder, Mapping) and holder.get(key) is not None:
+            return coerce(holder[key], f"input_config…{key}")
+    return None
+
+
+def _gpu_utilization(telemetry: Any) -> float | None:
+    if not isinstance(telemetry, Mapping):
+        return None
+    utilization = telemetry.get("gpu_utilization")
+    if not isinstance(utilization, Mapping):
+        return None
+    # Two layouts are seen: {"avg": {"gpu0": …}, …} and {"gpu0": {"avg": …}, …}.
+    by_stat = utilization.get("avg")
+    if isinstance(by_stat, Mapping):
+        per_gpu = dict(by_stat)
+    else:
+        per_gpu = {
+            gpu: stats.get("avg")
+            for gpu, stats in utilization.items()
+            if gpu != "unit" and isinstance(stats, Mapping)
+        }
+    averages = [
+        value
+        for gpu, raw in per_gpu.items()
+        if (value := to_float(raw, f"telemetry_stats.gpu_utilization.{gpu}")) is not None
+    ]
+    return statistics.fmean(averages) if averages else None

@@ -1,0 +1,234 @@
+"""Shared pieces of the benchmark converters: reading the bytes, numbers, units, messages.
+
+Every converter reads a whole file (benchmark results are small) and raises `ArtifactError` with
+one sentence naming the field or line when it cannot. Conventions fixed here for all tools:
+- Text must be UTF-8 (a BOM is dropped); JSON errors name the line and column, and a file that
+  stops in the middle says so ("truncated?").
+- A number may be an int, a float or a numeric string ("1,234.56" from a CSV export); `null`,
+  "", "N/A" and NaN mean "not in the file", never zero.
+- Times convert by an explicit unit (`ns`, `us`, `ms`, `s`); a unit the code does not know is an
+  error, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
+
+HEAD_BYTES = 64 * 1024
+UTF8_BOM = "\ufeff"
+
+# The run fields a file may carry at top level (vLLM `--metadata`, LLMPerf `--metadata`); the
+# names are those of `BenchmarkArtifact.metadata`.
+METADATA_KEYS = (
+    "model_hash",
+    "quantization",
+    "batch_size",
+    "num_gpus",
+    "gpu_type",
+    "usd_per_gpu_hour",
+    "gpu_utilization_pct",
+    "container_image",
+    "driver",
+    "operator",
+    "dataset",
+    "input_len",
+    "output_len",
+)
+
+# Keys of `BenchmarkArtifact.reported`, built as f"{metric}_{stat}_ms".
+LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
+LATENCY_STATS = ("mean", "p50", "p95", "p99")
+
+TIME_UNITS_TO_MS = {
+    "ns": 1e-6,
+    "nanoseconds": 1e-6,
+    "us": 1e-3,
+    "µs": 1e-3,
+    "microseconds": 1e-3,
+    "ms": 1.0,
+    "milliseconds": 1.0,
+    "s": 1000.0,
+    "sec": 1000.0,
+    "secs": 1000.0,
+    "second": 1000.0,
+    "seconds": 1000.0,
+}
+# "per sec" is GenAI-Perf's spelling; the others are AIPerf's and common variants.
+PER_SECOND_UNITS = frozenset(
+    {
+        "per sec",
+        "/s",
+        "/sec",
+        "tokens/sec",
+        "tokens/s",
+        "tok/s",
+        "requests/sec",
+        "requests/s",
+        "req/s",
+    }
+)
+MISSING_TEXT = frozenset({"", "null", "none", "nan", "n/a", "[n/a]", "[not supported]", "-"})
+
+
+class Converter:
+    """What every converter provides (a module, or an object such as `aiperf.GENAI_PERF`)."""
+
+    sniff: Callable[[bytes, str], bool]
+    convert: Callable[..., BenchmarkArtifact]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolConverter:
+    """A converter that is one module's functions under another tool name."""
+
+    name: str
+    sniff: Callable[[bytes, str], bool]
+    convert: Callable[..., BenchmarkArtifact]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+
+def decode_text(data: bytes) -> str:
+    """The whole file as text; ArtifactError for empty, binary or non-UTF-8 files."""
+    if not data.strip():
+        raise ArtifactError("the file is empty")
+    nul_at = data.find(b"\x00")
+    if nul_at >= 0:
+        raise ArtifactError(f"the file looks binary (NUL byte at byte {nul_at})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ArtifactError(f"not valid UTF-8 at byte {error.start}") from None
+    return text.lstrip(UTF8_BOM)
+
+
+def head_text(data: bytes) -> str:
+    """The first 64 KiB as text for sniffing (a character cut at the end is dropped)."""
+    return data[:HEAD_BYTES].decode("utf-8", errors="ignore").lstrip(UTF8_BOM).lstrip()
+
+
+def json_error_sentence(error: json.JSONDecodeError, text: str) -> str:
+    if not text[error.pos :].strip():
+        return f"the JSON ends early at line {error.lineno} (truncated file?)"
+    return f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+
+
+def load_json(data: bytes) -> Any:
+    """Parse a JSON document; ArtifactError naming the line when it is not one."""
+    text = decode_text(data)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ArtifactError(json_error_sentence(error, text)) from None
+    except RecursionError:
+        raise ArtifactError("not valid JSON: nested too deeply") from None
+
+
+def has_json_key(head: str, *keys: str) -> bool:
+    """Does any of `keys` appear as a JSON object key (`"key":`) in the head?"""
+    return any(re.search(rf'"{re.escape(key)}"\s*:', head) for key in keys)
+
+
+def require_object(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ArtifactError(f"{what} is not a JSON object")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers and units
+# ---------------------------------------------------------------------------------------------
+
+
+def to_float(value: Any, field: str) -> float | None:
+    """A number from the file, None when absent; ArtifactError naming `field` when not a number."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ArtifactError(f"`{field}` is {value!r}, not a number")
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip().replace(",", "")
+        if text.lower() in MISSING_TEXT:
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            raise ArtifactError(f"`{field}` is {value!r}, not a number") from None
+    else:
+        raise ArtifactError(f"`{field}` is a {type(value).__name__}, not a number")
+    if math.isnan(number):
+        return None
+    return number
+
+
+def to_int(value: Any, field: str) -> int | None:
+    number = to_float(value, field)
+    if number is None:
+        return None
+    if math.isinf(number) or number != int(number):
+        raise ArtifactError(f"`{field}` is {value!r}, not a whole number")
+    return int(number)
+
+
+def number_list(values: Any, field: str) -> list[float]:
+    """A JSON list of numbers; ArtifactError naming the field and index otherwise."""
+    if not isinstance(values, list):
+        raise ArtifactError(f"`{field}` is not a list")
+    out = []
+    for index, value in enumerate(values):
+        number = to_float(value, f"{field}[{index}]")
+        if number is None:
+            raise ArtifactError(f"`{field}[{index}]` is empty")
+        out.append(number)
+    return out
+
+
+def ms_per_unit(unit: Any, field: str) -> float:
+    """Milliseconds per one `unit` (ms, s, us, ns); ArtifactError for anything else."""
+    key = str(unit).strip().lower()
+    if key not in TIME_UNITS_TO_MS:
+        raise ArtifactError(f"`{field}` has unit {unit!r}; expected ms, s, us or ns")
+    return TIME_UNITS_TO_MS[key]
+
+
+def check_per_second(unit: Any, field: str) -> None:
+    if str(unit).strip().lower() not in PER_SECOND_UNITS:
+        raise ArtifactError(f"`{field}` has unit {unit!r}; expected a rate per second")
+
+
+def metadata_from(record: Mapping[str, Any]) -> dict[str, str]:
+    """The run fields (`METADATA_KEYS`) found at the top level of a record, as strings."""
+    found = {}
+    for key in METADATA_KEYS:
+        value = record.get(key)
+        if value is None or isinstance(value, Mapping | list):
+            continue
+        text = str(value).strip()
+        if text:
+            found[key] = text
+    return found
+
+
+def relative_starts(starts: Sequence[float]) -> tuple[float, ...]:
+    """Send times relative to the first one."""
+    if not starts:
+        return ()
+    first = min(starts)
+    return tuple(start - first for start in starts)
+
+
+def fmt(number: float) -> str:
+    """A number for an assumption sentence: up to 4 significant decimals, no trailing zeros."""
+    return f"{number:.4g}" if abs(number) < 1000 else f"{number:,.0f}"

@@ -1,0 +1,408 @@
+"""vLLM `vllm bench serve --save-result` JSON (and the legacy `benchmark_serving.py` file).
+
+Three shapes are read, all written by vLLM's benchmark client (InferenceX runs the same client
+against vLLM, SGLang and TensorRT-LLM servers):
+
+- **Result file**, current and legacy keys: `duration`, `completed`, `failed`,
+  `total_input_tokens`, `total_output_tokens`, `request_throughput`, `output_throughput`,
+  `request_rate` (a number or "inf"), `max_concurrency`, and per metric (ttft, tpot, itl, e2el)
+  `mean_/median_/p{P}_<metric>_ms` in milliseconds. The legacy `"request_goodput:"` key (with a
+  colon) is tolerated. `--metadata KEY=VALUE` pairs sit at top level; the run-field names are
+  copied into `metadata`.
+- **Per-request arrays**, when saved: `ttfts`, `latencies` (seconds), `itls` (a list of chunk
+  gaps per request, or already flattened; seconds), `input_lens`, `output_lens`, `start_times`
+  (perf_counter seconds). Failed requests are dropped by the `errors` list when it is aligned.
+  The seconds are checked against the file's own median when both exist.
+- **InferenceX variants**: the `token_position_decode_slo` file writes the latency statistics
+  without `_ms` (`median_ttft`, `p99_tpot`, …) in seconds; the aggregated row
+  (`agg_<name>.json`, `utils/process_result.py`) has latencies in seconds without `_ms`,
+  `output_tput_per_gpu` and the run's topology. Both are converted, with an assumption sentence.
+
+vLLM writes p95 only with `--metric-percentiles 95` (default: p99 only); a missing p95 stays
+missing (never taken from p99).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, PerRequest
+from benchmarks_app.converters.base import (
+    decode_text,
+    fmt,
+    has_json_key,
+    head_text,
+    json_error_sentence,
+    metadata_from,
+    number_list,
+    relative_starts,
+    require_object,
+    to_float,
+    to_int,
+)
+
+TOOL = "vllm"
+
+# vLLM metric name -> contract metric name
+METRICS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e"}
+# contract stat -> vLLM key prefixes, first found wins
+STAT_PREFIXES = {"mean": ("mean",), "p50": ("median", "p50"), "p95": ("p95",), "p99": ("p99",)}
+
+_NUMBER_VALUE = r'\s*:\s*(-?[0-9]|NaN|null|"inf")'
+
+
+def sniff(data: bytes, filename: str) -> bool:
+    head = head_text(data)
+    if not head.startswith(("{", "[")):
+        return False
+    if has_json_key(head, "output_tput_per_gpu", "tput_per_gpu"):
+        return True
+    return bool(re.search(r'"(output_throughput|request_throughput)"' + _NUMBER_VALUE, head))
+
+
+def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
+    record, assumptions = _load_result(data)
+    if "output_tput_per_gpu" in record or "tput_per_gpu" in record:
+        return _convert_inferencex_row(record, assumptions)
+    return _convert_result(record, assumptions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+
+def _load_result(data: bytes) -> tuple[Mapping[str, Any], list[str]]:
+    """The first result of the file. `--append-result` writes one JSON object per line."""
+    text = decode_text(data)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        if error.msg != "Extra data":
+            raise ArtifactError(json_error_sentence(error, text)) from None
+        return _load_appended(text)
+    if isinstance(value, list):
+        # InferenceX concatenates aggregated rows into one array (`agg_bmk.json`).
+        if not value:
+            raise ArtifactError("the file is an empty JSON list; expected a vLLM result object")
+        assumptions = []
+        if len(value) > 1:
+            assumptions.append(f"The file holds {len(value)} results; the first was converted.")
+        return require_object(value[0], "the first result"), assumptions
+    return require_object(value, "the file"), []
+
+
+def _load_appended(text: str) -> tuple[Mapping[str, Any], list[str]]:
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(require_object(json.loads(line), f"line {number}"))
+        except json.JSONDecodeError as error:
+            raise ArtifactError(f"line {number}: {json_error_sentence(error, line)}") from None
+    assumptions = []
+    if len(records) > 1:
+        assumptions.append(
+            f"The file holds {len(records)} results (--append-result); the first was converted."
+        )
+    return records[0], assumptions
+
+
+def _stat_value(record: Mapping[str, Any], key: str, scale: float) -> float | None:
+    value = to_float(record.get(key), key)
+    return None if value is None else value * scale
+
+
+# ---------------------------------------------------------------------------------------------
+# The result file
+# ---------------------------------------------------------------------------------------------
+
+
+def _convert_result(record: Mapping[str, Any], assumptions: list[str]) -> BenchmarkArtifact:
+    for required in ("duration", "completed"):
+        if required not in record:
+            raise ArtifactError(
+                f"`{required}` is missing: every vLLM bench serve result has it "
+                "(is this the .pytorch.json sidecar or another tool's file?)"
+            )
+    completed = to_int(record["completed"], "completed")
+    reported = _latency_stats(record, assumptions)
+    for key, source in (("output_tokens_per_s", "output_throughput"),
+                        ("requests_per_s", "request_throughput")):
+        value = to_float(record.get(source), source)
+        if value is not None:
+            reported[key] = value
+
+    per_request = _per_request(record, completed, assumptions)
+    if per_request is None or not per_request.ttft_ms:
+        missing = [m for m in ("ttft", "tpot") if f"{m}_p95_ms" not in reported]
+        if missing:
+            assumptions.append(
+                f"No p95 for {' and '.join(m.upper() for m in missing)} in the file and no "
+                "per-request arrays (run with --metric-percentiles 95,99 or --save-detailed)."
+            )
+
+    request_rate = record.get("request_rate")
+    return BenchmarkArtifact(
+        tool=TOOL,
+        tool_version=str(record.get("vllm_version") or ""),
+        model=str(record.get("model_id") or record.get("model") or ""),
+        duration_s=to_float(record["duration"], "duration"),
+        completed_requests=completed,
+        failed_requests=to_int(record.get("failed"), "failed"),
+        total_input_tokens=to_int(record.get("total_input_tokens"), "total_input_tokens"),
+        total_output_tokens=to_int(record.get("total_output_tokens"), "total_output_tokens"),
+        request_rate=None if request_rate == "inf" else to_float(request_rate, "request_rate"),
+        max_concurrency=to_int(record.get("max_concurrency"), "max_concurrency"),
+        reported=reported,
+        per_request=per_request,
+        metadata=metadata_from(record),
+        assumptions=tuple(assumptions),
+    )
+
+
+def _latency_stats(record: Mapping[str, Any], assumptions: list[str]) -> dict[str, float]:
+    """`mean_ttft_ms` etc.; keys without `_ms` (InferenceX SLO variant) are seconds."""
+    reported: dict[str, float] = {}
+    seconds_keys = []
+    for vllm_metric, metric in METRICS.items():
+        for stat, prefixes in STAT_PREFIXES.items():
+            for prefix in prefixes:
+                value = _stat_value(record, f"{prefix}_{vllm_metric}_ms", 1.0)
+                if value is None:
+                    value = _stat_value(record, f"{prefix}_{vllm_metric}", 1000.0)
+                    if value is not None:
+                        seconds_keys.append(f"{prefix}_{vllm_metric}")
+                if value is not None:
+                    reported[f"{metric}_{stat}_ms"] = value
+                    break
+    if seconds_keys:
+        assumptions.append(
+            f"Latency statistics without a _ms suffix ({', '.join(seconds_keys)}) were read as "
+            "seconds, as InferenceX's vLLM client variants write them."
+        )
+    return reported
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-request arrays
+# ---------------------------------------------------------------------------------------------
+
+
+def _per_request(
+    record: Mapping[str, Any], completed: int | None, assumptions: list[str]
+) -> PerRequest | None:
+    names = ("ttfts", "latencies", "itls", "input_lens", "output_lens", "start_times")
+    if not any(isinstance(record.get(name), list) and record[name] for name in names):
+        return None
+    success = _success_mask(record)
+
+    def aligned(name: str) -> list[Any] | None:
+        values = record.get(name)
+        if not isinstance(values, list) or not values:
+            return None
+        if completed is None or len(values) == completed:
+            return values
+        if success is not None and len(values) == len(success):
+            return [value for value, ok in zip(values, success, strict=True) if ok]
+        assumptions.append(
+            f"`{name}` has {len(values)} entries for {completed} completed requests and no "
+            "aligned `errors` list, so it was not used."
+        )
+        return None
+
+    ttfts = aligned("ttfts")
+    latencies = aligned("latencies")
+    input_lens = aligned("input_lens")
+    output_lens = aligned("output_lens")
+    starts = aligned("start_times")
+    ttft_ms = _seconds_to_ms(record, ttfts, "ttfts", "median_ttft_ms", assumptions)
+    latency_ms = _seconds_to_ms(record, latencies, "latencies", "median_e2el_ms", assumptions)
+    itl_ms = _itls_ms(record, completed, success)
+    if not latency_ms and ttft_ms and itl_ms and _itls_per_request(record):
+        latency_ms = _latencies_from_itls(record, ttft_ms, completed, success)
+        if latency_ms:
+            assumptions.append(
+                "Per-request end-to-end latencies were rebuilt as TTFT + the sum of the "
+                "request's `itls` (the file has no `latencies` array)."
+            )
+    per_request = PerRequest(
+        ttft_ms=tuple(ttft_ms),
+        latency_ms=tuple(latency_ms),
+        output_tokens=_ints(output_lens, "output_lens"),
+        input_tokens=_ints(input_lens, "input_lens"),
+        itl_ms=tuple(itl_ms),
+        start_s=relative_starts(number_list(starts, "start_times")) if starts else (),
+    )
+    lengths = {
+        name: len(values)
+        for name, values in (
+            ("ttfts", per_request.ttft_ms),
+            ("latencies", per_request.latency_ms),
+            ("output_lens", per_request.output_tokens),
+            ("input_lens", per_request.input_tokens),
+            ("start_times", per_request.start_s),
+        )
+        if values
+    }
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{name} {length}" for name, length in lengths.items())
+        raise ArtifactError(f"the per-request arrays have different lengths: {listed}")
+    return per_request
+
+
+def _success_mask(record: Mapping[str, Any]) -> list[bool] | None:
+    """One flag per request from `errors` (empty string = success), when it is per request."""
+    errors = record.get("errors")
+    if not isinstance(errors, list) or not errors:
+        return None
+    mask = [not error for error in errors]
+    failed, completed = record.get("failed"), record.get("completed")
+    if isinstance(failed, int) and mask.count(False) != failed:
+        return None
+    if isinstance(completed, int) and mask.count(True) != completed:
+        return None
+    return mask
+
+
+def _seconds_to_ms(
+    record: Mapping[str, Any],
+    values: list[Any] | None,
+    name: str,
+    median_key: str,
+    assumptions: list[str],
+) -> list[float]:
+    """vLLM saves per-request times in seconds; a fork that saved ms is caught by the median."""
+    if not values:
+        return []
+    seconds = number_list(values, name)
+    median_ms = to_float(record.get(median_key), median_key)
+    if median_ms:
+        ratio = statistics.median(seconds) / median_ms
+        if 0.5 < ratio < 2:
+            assumptions.append(
+                f"`{name}` matches `{median_key}` without conversion, so it was read as "
+                "milliseconds (vLLM itself saves seconds)."
+            )
+            return seconds
+    return [value * 1000.0 for value in seconds]
+
+
+def _itls_per_request(record: Mapping[str, Any]) -> bool:
+    itls = record.get("itls")
+    return isinstance(itls, list) and any(isinstance(item, list) for item in itls)
+
+
+def _itls_ms(
+    record: Mapping[str, Any], completed: int | None, success: list[bool] | None
+) -> list[float]:
+    itls = record.get("itls")
+    if not isinstance(itls, list) or not itls:
+        return []
+    if not _itls_per_request(record):  # already flattened (some forks)
+        return [value * 1000.0 for value in number_list(itls, "itls")]
+    per_request = itls
+    if success is not None and len(itls) == len(success) and len(itls) != completed:
+        per_request = [gaps for gaps, ok in zip(itls, success, strict=True) if ok]
+    gaps_ms = []
+    for index, gaps in enumerate(per_request):
+        gaps_ms.extend(value * 1000.0 for value in number_list(gaps, f"itls[{index}]"))
+    return gaps_ms
+
+
+def _latencies_from_itls(
+    record: Mapping[str, Any],
+    ttft_ms: Sequence[float],
+    completed: int | None,
+    success: list[bool] | None,
+) -> list[float]:
+    itls = record["itls"]
+    if success is not None and len(itls) == len(success) and len(itls) != completed:
+        itls = [gaps for gaps, ok in zip(itls, success, strict=True) if ok]
+    if len(itls) != len(ttft_ms):
+        return []
+    return [
+        ttft + sum(number_list(gaps, f"itls[{index}]")) * 1000.0
+        for index, (ttft, gaps) in enumerate(zip(ttft_ms, itls, strict=True))
+    ]
+
+
+def _ints(values: list[Any] | None, name: str) -> tuple[int, ...]:
+    if not values:
+        return ()
+    return tuple(int(value) for value in number_list(values, name))
+
+
+# ---------------------------------------------------------------------------------------------
+# InferenceX aggregated row
+# ---------------------------------------------------------------------------------------------
+
+
+def _convert_inferencex_row(
+    record: Mapping[str, Any], assumptions: list[str]
+) -> BenchmarkArtifact:
+    if "output_tput_per_gpu" not in record:
+        raise ArtifactError(
+            "`output_tput_per_gpu` is missing from the InferenceX row (`tput_per_gpu` counts "
+            "input and output tokens, so output tok/s cannot be derived from it)"
+        )
+    reported = _latency_stats(record, [])
+    assumptions.append(
+        "InferenceX aggregated row: latencies without _ms were read as seconds "
+        "(utils/process_result.py converts them from the vLLM client's ms)."
+    )
+    per_gpu = to_float(record["output_tput_per_gpu"], "output_tput_per_gpu")
+    num_gpus, decode_gpus = _inferencex_gpus(record)
+    if per_gpu is not None and decode_gpus:
+        reported["output_tokens_per_s"] = per_gpu * decode_gpus
+        assumptions.append(
+            f"Output tok/s = output_tput_per_gpu {fmt(per_gpu)} × {decode_gpus} "
+            f"{'decode ' if record.get('is_multinode') else ''}GPUs; the row has no duration, "
+            "request count or per-request arrays."
+        )
+    metadata = {
+        key: str(record[source])
+        for key, source in (
+            ("quantization", "precision"),
+            ("gpu_type", "hw"),
+            ("container_image", "image"),
+            ("input_len", "isl"),
+            ("output_len", "osl"),
+        )
+        if record.get(source) not in (None, "")
+    }
+    if num_gpus:
+        metadata["num_gpus"] = str(num_gpus)
+    framework = record.get("framework")
+    if framework and framework != TOOL:
+        assumptions.append(f"The server was {framework}; the client was InferenceX's vLLM one.")
+    return BenchmarkArtifact(
+        tool=TOOL,
+        model=str(record.get("model") or ""),
+        max_concurrency=to_int(record.get("conc"), "conc"),
+        reported=reported,
+        metadata=metadata,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _inferencex_gpus(record: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(all GPUs, GPUs whose output `output_tput_per_gpu` divides), per process_result.py."""
+    if record.get("is_multinode"):
+        prefill = to_int(record.get("num_prefill_gpu"), "num_prefill_gpu")
+        decode = to_int(record.get("num_decode_gpu"), "num_decode_gpu")
+        if decode is None:
+            raise ArtifactError("`num_decode_gpu` is missing from the multinode InferenceX row")
+        return (prefill or 0) + decode, decode
+    tp = to_int(record.get("tp"), "tp")
+    if tp is None:
+        raise ArtifactError("`tp` is missing from the InferenceX row (needed for the GPU count)")
+    gpus = tp * (to_int(record.get("pp"), "pp") or 1) * (
+        to_int(record.get("pcp_size"), "pcp_size") or 1
+    )
+    return gpus, gpus

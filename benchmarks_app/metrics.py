@@ -1,0 +1,462 @@
+"""A benchmark run's fields and metrics, per DESIGN.md §4.1–4.2.
+
+Pure module (numpy, no Django). A converter hands over a `BenchmarkArtifact`; the run's own
+fields — what no tool records — come from a form, `--meta KEY=VALUE` or the file's metadata
+(`run_fields_from`). `compute_metrics` turns both into `RunMetrics`, saying for each number where
+it came from and, for each number it cannot give, how to supply it:
+
+- Percentiles use numpy's linear interpolation over the per-request arrays when the artifact has
+  them, else the file's own p50 / p95 — never a p99 in place of a p95.
+- TPOT per request = (end-to-end − TTFT) / (output tokens − 1), over requests with more than one
+  output token; ITL is pooled over all requests.
+- Decode tok/s = total output tokens / duration (else the file's own output tok/s); per-user
+  decode tok/s = 1000 / median TPOT; output tokens per GPU-hour = decode tok/s × 3600 / GPUs.
+- GPU utilization = mean of the telemetry samples in the run (else the stated figure); tokens per
+  joule = decode tok/s / mean total power, i.e. output tokens / (W × s), when telemetry has power.
+
+`timeline` and `distribution` are small helpers for the run page's charts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+
+from benchmarks_app.artifacts import BenchmarkArtifact, PerRequest, TelemetrySample
+
+SECONDS_PER_HOUR = 3600
+
+SOURCE_PER_REQUEST = "per-request arrays"
+SOURCE_TELEMETRY = "telemetry"
+SOURCE_STATED = "stated"
+
+# Human names, shared with the gate's sentences.
+METRIC_LABELS: Mapping[str, str] = {
+    "ttft_p50_ms": "p50 TTFT",
+    "ttft_p95_ms": "p95 TTFT",
+    "tpot_p50_ms": "p50 TPOT",
+    "tpot_p95_ms": "p95 TPOT",
+    "itl_p95_ms": "p95 ITL",
+    "e2e_p95_ms": "p95 end-to-end latency",
+    "decode_tokens_per_s": "decode tok/s",
+    "per_user_decode_tokens_per_s": "per-user decode tok/s",
+    "output_tokens_per_gpu_hour": "output tokens per GPU-hour",
+    "gpu_utilization_pct": "GPU utilization",
+    "tokens_per_joule": "tokens per joule",
+    "power_w_per_gpu": "mean power per GPU",
+}
+
+TELEMETRY_HOW = "attach accelerator telemetry for the run (nvidia-smi, DCGM or neuron-monitor CSV)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFields:
+    """What no tool records about a run. Empty string / None = not stated."""
+
+    model: str
+    model_hash: str = ""
+    quantization: str = ""
+    batch_size: int | None = None  # server max batch size
+    num_gpus: int | None = None  # accelerators in one replica
+    gpu_type: str = ""
+    usd_per_gpu_hour: Decimal | None = None
+    gpu_utilization_pct: float | None = None  # stated, used when there is no telemetry
+    watts_per_gpu: float | None = None  # stated, used when telemetry has no power
+    usd_per_kwh: Decimal | None = None
+    dataset: str = ""
+    input_len: int | None = None
+    output_len: int | None = None
+    request_rate: float | None = None  # requests/s asked for; None = unlimited
+    concurrency: int | None = None  # client max concurrency
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunMetrics:
+    """DESIGN §4 metrics of one run; None = cannot be computed (see `missing`).
+
+    `sources`: metric → where its value came from. `missing`: metric → "<label>: how to supply it".
+    """
+
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    itl_p95_ms: float | None = None
+    e2e_p95_ms: float | None = None
+    decode_tokens_per_s: float | None = None
+    per_user_decode_tokens_per_s: float | None = None
+    output_tokens_per_gpu_hour: float | None = None
+    gpu_utilization_pct: float | None = None
+    tokens_per_joule: float | None = None
+    # Not compared by the gate; feeds the energy term of the cost model.
+    power_w_per_gpu: float | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeline:
+    """Output tokens per second of the run, one value per bucket starting at `bucket_start_s`."""
+
+    bucket_s: float
+    bucket_start_s: tuple[float, ...]
+    output_tokens_per_s: tuple[float, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Distribution:
+    """Summary of one latency array for the run page (p99 is for display, never for the gate)."""
+
+    count: int
+    mean: float
+    minimum: float
+    p50: float
+    p95: float
+    p99: float
+    maximum: float
+
+
+# --- run fields -----------------------------------------------------------------------------
+
+
+def _parse_int(key: str, value: str) -> int:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number.is_integer() and number >= 1):
+        raise ValueError(f"{key} must be a whole number of at least 1, got {value!r}")
+    return int(number)
+
+
+def _parse_float(key: str, value: str, *, upper: float = math.inf) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and 0 <= number <= upper):
+        bounds = f"between 0 and {upper:g}" if math.isfinite(upper) else "at least 0"
+        raise ValueError(f"{key} must be a number {bounds}, got {value!r}")
+    return number
+
+
+def _parse_decimal(key: str, value: str) -> Decimal:
+    try:
+        number = Decimal(value.removeprefix("$").replace(",", ""))
+    except InvalidOperation:
+        number = Decimal("NaN")
+    if not (number.is_finite() and number >= 0):
+        raise ValueError(f"{key} must be an amount of at least 0, got {value!r}")
+    return number
+
+
+def _parse_request_rate(key: str, value: str) -> float | None:
+    # vLLM writes "inf" for an unlimited rate; RunFields says unlimited with None.
+    if value.lower() in ("inf", "infinity", "unlimited"):
+        return None
+    rate = _parse_float(key, value)
+    if rate == 0:
+        raise ValueError(f"{key} must be more than 0 (or inf for unlimited), got {value!r}")
+    return rate
+
+
+_PARSERS: Mapping[str, Callable[[str, str], Any]] = {
+    "batch_size": _parse_int,
+    "num_gpus": _parse_int,
+    "usd_per_gpu_hour": _parse_decimal,
+    "gpu_utilization_pct": lambda key, value: _parse_float(key, value, upper=100),
+    "watts_per_gpu": _parse_float,
+    "usd_per_kwh": _parse_decimal,
+    "input_len": _parse_int,
+    "output_len": _parse_int,
+    "request_rate": _parse_request_rate,
+    "concurrency": _parse_int,
+}
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(RunFields))
+
+
+def run_fields_from(artifact: BenchmarkArtifact, overrides: Mapping[str, str]) -> RunFields:
+    """The run's fields: what the artifact carries (its model, request rate and concurrency,
+    then its metadata), with `overrides` (form or `--meta`) winning.
+
+    Keys that are not RunFields (container_image, driver, operator, …) are left to the caller.
+    An empty value clears the field. A number that does not parse raises ValueError naming the
+    key and the value.
+    """
+    raw: dict[str, str] = {"model": artifact.model}
+    if artifact.request_rate is not None:
+        raw["request_rate"] = str(artifact.request_rate)
+    if artifact.max_concurrency is not None:
+        raw["concurrency"] = str(artifact.max_concurrency)
+    for source in (artifact.metadata, overrides):
+        raw.update({key: str(value).strip() for key, value in source.items()})
+
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in _FIELD_NAMES or not value:
+            continue
+        parse = _PARSERS.get(key)
+        values[key] = parse(key, value) if parse else value
+    values.setdefault("model", "")
+    return RunFields(**values)
+
+
+# --- metrics --------------------------------------------------------------------------------
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    # numpy's default "linear" method: position (n − 1) × q / 100 between the sorted values.
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _check_aligned(per_request: PerRequest) -> None:
+    aligned = {
+        "ttft_ms": len(per_request.ttft_ms),
+        "latency_ms": len(per_request.latency_ms),
+        "output_tokens": len(per_request.output_tokens),
+        "input_tokens": len(per_request.input_tokens),
+        "start_s": len(per_request.start_s),
+    }
+    lengths = {length for length in aligned.values() if length}
+    if len(lengths) > 1:
+        raise ValueError(f"per-request arrays are not aligned: lengths {aligned}")
+
+
+def tpot_per_request(per_request: PerRequest) -> list[float]:
+    """(e2e − TTFT) / (output tokens − 1) for each request with more than one output token."""
+    return [
+        (latency - ttft) / (tokens - 1)
+        for ttft, latency, tokens in zip(
+            per_request.ttft_ms, per_request.latency_ms, per_request.output_tokens, strict=False
+        )
+        if tokens > 1
+    ]
+
+
+def _latency_how(label: str, q: int, name: str, reported: Mapping[str, float]) -> str:
+    how = (
+        f"{label}: save the vLLM result with --metric-percentiles {q} or with per-request "
+        "arrays (--save-detailed); for other tools, keep their per-request records"
+    )
+    if name.replace(f"_p{q}_", "_p99_") in reported:
+        how += f" (the file's p99 is never used as a p{q})"
+    return how
+
+
+def compute_metrics(
+    artifact: BenchmarkArtifact,
+    fields: RunFields,
+    *,
+    run_window_s: tuple[float, float] | None = None,
+) -> RunMetrics:
+    """DESIGN §4 metrics of one run.
+
+    `run_window_s` (epoch seconds, start and end) keeps only the telemetry samples taken during
+    the run; without it every attached sample is taken as the run's (the artifact itself carries
+    no wall-clock start).
+    """
+    per_request = artifact.per_request or PerRequest()
+    _check_aligned(per_request)
+    reported = artifact.reported
+    values: dict[str, float | None] = {}
+    sources: dict[str, str] = {}
+    missing: dict[str, str] = {}
+
+    def put(name: str, value: float | None, source: str, how: str) -> None:
+        values[name] = value
+        if value is None:
+            missing[name] = how
+        else:
+            sources[name] = source
+
+    # Latency percentiles: per-request arrays first, then the file's own figure of the same
+    # percentile (never another one).
+    latency_arrays: Mapping[str, Sequence[float]] = {
+        "ttft": per_request.ttft_ms,
+        "tpot": tpot_per_request(per_request),
+        "itl": per_request.itl_ms,
+        "e2e": per_request.latency_ms,
+    }
+    for name, q in (
+        ("ttft_p50_ms", 50),
+        ("ttft_p95_ms", 95),
+        ("tpot_p50_ms", 50),
+        ("tpot_p95_ms", 95),
+        ("itl_p95_ms", 95),
+        ("e2e_p95_ms", 95),
+    ):
+        array = latency_arrays[name.split("_")[0]]
+        how = _latency_how(METRIC_LABELS[name], q, name, reported)
+        if array:
+            put(name, _percentile(array, q), SOURCE_PER_REQUEST, how)
+        elif name in reported:
+            put(name, float(reported[name]), f"file's own p{q}", how)
+        else:
+            put(name, None, "", how)
+
+    # Decode tok/s: total output tokens over the benchmark's duration.
+    total_output = artifact.total_output_tokens
+    if total_output is None and per_request.output_tokens:
+        total_output = sum(per_request.output_tokens)
+    decode_how = (
+        f"{METRIC_LABELS['decode_tokens_per_s']}: the file records neither total output tokens "
+        "with a duration nor an output tok/s; export the tool's full result"
+    )
+    if total_output is not None and artifact.duration_s:
+        put(
+            "decode_tokens_per_s",
+            total_output / artifact.duration_s,
+            "output tokens / duration",
+            "",
+        )
+    elif "output_tokens_per_s" in reported:
+        put(
+            "decode_tokens_per_s", float(reported["output_tokens_per_s"]), "file's output tok/s", ""
+        )
+    else:
+        put("decode_tokens_per_s", None, "", decode_how)
+    decode = values["decode_tokens_per_s"]
+
+    median_tpot = values["tpot_p50_ms"]
+    per_user_label = METRIC_LABELS["per_user_decode_tokens_per_s"]
+    put(
+        "per_user_decode_tokens_per_s",
+        1000 / median_tpot if median_tpot else None,
+        "1000 / median TPOT",
+        f"{per_user_label}: needs a median TPOT above 0 ({missing.get('tpot_p50_ms', 'it is 0')})",
+    )
+
+    per_gpu_label = METRIC_LABELS["output_tokens_per_gpu_hour"]
+    if decode is None:
+        per_gpu_how = f"{per_gpu_label}: needs decode tok/s ({decode_how})"
+    else:
+        per_gpu_how = f"{per_gpu_label}: state the accelerator count (--meta num_gpus=8)"
+    put(
+        "output_tokens_per_gpu_hour",
+        decode * SECONDS_PER_HOUR / fields.num_gpus
+        if decode is not None and fields.num_gpus
+        else None,
+        "decode tok/s × 3600 / num_gpus",
+        per_gpu_how,
+    )
+
+    samples = [
+        sample
+        for sample in artifact.telemetry
+        if run_window_s is None or run_window_s[0] <= sample.timestamp_s <= run_window_s[1]
+    ]
+    utilization = [s.utilization_pct for s in samples if s.utilization_pct is not None]
+    utilization_how = (
+        f"{METRIC_LABELS['gpu_utilization_pct']}: {TELEMETRY_HOW} "
+        "or state it (--meta gpu_utilization_pct=85)"
+    )
+    if utilization:
+        put("gpu_utilization_pct", float(np.mean(utilization)), SOURCE_TELEMETRY, "")
+    else:
+        put("gpu_utilization_pct", fields.gpu_utilization_pct, SOURCE_STATED, utilization_how)
+
+    total_power = _mean_total_power_w(samples)
+    power_how = f"{METRIC_LABELS['power_w_per_gpu']}: {TELEMETRY_HOW} with power draw"
+    if total_power is not None:
+        gpus = len({s.gpu_index for s in samples if s.power_w is not None})
+        put("power_w_per_gpu", total_power / gpus, SOURCE_TELEMETRY, "")
+    else:
+        put(
+            "power_w_per_gpu",
+            fields.watts_per_gpu,
+            SOURCE_STATED,
+            power_how + " or state it (--meta watts_per_gpu=700)",
+        )
+
+    joule_label = METRIC_LABELS["tokens_per_joule"]
+    if total_power is None:
+        joule_how = f"{joule_label}: {TELEMETRY_HOW} with power draw"
+    elif decode is None:
+        joule_how = f"{joule_label}: needs decode tok/s ({decode_how})"
+    else:
+        joule_how = f"{joule_label}: telemetry reports 0 W"
+    put(
+        "tokens_per_joule",
+        decode / total_power if decode is not None and total_power else None,
+        "decode tok/s / mean total telemetry power",
+        joule_how,
+    )
+
+    return RunMetrics(**values, sources=sources, missing=missing)
+
+
+def _mean_total_power_w(samples: Sequence[TelemetrySample]) -> float | None:
+    """Mean total power of the accelerators: the sum over GPUs of each GPU's mean power.
+
+    Averaging per GPU first keeps the figure right when GPUs are sampled at different instants.
+    """
+    by_gpu: dict[int, list[float]] = {}
+    for sample in samples:
+        if sample.power_w is not None:
+            by_gpu.setdefault(sample.gpu_index, []).append(sample.power_w)
+    if not by_gpu:
+        return None
+    return float(sum(np.mean(powers) for powers in by_gpu.values()))
+
+
+# --- chart helpers --------------------------------------------------------------------------
+
+
+def timeline(artifact: BenchmarkArtifact, bucket_s: float = 1.0) -> Timeline | None:
+    """Output tokens/s over the run, or None without per-request start times.
+
+    The files record when each request started, its TTFT and end-to-end latency, not each
+    token's time, so a request's output tokens are spread evenly from its first token to its
+    end (all at once when the two coincide).
+    """
+    if not bucket_s > 0:
+        raise ValueError("bucket_s must be more than 0")
+    per_request = artifact.per_request
+    if per_request is None or not per_request.start_s or not per_request.output_tokens:
+        return None
+    _check_aligned(per_request)
+    ttfts = per_request.ttft_ms or (0.0,) * len(per_request.start_s)
+    latencies = per_request.latency_ms or ttfts
+    spans = [
+        (start + ttft / 1000, start + max(latency, ttft) / 1000, tokens)
+        for start, ttft, latency, tokens in zip(
+            per_request.start_s, ttfts, latencies, per_request.output_tokens, strict=True
+        )
+    ]
+    buckets = [0.0] * (math.floor(max(end for _, end, _ in spans) / bucket_s) + 1)
+    for first, end, tokens in spans:
+        if end <= first:
+            buckets[math.floor(first / bucket_s)] += tokens
+            continue
+        for index in range(math.floor(first / bucket_s), math.floor(end / bucket_s) + 1):
+            overlap = min(end, (index + 1) * bucket_s) - max(first, index * bucket_s)
+            if overlap > 0:
+                buckets[index] += tokens * overlap / (end - first)
+    return Timeline(
+        bucket_s=bucket_s,
+        bucket_start_s=tuple(index * bucket_s for index in range(len(buckets))),
+        output_tokens_per_s=tuple(tokens / bucket_s for tokens in buckets),
+    )
+
+
+def distribution(values: Sequence[float]) -> Distribution | None:
+    """Count, mean, min, p50 / p95 / p99 (linear interpolation) and max; None when empty."""
+    if not values:
+        return None
+    array = np.asarray(values, dtype=float)
+    p50, p95, p99 = (float(v) for v in np.percentile(array, [50, 95, 99]))
+    return Distribution(
+        count=len(array),
+        mean=float(array.mean()),
+        minimum=float(array.min()),
+        p50=p50,
+        p95=p95,
+        p99=p99,
+        maximum=float(array.max()),
+    )

@@ -1,0 +1,64 @@
+"""Benchmark runs and gates."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from audit_app.models import Recommendation, Upload
+
+
+class BenchmarkRun(models.Model):
+    """One benchmark artifact (vLLM, GuideLLM, AIPerf, LLMPerf), converted, with the run fields
+    no tool records and the metrics computed from both."""
+
+    # One artifact file can back several runs (the same result with different run fields).
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="benchmark_runs")
+    telemetry_upload = models.ForeignKey(
+        Upload, null=True, blank=True, on_delete=models.SET_NULL, related_name="telemetry_for"
+    )
+    name = models.CharField(max_length=200)
+    tool = models.CharField(max_length=32)
+    model = models.CharField(max_length=300)
+    fields = models.JSONField(default=dict)  # RunFields, as given (form / --meta / metadata)
+    artifact = models.JSONField(default=dict)  # BenchmarkArtifact as stored
+    metrics = models.JSONField(default=dict)  # RunMetrics
+    assumptions = models.JSONField(default=list)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.tool}, {self.model})"
+
+
+class Gate(models.Model):
+    """An immutable comparison of a candidate run with a baseline: inputs, artifact hashes,
+    outputs, who and when. Never edited; a new comparison is a new gate."""
+
+    class Verdict(models.TextChoices):
+        PASS = "pass", "Pass"
+        FAIL = "fail", "Fail"
+        INVALID = "invalid", "Invalid"
+        INCOMPLETE = "incomplete", "Incomplete"
+
+    baseline = models.ForeignKey(BenchmarkRun, on_delete=models.PROTECT, related_name="+")
+    candidate = models.ForeignKey(BenchmarkRun, on_delete=models.PROTECT, related_name="+")
+    baseline_sha256 = models.CharField(max_length=64)
+    candidate_sha256 = models.CharField(max_length=64)
+    inputs = models.JSONField(default=dict)  # mode, cold start, traffic, tolerances
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    result = models.JSONField(default=dict)  # checks, confounders, missing, costs, summary
+    recommendation = models.ForeignKey(
+        Recommendation, null=True, blank=True, on_delete=models.SET_NULL, related_name="gates"
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"gate {self.pk}: {self.verdict}"

@@ -1,0 +1,216 @@
+"""Benchmark services: import a run (artifact + run fields), evaluate a gate.
+
+Imports run in the request (artifacts are small and a CI pipeline wants its verdict at once);
+the raw file is kept as an Upload like every other file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from enum import Enum
+from typing import Any, BinaryIO
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit_app.models import Recommendation, RecommendationEvent, Upload
+from audit_app.services.uploads import DuplicateUpload, UploadRefused, upload_create
+from benchmarks_app import converters, gating, metrics
+from benchmarks_app.artifacts import (
+    ArtifactError,
+    BenchmarkArtifact,
+    PerRequest,
+    TelemetrySample,
+)
+from benchmarks_app.models import BenchmarkRun, Gate
+
+
+class RunRefused(Exception):
+    def __init__(self, message: str, *, field: str = "file") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def jsonable(value: Any) -> Any:
+    """Dataclasses, Decimals, enums and tuples as plain JSON values (Decimals as strings)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def artifact_from_json(data: Mapping[str, Any]) -> BenchmarkArtifact:
+    values = dict(data)
+    per_request = values.get("per_request")
+    values["per_request"] = (
+        PerRequest(**{k: tuple(v) for k, v in per_request.items()}) if per_request else None
+    )
+    values["telemetry"] = tuple(TelemetrySample(**s) for s in values.get("telemetry") or ())
+    values["assumptions"] = tuple(values.get("assumptions") or ())
+    return BenchmarkArtifact(**values)
+
+
+def _dataclass_from_json(cls: type, data: Mapping[str, Any]) -> Any:
+    """Rebuild a frozen dataclass, turning Decimal-typed fields back into Decimals."""
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if isinstance(value, str) and "Decimal" in str(f.type) and value:
+            value = Decimal(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def run_fields(run: BenchmarkRun) -> metrics.RunFields:
+    return _dataclass_from_json(metrics.RunFields, run.fields)
+
+
+def run_metrics(run: BenchmarkRun) -> metrics.RunMetrics:
+    return _dataclass_from_json(metrics.RunMetrics, run.metrics)
+
+
+def _stored_upload(source: BinaryIO, filename: str, fmt: str, user: Any) -> Upload:
+    try:
+        return upload_create(
+            source=source,
+            original_name=filename,
+            kind=Upload.Kind.BENCHMARK,
+            requested_format=fmt,
+            user=user,
+            enqueue=False,
+        )
+    except DuplicateUpload as exc:
+        # The same result file again: a new run over the kept file (its fields may differ).
+        if exc.first.kind != Upload.Kind.BENCHMARK:
+            raise RunRefused(str(exc)) from None
+        return exc.first
+    except UploadRefused as exc:
+        raise RunRefused(str(exc), field=exc.field) from None
+
+
+@transaction.atomic
+def benchmark_run_import(
+    *,
+    source: BinaryIO,
+    filename: str,
+    format: str = "auto",
+    meta: Mapping[str, str] | None = None,
+    name: str = "",
+    user: Any = None,
+    telemetry: tuple[BinaryIO, str] | None = None,
+) -> BenchmarkRun:
+    """Store the file, convert it, compute its metrics. RunRefused says what is wrong."""
+    upload = _stored_upload(source, filename, format, user)
+    with upload.file.open("rb") as stored:
+        data = stored.read()
+    try:
+        artifact = converters.convert(data, filename=filename, format=format)
+    except ArtifactError as exc:
+        Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=str(exc))
+        raise RunRefused(f"{filename}: {exc}") from None
+    telemetry_upload = None
+    if telemetry is not None:
+        telemetry_upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)
+        with telemetry_upload.file.open("rb") as stored:
+            try:
+                samples = converters.convert(
+                    stored.read(), filename=telemetry[1], format="telemetry"
+                ).telemetry
+            except ArtifactError as exc:
+                raise RunRefused(f"{telemetry[1]}: {exc}", field="telemetry") from None
+        artifact = dataclasses.replace(artifact, telemetry=tuple(samples))
+    try:
+        fields = metrics.run_fields_from(artifact, dict(meta or {}))
+    except ValueError as exc:
+        raise RunRefused(str(exc), field="meta") from None
+    computed = metrics.compute_metrics(artifact, fields)
+    for stored_upload in filter(None, [upload, telemetry_upload]):
+        Upload.objects.filter(pk=stored_upload.pk).update(
+            status=Upload.Status.SUCCEEDED,
+            format=artifact.tool if stored_upload is upload else "telemetry",
+            finished_at=timezone.now(),
+            error="",
+        )
+    return BenchmarkRun.objects.create(
+        upload=upload,
+        telemetry_upload=telemetry_upload,
+        name=(name or filename)[:200],
+        tool=artifact.tool,
+        model=(fields.model or artifact.model)[:300],
+        fields=jsonable(fields),
+        artifact=jsonable(artifact),
+        metrics=jsonable(computed),
+        assumptions=list(artifact.assumptions),
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+
+
+@transaction.atomic
+def gate_evaluate(
+    *,
+    baseline: BenchmarkRun,
+    candidate: BenchmarkRun,
+    mode: str = "always_on",
+    cold_start_seconds: float = 0.0,
+    traffic: Sequence[int] | None = None,
+    traffic_source: str = "",
+    tolerances: Mapping[str, float] | None = None,
+    recommendation: Recommendation | None = None,
+    user: Any = None,
+) -> Gate:
+    """Compare two runs and record the verdict for good. A linked recommendation moves to
+    verified on a pass and gate_failed on a fail."""
+    kwargs: dict[str, Any] = {
+        "baseline": (run_fields(baseline), run_metrics(baseline)),
+        "candidate": (run_fields(candidate), run_metrics(candidate)),
+        "demand_per_hour": list(traffic) if traffic else None,
+        "mode": gating.ScalingMode(mode),
+        "cold_start_seconds": cold_start_seconds,
+    }
+    if tolerances:
+        kwargs["tolerances"] = gating.tolerances_with(dict(tolerances))
+    verdict = gating.evaluate_gate(**kwargs)
+    gate = Gate.objects.create(
+        baseline=baseline,
+        candidate=candidate,
+        baseline_sha256=baseline.upload.sha256,
+        candidate_sha256=candidate.upload.sha256,
+        inputs={
+            "mode": mode,
+            "cold_start_seconds": cold_start_seconds,
+            "traffic": traffic_source or ("profile" if traffic else "always busy"),
+            "traffic_hours": len(traffic or []),
+            "tolerances": dict(tolerances or {}),
+        },
+        verdict=verdict.verdict,
+        result=jsonable(verdict),
+        recommendation=recommendation,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    if recommendation is not None and verdict.verdict in ("pass", "fail"):
+        new_status = (
+            Recommendation.Status.VERIFIED
+            if verdict.verdict == "pass"
+            else Recommendation.Status.GATE_FAILED
+        )
+        RecommendationEvent.objects.create(
+            recommendation=recommendation,
+            from_status=recommendation.status,
+            to_status=new_status,
+            user=gate.created_by,
+            note=f"Gate {gate.pk}: {verdict.summary}",
+        )
+        recommendation.status = new_status
+        recommendation.save(update_fields=["status", "updated_at"])
+    return gate
