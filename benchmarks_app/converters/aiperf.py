@@ -159,7 +159,7 @@ def _read_csv(text: str) -> dict[str, dict[str, Any]]:
 
 
 def _split_display_name(cell: str) -> tuple[str, str | None]:
-    """"Time To First Token (ms)" -> ("time_to_first_token", "ms")."""
+    """Split a display name: `Time To First Token (ms)` -> ("time_to_first_token", "ms")."""
     match = _DISPLAY_NAME.match(cell)
     name, unit = (match["name"], match["unit"]) if match else (cell, None)
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_"), unit

@@ -77,13 +77,6 @@ PER_SECOND_UNITS = frozenset(
 MISSING_TEXT = frozenset({"", "null", "none", "nan", "n/a", "[n/a]", "[not supported]", "-"})
 
 
-class Converter:
-    """What every converter provides (a module, or an object such as `aiperf.GENAI_PERF`)."""
-
-    sniff: Callable[[bytes, str], bool]
-    convert: Callable[..., BenchmarkArtifact]
-
-
 @dataclass(frozen=True, kw_only=True)
 class ToolConverter:
     """A converter that is one module's functions under another tool name."""
@@ -118,9 +111,31 @@ def head_text(data: bytes) -> str:
 
 
 def json_error_sentence(error: json.JSONDecodeError, text: str) -> str:
-    if not text[error.pos :].strip():
-        return f"the JSON ends early at line {error.lineno} (truncated file?)"
+    if not text[error.pos :].strip() or _unclosed(text):
+        last_line = text.rstrip().count("\n") + 1
+        return f"the JSON ends early at line {last_line} (truncated file?)"
     return f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+
+
+def _unclosed(text: str) -> bool:
+    """Does the text stop inside a string or with a bracket still open (a cut-off file)?"""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+    return in_string or depth > 0
 
 
 def load_json(data: bytes) -> Any:
@@ -230,5 +245,5 @@ def relative_starts(starts: Sequence[float]) -> tuple[float, ...]:
 
 
 def fmt(number: float) -> str:
-    """A number for an assumption sentence: up to 4 significant decimals, no trailing zeros."""
-    return f"{number:.4g}" if abs(number) < 1000 else f"{number:,.0f}"
+    """A number for an assumption sentence: 6 significant digits, thousands separated."""
+    return f"{number:.6g}" if abs(number) < 1000 else f"{number:,.0f}"

@@ -25,6 +25,7 @@ missing (never taken from p99).
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -132,8 +133,10 @@ def _convert_result(record: Mapping[str, Any], assumptions: list[str]) -> Benchm
             )
     completed = to_int(record["completed"], "completed")
     reported = _latency_stats(record, assumptions)
-    for key, source in (("output_tokens_per_s", "output_throughput"),
-                        ("requests_per_s", "request_throughput")):
+    for key, source in (
+        ("output_tokens_per_s", "output_throughput"),
+        ("requests_per_s", "request_throughput"),
+    ):
         value = to_float(record.get(source), source)
         if value is not None:
             reported[key] = value
@@ -144,26 +147,40 @@ def _convert_result(record: Mapping[str, Any], assumptions: list[str]) -> Benchm
         if missing:
             assumptions.append(
                 f"No p95 for {' and '.join(m.upper() for m in missing)} in the file and no "
-                "per-request arrays (run with --metric-percentiles 95,99 or --save-detailed)."
+                "per-request `ttfts` (run with --metric-percentiles 95,99 or --save-detailed)."
             )
 
-    request_rate = record.get("request_rate")
+    failed = _failed(record, completed, assumptions)
+    request_rate = to_float(record.get("request_rate"), "request_rate")  # "inf" = unlimited
     return BenchmarkArtifact(
         tool=TOOL,
         tool_version=str(record.get("vllm_version") or ""),
         model=str(record.get("model_id") or record.get("model") or ""),
         duration_s=to_float(record["duration"], "duration"),
         completed_requests=completed,
-        failed_requests=to_int(record.get("failed"), "failed"),
+        failed_requests=failed,
         total_input_tokens=to_int(record.get("total_input_tokens"), "total_input_tokens"),
         total_output_tokens=to_int(record.get("total_output_tokens"), "total_output_tokens"),
-        request_rate=None if request_rate == "inf" else to_float(request_rate, "request_rate"),
+        request_rate=None if request_rate is None or math.isinf(request_rate) else request_rate,
         max_concurrency=to_int(record.get("max_concurrency"), "max_concurrency"),
         reported=reported,
         per_request=per_request,
         metadata=metadata_from(record),
         assumptions=tuple(assumptions),
     )
+
+
+def _failed(record: Mapping[str, Any], completed: int | None, assumptions: list[str]) -> int | None:
+    if "failed" in record:
+        return to_int(record["failed"], "failed")
+    prompts = to_int(record.get("num_prompts"), "num_prompts")
+    if prompts is None or completed is None or prompts < completed:
+        return None
+    assumptions.append(
+        f"Failed requests = num_prompts {prompts} − completed {completed} (the legacy file has "
+        "no `failed`)."
+    )
+    return prompts - completed
 
 
 def _latency_stats(record: Mapping[str, Any], assumptions: list[str]) -> dict[str, float]:
@@ -198,6 +215,9 @@ def _per_request(
     record: Mapping[str, Any], completed: int | None, assumptions: list[str]
 ) -> PerRequest | None:
     names = ("ttfts", "latencies", "itls", "input_lens", "output_lens", "start_times")
+    for name in names:
+        if record.get(name) is not None and not isinstance(record[name], list):
+            raise ArtifactError(f"`{name}` is not a list")
     if not any(isinstance(record.get(name), list) and record[name] for name in names):
         return None
     success = _success_mask(record)
@@ -343,9 +363,7 @@ def _ints(values: list[Any] | None, name: str) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _convert_inferencex_row(
-    record: Mapping[str, Any], assumptions: list[str]
-) -> BenchmarkArtifact:
+def _convert_inferencex_row(record: Mapping[str, Any], assumptions: list[str]) -> BenchmarkArtifact:
     if "output_tput_per_gpu" not in record:
         raise ArtifactError(
             "`output_tput_per_gpu` is missing from the InferenceX row (`tput_per_gpu` counts "
@@ -402,7 +420,9 @@ def _inferencex_gpus(record: Mapping[str, Any]) -> tuple[int | None, int | None]
     tp = to_int(record.get("tp"), "tp")
     if tp is None:
         raise ArtifactError("`tp` is missing from the InferenceX row (needed for the GPU count)")
-    gpus = tp * (to_int(record.get("pp"), "pp") or 1) * (
-        to_int(record.get("pcp_size"), "pcp_size") or 1
+    gpus = (
+        tp
+        * (to_int(record.get("pp"), "pp") or 1)
+        * (to_int(record.get("pcp_size"), "pcp_size") or 1)
     )
     return gpus, gpus
