@@ -11,8 +11,16 @@ from benchmarks_app.models import BenchmarkRun, Gate
 class BenchmarkRunAdmin(admin.ModelAdmin):
     list_display = ("id", "name", "tool", "model", "created_at")
     search_fields = ("name", "model")
-    readonly_fields = ("upload", "telemetry_upload", "tool", "artifact", "metrics",
-                       "assumptions", "created_by", "created_at")
+    readonly_fields = (
+        "upload",
+        "telemetry_upload",
+        "tool",
+        "artifact",
+        "metrics",
+        "assumptions",
+        "created_by",
+        "created_at",
+    )
 
 
 @admin.register(Gate)

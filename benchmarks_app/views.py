@@ -34,6 +34,9 @@ class RunForm(forms.Form):
     num_gpus = forms.CharField(label="Accelerators", required=False)
     gpu_type = forms.CharField(label="Accelerator type", required=False)
     usd_per_gpu_hour = forms.CharField(label="$ per accelerator-hour", required=False)
+    gpu_utilization_pct = forms.CharField(
+        label="GPU utilization % (when no telemetry is attached)", required=False
+    )
     dataset = forms.CharField(label="Dataset", required=False)
     input_len = forms.CharField(label="Input length", required=False)
     output_len = forms.CharField(label="Output length", required=False)

@@ -1,0 +1,222 @@
+"""Benchmark runs and gates through the CLI, the API and the pages."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from audit_app.models import Recommendation, Workload
+from benchmarks_app.models import BenchmarkRun, Gate
+
+pytestmark = pytest.mark.django_db
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
+BASELINE = FIXTURES / "vllm_baseline.json"
+CANDIDATE = FIXTURES / "vllm_candidate.json"
+UTILISATION = [
+    "--meta-baseline",
+    "gpu_utilization_pct=80",
+    "--meta-candidate",
+    "gpu_utilization_pct=85",
+]
+
+
+def _gate(*args: str) -> tuple[int, dict[str, Any]]:
+    out = StringIO()
+    code = 0
+    try:
+        call_command(
+            "gate",
+            "--baseline",
+            str(BASELINE),
+            "--candidate",
+            str(CANDIDATE),
+            "--json",
+            *args,
+            stdout=out,
+        )
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, json.loads(out.getvalue())
+
+
+def _expected_usd_per_million(tokens_per_s: float) -> Decimal:
+    # Busy-only: $4 per GPU-hour x 8 GPUs / (T x 3600) x 1e6.
+    return Decimal(4) * 8 / (Decimal(str(tokens_per_s)) * 3600) * Decimal(1_000_000)
+
+
+def test_pass_when_everything_improves() -> None:
+    code, body = _gate(*UTILISATION)
+    assert code == 0
+    assert body["verdict"] == "pass"
+    assert body["confounders"] == [] and body["missing"] == []
+    assert all(check["passed"] for check in body["checks"])
+    baseline = BenchmarkRun.objects.get(pk=body["baseline_run"])
+    tokens = baseline.metrics["decode_tokens_per_s"]
+    # 50 requests: total output tokens / duration, read back independently from the file.
+    raw = json.loads(BASELINE.read_text())
+    assert tokens == pytest.approx(raw["total_output_tokens"] / raw["duration"])
+    expected = _expected_usd_per_million(tokens)
+    assert abs(Decimal(body["cost_per_million_tokens"]["baseline"]) - expected) < Decimal("1e-9")
+    gate = Gate.objects.get(pk=body["gate_id"])
+    assert gate.baseline_sha256 == baseline.upload.sha256
+
+
+def test_incomplete_names_what_is_missing() -> None:
+    code, body = _gate()
+    assert code == 1
+    assert body["verdict"] == "incomplete"
+    assert any("GPU utilization" in m and "baseline" in m for m in body["missing"])
+
+
+def test_fail_names_the_regressed_metric() -> None:
+    # Swap the runs: the "candidate" is now the slower one.
+    out = StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        call_command(
+            "gate",
+            "--baseline",
+            str(CANDIDATE),
+            "--candidate",
+            str(BASELINE),
+            "--json",
+            "--meta-baseline",
+            "gpu_utilization_pct=85",
+            "--meta-candidate",
+            "gpu_utilization_pct=85",
+            stdout=out,
+        )
+    assert exit_info.value.code == 1
+    body = json.loads(out.getvalue())
+    assert body["verdict"] == "fail"
+    failed = {c["metric"] for c in body["checks"] if not c["passed"]}
+    assert {"ttft_p95_ms", "tpot_p95_ms", "decode_tokens_per_s"} <= failed
+
+
+def test_invalid_names_the_confounder() -> None:
+    code, body = _gate(*UTILISATION, "--meta-candidate", "quantization=int4")
+    assert code == 1
+    assert body["verdict"] == "invalid"
+    assert body["confounders"] == ["quantization differs: baseline fp8, candidate int4"]
+
+
+def test_traffic_profile_and_mode(tmp_path: Path) -> None:
+    traffic = tmp_path / "traffic.csv"
+    traffic.write_text("hour,output_tokens\n0,0\n1,5000000\n2,0\n")
+    code, body = _gate(*UTILISATION, "--traffic", str(traffic), "--mode", "scale_to_zero")
+    assert body["verdict"] == "pass"
+    assert set(body["cost_by_mode"]) == {"always_on", "autoscale", "scale_to_zero"}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("hour,output_tokens\n0,lots\n")
+    with pytest.raises(CommandError, match="--traffic"):
+        _gate(*UTILISATION, "--traffic", str(bad))
+
+
+def test_benchmark_import_cli_refuses_the_wrong_tool() -> None:
+    with pytest.raises(CommandError, match="not aiperf output"):
+        call_command("benchmark_import", str(BASELINE), "--format", "aiperf")
+    with pytest.raises(CommandError, match="--meta expects KEY=VALUE"):
+        call_command("benchmark_import", str(BASELINE), "--meta", "num_gpus")
+
+
+def test_api_runs_gates_and_recommendation_link(
+    client: Client, engineer_user: Any, manager_user: Any
+) -> None:
+    client.force_login(engineer_user)
+    ids = []
+    for path in (BASELINE, CANDIDATE):
+        response = client.post(
+            "/api/v1/benchmark-runs/",
+            {"file": SimpleUploadedFile(path.name, path.read_bytes()), "gpu_utilization_pct": "80"},
+        )
+        assert response.status_code == 201, response.json()
+        ids.append(response.json()["id"])
+    workload = Workload.objects.create(name="evals")
+    recommendation = Recommendation.objects.create(
+        workload=workload,
+        target_kind="dedicated_hardware",
+        target="H100 pool",
+        current_monthly_usd=10,
+        projected_monthly_usd=5,
+        savings_monthly_usd=5,
+        confidence="low",
+        period_start="2026-11-01",
+        period_end="2026-11-30",
+    )
+    response = client.post(
+        "/api/v1/gates/",
+        {"baseline": ids[0], "candidate": ids[1], "recommendation": recommendation.pk},
+    )
+    assert response.status_code == 201
+    assert response.json()["verdict"] == "pass"
+    recommendation.refresh_from_db()
+    assert recommendation.status == "verified"
+    assert client.get(f"/api/v1/gates/{response.json()['id']}/").json()["verdict"] == "pass"
+    # Managers read, but only engineers import runs and create gates.
+    client.force_login(manager_user)
+    assert client.get("/api/v1/benchmark-runs/").status_code == 200
+    assert (
+        client.post("/api/v1/gates/", {"baseline": ids[0], "candidate": ids[1]}).status_code == 403
+    )
+    bad = client.post("/api/v1/benchmark-runs/", {"file": SimpleUploadedFile("x.json", b"{")})
+    assert bad.status_code == 403
+
+
+def test_api_bad_file_is_a_clear_400(client: Client, engineer_user: Any) -> None:
+    client.force_login(engineer_user)
+    response = client.post(
+        "/api/v1/benchmark-runs/", {"file": SimpleUploadedFile("broken.json", b'{"duration": 1')}
+    )
+    assert response.status_code == 400
+    message = response.json()["errors"]["file"][0]
+    assert message.startswith("broken.json: ") and "Traceback" not in message
+
+
+def test_pages(client: Client, engineer_user: Any) -> None:
+    client.force_login(engineer_user)
+    response = client.post(
+        "/benchmarks/",
+        {
+            "file": SimpleUploadedFile(BASELINE.name, BASELINE.read_bytes()),
+            "format": "auto",
+            "gpu_utilization_pct": "",
+            "name": "baseline",
+        },
+    )
+    assert response.status_code == 302
+    run = BenchmarkRun.objects.get()
+    detail = client.get(f"/benchmarks/runs/{run.pk}/")
+    assert detail.status_code == 200
+    assert detail.context["distribution_figure"]["data"][0]["name"] == "TTFT (ms)"
+    client.post(
+        "/benchmarks/",
+        {
+            "file": SimpleUploadedFile(CANDIDATE.name, CANDIDATE.read_bytes()),
+            "format": "auto",
+            "name": "candidate",
+        },
+    )
+    candidate = BenchmarkRun.objects.exclude(pk=run.pk).get()
+    response = client.post(
+        "/benchmarks/",
+        {
+            "baseline": run.pk,
+            "candidate": candidate.pk,
+            "mode": "autoscale",
+            "cold_start_seconds": "30",
+            "traffic_csv": "",
+        },
+    )
+    gate = Gate.objects.get()
+    assert response["Location"] == f"/benchmarks/gates/{gate.pk}/"
+    page = client.get(response["Location"])
+    assert page.context["gate"].verdict == "incomplete"  # no GPU utilization stated
+    assert "GPU utilization" in page.content.decode()
+    assert [t["name"] for t in page.context["cost_figure"]["data"]] == ["Baseline", "Candidate"]
