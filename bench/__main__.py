@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench import classification, histograms, ingest
+from bench import classification, gate, histograms, ingest
 
-BENCHMARKS = [classification, histograms, ingest]
+BENCHMARKS = [classification, gate, histograms, ingest]
 
 
 def main() -> None:
