@@ -496,3 +496,16 @@ def filter_choices() -> dict[str, list[str]]:
         field: sorted(v for v in queryset.values_list(field, flat=True).distinct().order_by() if v)
         for field in ("team", "provider", "model")
     }
+
+
+def hourly_output_tokens(*, queryset: QuerySet[HourlyRollup], start: date, end: date) -> list[int]:
+    """Output tokens per hour over start..end (UTC), zeros included: the demand profile the
+    cost model prices (recommendations, benchmark gates)."""
+    origin = datetime.combine(start, time.min, tzinfo=UTC)
+    hours = ((end - start).days + 1) * 24
+    demand = [0] * hours
+    for row in queryset.values("hour").annotate(o=Sum("output_tokens")).order_by():
+        index = int((row["hour"] - origin).total_seconds() // 3600)
+        if 0 <= index < hours:
+            demand[index] += row["o"]
+    return demand

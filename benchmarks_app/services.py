@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from decimal import Decimal
 from enum import Enum
 from typing import Any, BinaryIO
@@ -214,3 +215,22 @@ def gate_evaluate(
         recommendation.status = new_status
         recommendation.save(update_fields=["status", "updated_at"])
     return gate
+
+
+def workload_traffic(name: str) -> tuple[list[int], str]:
+    """A workload's output tokens per hour over its last 30 days with data, and a label."""
+    from audit_app.selectors import data_date_range, hourly_output_tokens, rollups_in_range
+
+    bounds = data_date_range()
+    if bounds is None or not name:
+        raise RunRefused(f"no traffic for workload {name!r}", field="traffic_workload")
+    end = bounds[1]
+    start = max(bounds[0], end - timedelta(days=29))
+    demand = hourly_output_tokens(
+        queryset=rollups_in_range(start=start, end=end, workload=name), start=start, end=end
+    )
+    if not any(demand):
+        raise RunRefused(
+            f"workload {name!r} has no traffic from {start} to {end}", field="traffic_workload"
+        )
+    return demand, f"workload {name}, {start} to {end}"

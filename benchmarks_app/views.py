@@ -20,7 +20,12 @@ from audit_app.services.uploads import BENCHMARK_FORMATS
 from benchmarks_app import charts, gating
 from benchmarks_app.api.views import META_KEYS
 from benchmarks_app.models import BenchmarkRun, Gate
-from benchmarks_app.services import RunRefused, benchmark_run_import, gate_evaluate
+from benchmarks_app.services import (
+    RunRefused,
+    benchmark_run_import,
+    gate_evaluate,
+    workload_traffic,
+)
 
 
 class RunForm(forms.Form):
@@ -58,6 +63,9 @@ class GateForm(forms.Form):
         label="Traffic (CSV hour,output_tokens; empty = always busy)",
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
+    )
+    traffic_workload = forms.CharField(
+        label="Or price on a workload's last 30 days (workload name)", required=False
     )
     recommendation = forms.ModelChoiceField(
         queryset=Recommendation.objects.all(), required=False, label="For recommendation"
@@ -130,13 +138,20 @@ class BenchmarkListView(RoleRequiredMixin, View):
             except ValueError as exc:
                 form.add_error("traffic_csv", str(exc))
                 return self._render(request, RunForm(), form, status=400)
+        source = "CSV" if traffic else ""
+        if values["traffic_workload"].strip():
+            try:
+                traffic, source = workload_traffic(values["traffic_workload"].strip())
+            except RunRefused as exc:
+                form.add_error("traffic_workload", str(exc))
+                return self._render(request, RunForm(), form, status=400)
         gate = gate_evaluate(
             baseline=values["baseline"],
             candidate=values["candidate"],
             mode=values["mode"],
             cold_start_seconds=values["cold_start_seconds"],
             traffic=traffic,
-            traffic_source="CSV" if traffic else "",
+            traffic_source=source,
             recommendation=values["recommendation"],
             user=request.user,
         )

@@ -17,7 +17,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Sum
 
 from audit_app.costing import Deployment, ScalingMode, monthly_cost
 from audit_app.models import (
@@ -30,7 +29,12 @@ from audit_app.models import (
 )
 from audit_app.permissions import Role, has_role
 from audit_app.pricing import normalize_model, normalize_provider
-from audit_app.selectors import price_book, priced_groups, rollups_in_range
+from audit_app.selectors import (
+    hourly_output_tokens,
+    price_book,
+    priced_groups,
+    rollups_in_range,
+)
 from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
 from audit_app.services.classification import analysis_window, effective_class
 
@@ -177,18 +181,6 @@ def _hardware_options(model: str, demand: list[int]) -> list[Option]:
     return options
 
 
-def _hourly_output(queryset: Any, start: date, hours: int) -> list[int]:
-    from datetime import UTC, datetime, time
-
-    origin = datetime.combine(start, time.min, tzinfo=UTC)
-    demand = [0] * hours
-    for row in queryset.values("hour").annotate(o=Sum("output_tokens")).order_by():
-        index = int((row["hour"] - origin).total_seconds() // 3600)
-        if 0 <= index < hours:
-            demand[index] += row["o"]
-    return demand
-
-
 def workload_options(
     workload: Workload, *, start: date, end: date, gpu_cost: Decimal
 ) -> tuple[Decimal, list[Option]]:
@@ -222,8 +214,10 @@ def workload_options(
         is_self_hosted = gpu_cost > 0 and entry["spend"] == 0
         replaced = _month(gpu_cost if is_self_hosted else entry["spend"], hours)
         others = current - replaced  # the rest of the workload stays where it is
-        demand = _hourly_output(
-            queryset.filter(provider=entry["provider"], model=entry["model"]), start, hours
+        demand = hourly_output_tokens(
+            queryset=queryset.filter(provider=entry["provider"], model=entry["model"]),
+            start=start,
+            end=end,
         )
         candidates = [
             _batch_option(entry, hours),

@@ -18,7 +18,12 @@ from audit_app.permissions import ALL_ROLES, Role
 from audit_app.services.uploads import BENCHMARK_FORMATS
 from benchmarks_app import gating
 from benchmarks_app.models import BenchmarkRun, Gate
-from benchmarks_app.services import RunRefused, benchmark_run_import, gate_evaluate
+from benchmarks_app.services import (
+    RunRefused,
+    benchmark_run_import,
+    gate_evaluate,
+    workload_traffic,
+)
 
 RUN_WRITERS = frozenset({Role.ENGINEER})
 META_KEYS = (
@@ -120,6 +125,7 @@ class GateInput(serializers.Serializer):
     )
     cold_start_seconds = serializers.FloatField(default=0.0, min_value=0)
     traffic_csv = serializers.CharField(required=False, allow_blank=True, default="")
+    traffic_workload = serializers.CharField(required=False, allow_blank=True, default="")
     recommendation = serializers.IntegerField(required=False)
     tolerances = serializers.DictField(child=serializers.FloatField(min_value=0), required=False)
 
@@ -172,6 +178,12 @@ class GateCreateApi(APIView):
                 traffic = gating.parse_traffic_csv(values["traffic_csv"])
             except ValueError as exc:
                 raise ValidationError({"traffic_csv": [str(exc)]}) from None
+        source = "CSV" if traffic else ""
+        if values["traffic_workload"]:
+            try:
+                traffic, source = workload_traffic(values["traffic_workload"])
+            except RunRefused as exc:
+                raise ValidationError({exc.field: [str(exc)]}) from None
         recommendation = None
         if values.get("recommendation"):
             recommendation = Recommendation.objects.filter(pk=values["recommendation"]).first()

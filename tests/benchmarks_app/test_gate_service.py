@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -220,3 +221,30 @@ def test_pages(client: Client, engineer_user: Any) -> None:
     assert page.context["gate"].verdict == "incomplete"  # no GPU utilization stated
     assert "GPU utilization" in page.content.decode()
     assert [t["name"] for t in page.context["cost_figure"]["data"]] == ["Baseline", "Candidate"]
+
+
+def test_gate_on_a_workloads_last_30_days() -> None:
+    import io
+
+    from audit_app.selectors import hourly_output_tokens, rollups_in_range
+    from audit_app.services.ingest import upload_ingest
+    from audit_app.services.uploads import upload_create
+
+    log = (
+        b"started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n"
+        b"2026-11-02T01:10:00Z,2026-11-02T01:10:05Z,evals,vllm,llama,100,7000000\n"
+        b"2026-11-02T03:10:00Z,2026-11-02T03:10:05Z,evals,vllm,llama,100,1000000\n"
+    )
+    upload = upload_create(source=io.BytesIO(log), original_name="t.csv", enqueue=False)
+    upload_ingest(upload_id=upload.pk)
+    demand = hourly_output_tokens(
+        queryset=rollups_in_range(workload="evals"), start=date(2026, 11, 2), end=date(2026, 11, 2)
+    )
+    assert demand[1] == 7_000_000 and demand[3] == 1_000_000 and sum(demand) == 8_000_000
+    code, body = _gate(*UTILISATION, "--traffic-workload", "evals", "--mode", "scale_to_zero")
+    assert body["verdict"] == "pass"
+    gate = Gate.objects.get(pk=body["gate_id"])
+    assert gate.inputs["traffic"] == "workload evals, 2026-11-02 to 2026-11-02"
+    assert gate.inputs["traffic_hours"] == 24
+    with pytest.raises(CommandError, match="no traffic"):
+        _gate(*UTILISATION, "--traffic-workload", "nobody")

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmarks_app import gating
 from benchmarks_app.management.commands.benchmark_import import import_path, parse_meta
 from benchmarks_app.models import BenchmarkRun
-from benchmarks_app.services import gate_evaluate
+from benchmarks_app.services import RunRefused, gate_evaluate, workload_traffic
 
 
 def _run(reference: str, meta: dict[str, str]) -> BenchmarkRun:
@@ -34,6 +34,11 @@ class Command(BaseCommand):
         parser.add_argument("--meta-candidate", action="append", metavar="KEY=VALUE")
         parser.add_argument("--traffic", help="CSV with hour,output_tokens")
         parser.add_argument(
+            "--traffic-workload",
+            metavar="NAME",
+            help="Price both runs on this workload's last 30 days of traffic.",
+        )
+        parser.add_argument(
             "--mode", default="always_on", choices=["always_on", "autoscale", "scale_to_zero"]
         )
         parser.add_argument("--cold-start-seconds", type=float, default=0.0)
@@ -48,13 +53,19 @@ class Command(BaseCommand):
                 traffic = gating.parse_traffic_csv(Path(options["traffic"]).read_text())
             except (OSError, ValueError) as exc:
                 raise CommandError(f"--traffic: {exc}") from None
+        source = options["traffic"] or ""
+        if options["traffic_workload"]:
+            try:
+                traffic, source = workload_traffic(options["traffic_workload"])
+            except RunRefused as exc:
+                raise CommandError(f"--traffic-workload: {exc}") from None
         gate = gate_evaluate(
             baseline=baseline,
             candidate=candidate,
             mode=options["mode"],
             cold_start_seconds=options["cold_start_seconds"],
             traffic=traffic,
-            traffic_source=options["traffic"] or "",
+            traffic_source=source,
         )
         if options["json"]:
             self.stdout.write(
