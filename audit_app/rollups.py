@@ -15,7 +15,7 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 
-from audit_app.histograms import LatencyHistogram, bin_indices
+from audit_app.histograms import ZERO_BIN, LatencyHistogram, bin_indices
 from audit_app.importers.frame import (
     BATCH_API,
     CACHED_INPUT_TOKENS,
@@ -254,21 +254,26 @@ def _add_histograms(
     codes = codes[known]
     values = np.clip(values[known], 0.0, None)
     bins = bin_indices(values)
-    order = np.lexsort((bins, codes))
-    codes, bins, values = codes[order], bins[order], values[order]
-    # Run-length encode (code, bin) pairs, then split the runs by code.
-    change = np.ones(codes.size, dtype=bool)
-    change[1:] = (codes[1:] != codes[:-1]) | (bins[1:] != bins[:-1])
-    starts = np.flatnonzero(change)
-    run_counts = np.diff(np.append(starts, codes.size))
-    run_codes = codes[starts]
-    run_bins = bins[starts]
     sums_by_code = np.bincount(codes, weights=values, minlength=len(targets))
-    code_edges = np.flatnonzero(np.diff(run_codes)) + 1
+    # Count (group, bin) pairs with one bincount over a combined key: linear time, no sort.
+    # The zero bucket gets the slot just below the smallest real bin.
+    real = bins != ZERO_BIN
+    base = int(bins[real].min()) - 1 if real.any() else 0
+    slots = np.where(real, bins - base, 0)
+    span = int(slots.max()) + 1
+    if span * (int(codes.max()) + 1) > 50_000_000:  # a pathological spread: sort instead
+        pairs, counts = np.unique(codes.astype(np.int64) * span + slots, return_counts=True)
+    else:
+        counts_all = np.bincount(codes.astype(np.int64) * span + slots)
+        pairs = np.flatnonzero(counts_all)
+        counts = counts_all[pairs]
+    pair_codes = pairs // span
+    pair_bins = np.where(pairs % span == 0, ZERO_BIN, pairs % span + base)
+    edges = np.flatnonzero(np.diff(pair_codes)) + 1
     for piece_codes, piece_bins, piece_counts in zip(
-        np.split(run_codes, code_edges),
-        np.split(run_bins, code_edges),
-        np.split(run_counts, code_edges),
+        np.split(pair_codes, edges),
+        np.split(pair_bins, edges),
+        np.split(counts, edges),
         strict=True,
     ):
         code = int(piece_codes[0])

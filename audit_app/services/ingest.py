@@ -47,17 +47,22 @@ class ParseResult:
     bytes_read: int = 0
 
 
-def upload_ingest(*, upload_id: int) -> Upload:
-    """Parse and land one upload, then re-classify workloads and re-price recommendations.
-    Safe to call again for the same upload (see module doc)."""
+def upload_ingest(*, upload_id: int, refresh: bool = True) -> Upload:
+    """Parse and land one upload, then (unless `refresh` is off) re-classify workloads and
+    re-price recommendations. Safe to call again for the same upload (see module doc)."""
     upload = _ingest(upload_id)
-    if upload.status == Upload.Status.SUCCEEDED:
-        from audit_app.services.classification import workloads_classify
-        from audit_app.services.recommendations import recommendations_refresh
-
-        workloads_classify()
-        recommendations_refresh()
+    if refresh and upload.status == Upload.Status.SUCCEEDED:
+        after_ingest()
     return upload
+
+
+def after_ingest() -> None:
+    """What new traffic changes downstream: workload classes, then recommendations."""
+    from audit_app.services.classification import workloads_classify
+    from audit_app.services.recommendations import recommendations_refresh
+
+    workloads_classify()
+    recommendations_refresh()
 
 
 def _ingest(upload_id: int) -> Upload:
