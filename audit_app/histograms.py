@@ -34,7 +34,7 @@ MIN_VALUE_MS = 1e-3
 
 # Stored alongside the bins so that histograms built with a different bin layout are refused
 # rather than silently merged into nonsense.
-_JSON_VERSION = 1
+_JSON_VERSION = 2
 
 # Sum comparisons tolerate rounding: float addition is not associative, so merging the same
 # chunks in a different order can change the last bits of the sum (counts stay exact).
@@ -193,7 +193,13 @@ class LatencyHistogram:
     # -- storage --------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-safe dict (string keys) for a database JSONField; from_json inverts it."""
+        """JSON-safe dict for a database JSONField; from_json inverts it.
+
+        Bins are two parallel lists (indices ascending, counts): several times faster to
+        encode and smaller than a dict keyed by strings, which matters when an ingest lands
+        thousands of rollups with three histograms each.
+        """
+        indices = sorted(self.bins)
         return {
             "version": _JSON_VERSION,
             "alpha": ALPHA,
@@ -201,17 +207,25 @@ class LatencyHistogram:
             "count": self.count,
             "sum": self.total,
             "zero_count": self.zero_count,
-            "bins": {str(index): n for index, n in sorted(self.bins.items())},
+            "index": indices,
+            "counts": [self.bins[i] for i in indices],
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LatencyHistogram:
-        """Rebuild a histogram from to_json() output; refuses a different bin layout."""
-        layout = (data.get("version"), data.get("alpha"), data.get("min_value_ms"))
-        if layout != (_JSON_VERSION, ALPHA, MIN_VALUE_MS):
-            raise ValueError(f"histogram layout {layout!r} does not match this module's")
+        """Rebuild a histogram from to_json() output (this layout or the first one, whose bins
+        were a dict keyed by index strings); refuses a different bin layout."""
+        version = data.get("version")
+        layout = (data.get("alpha"), data.get("min_value_ms"))
+        if version not in (1, _JSON_VERSION) or layout != (ALPHA, MIN_VALUE_MS):
+            raise ValueError(
+                f"histogram layout {(version, *layout)!r} does not match this module's"
+            )
         histogram = cls()
-        histogram.bins = {int(index): int(n) for index, n in data["bins"].items()}
+        if version == 1:
+            histogram.bins = {int(index): int(n) for index, n in data["bins"].items()}
+        else:
+            histogram.bins = dict(zip(data["index"], data["counts"], strict=True))
         histogram.zero_count = int(data["zero_count"])
         histogram.count = int(data["count"])
         histogram.total = float(data["sum"])

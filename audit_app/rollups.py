@@ -41,6 +41,25 @@ from audit_app.importers.frame import (
 
 KEY_COLUMNS = ("hour", WORKLOAD, TEAM, PROVIDER, MODEL, POOL, OPERATION, BATCH_API)
 MAX_CALLERS_PER_DAY = 200
+# Distinct end users are kept as a k-minimum-values sketch: the KMV_SIZE smallest 64-bit hashes.
+# Sketches merge by union (keep the smallest again); below KMV_SIZE users the count is exact,
+# above it the estimate's relative error is about 1 / sqrt(KMV_SIZE), some 3 %.
+KMV_SIZE = 1024
+_HASH_SPACE = 2**64
+
+
+def distinct_sketch(hashes: Iterable[int]) -> list[int]:
+    """The KMV sketch of a set of signed 64-bit hashes (sorted, at most KMV_SIZE)."""
+    return sorted(set(hashes))[:KMV_SIZE]
+
+
+def distinct_estimate(sketch: Sequence[int]) -> int:
+    """Distinct values behind a sketch: exact when it is not full, else (k - 1) / u_k."""
+    if len(sketch) < KMV_SIZE:
+        return len(sketch)
+    # Signed hashes shifted into [0, 2^64) keep their order; u_k is the k-th smallest / 2^64.
+    largest = (int(sketch[KMV_SIZE - 1]) + 2**63 + 1) / _HASH_SPACE
+    return round((KMV_SIZE - 1) / largest)
 
 
 # --- Accumulators ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def run() -> list[str]:
     errors = [
         abs(p_hist[q] - exact) / exact for q, exact in zip((0.5, 0.95, 0.99), p_numpy, strict=True)
     ]
-    stored = len(merged.to_json()["bins"])
+    stored = len(merged.to_json()["index"])
     return [
         f"histograms: {REQUESTS:,} latencies in {CHUNKS} chunks merged; "
         f"max relative error of p50/p95/p99 vs numpy = {max(errors) * 100:.3f} % (target <= 1 %)",

@@ -28,6 +28,7 @@ from audit_app.models import (
     WorkloadOverride,
 )
 from audit_app.permissions import Role, has_role
+from audit_app.rollups import distinct_estimate, distinct_sketch
 from audit_app.selectors import data_date_range, rollups_in_range, workload_stats
 
 WINDOW_DAYS = 30
@@ -96,7 +97,7 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
             day=d,
             minute_counts=minute[d],
             hour_counts=hour_of_day[d],
-            end_users=len(users_by_day[d]),
+            end_users=distinct_estimate(distinct_sketch(users_by_day[d])),
         )
         for d in sorted(minute)
     ]
@@ -106,7 +107,7 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
         workload=workload.name,
         hours=hours,
         days=days,
-        end_users=len(set().union(*users_by_day.values())) if users_by_day else 0,
+        end_users=distinct_estimate(distinct_sketch(set().union(*users_by_day.values()))),
         callers=frozenset(callers),
         p95_latency_ms=latency.latency.p95_ms if latency else None,
         p95_ttft_ms=latency.ttft.p95_ms if latency else None,

@@ -26,7 +26,7 @@ from audit_app.histograms import LatencyHistogram
 from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
 from audit_app.models import BillingCharge, HourlyRollup, Upload, Workload, WorkloadDay
-from audit_app.rollups import IngestAggregate
+from audit_app.rollups import IngestAggregate, distinct_sketch
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,6 @@ MAX_STORED_REJECTS = 1000
 PROGRESS_INTERVAL_SECONDS = 0.5
 CHUNK_ROWS = 200_000
 BULK_BATCH = 2000
-MAX_END_USER_HASHES_PER_DAY = 5000
 
 
 @dataclass(kw_only=True)
@@ -212,7 +211,7 @@ def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[WorkloadDa
             requests=shape.requests,
             minute_counts=shape.minute_counts.tolist(),
             hour_counts=shape.hour_counts.tolist(),
-            end_user_hashes=sorted(shape.end_users)[:MAX_END_USER_HASHES_PER_DAY],
+            end_user_hashes=distinct_sketch(shape.end_users),
             callers=sorted(shape.callers),
         )
 

@@ -136,7 +136,7 @@ def test_invalid_values_raise(bad: float, shown: str) -> None:
 def test_json_round_trip() -> None:
     h = LatencyHistogram.from_values(np.concatenate([_lognormal()[:5000], [0.0, 0.0]]))
     stored = json.loads(json.dumps(h.to_json()))
-    assert all(isinstance(k, str) for k in stored["bins"])
+    assert stored["index"] == sorted(h.bins) and sum(stored["counts"]) == h.count - 2
     back = LatencyHistogram.from_json(stored)
     assert back == h
     # Exact, not just within tolerance.
@@ -217,3 +217,20 @@ def test_bin_counts_added_in_bulk_equal_values_added_one_by_one() -> None:
     bulk.add_bin_counts(unique.tolist(), counts.tolist(), float(values.sum()))
     assert bulk == LatencyHistogram.from_values(values)
     assert bulk.zero_count == 2 and bulk.count == 6
+
+
+def test_histograms_stored_in_the_first_layout_still_load() -> None:
+    # Version 1 kept bins as a dict keyed by index strings.
+    stored = {
+        "version": 1,
+        "alpha": ALPHA,
+        "min_value_ms": 1e-3,
+        "count": 3,
+        "sum": 6.0,
+        "zero_count": 1,
+        "bins": {"10": 1, "-5": 1},
+    }
+    h = LatencyHistogram.from_json(stored)
+    assert h.bins == {10: 1, -5: 1} and h.zero_count == 1 and h.count == 3
+    with pytest.raises(ValueError, match="does not match"):
+        LatencyHistogram.from_json({**stored, "version": 9})

@@ -181,3 +181,19 @@ def test_merging_aggregates_equals_one_aggregate() -> None:
         )
         assert other.latency == totals.latency
         assert other.end_users == totals.end_users
+
+
+def test_distinct_users_sketch_is_exact_when_small_and_close_when_large() -> None:
+    import numpy as np
+
+    from audit_app.rollups import KMV_SIZE, distinct_estimate, distinct_sketch
+
+    small = [5, -3, 5, 9]
+    assert distinct_sketch(small) == [-3, 5, 9] and distinct_estimate(distinct_sketch(small)) == 3
+    rng = np.random.default_rng(4)
+    hashes = rng.integers(-(2**63), 2**63 - 1, size=200_000, dtype=np.int64).tolist()
+    first, second = hashes[:120_000], hashes[80_000:]
+    merged = distinct_sketch(distinct_sketch(first) + distinct_sketch(second))
+    assert len(merged) == KMV_SIZE
+    # Union of the two halves is 200,000 distinct values; KMV's error is ~1/sqrt(1024) = 3 %.
+    assert abs(distinct_estimate(merged) - 200_000) / 200_000 < 0.1
