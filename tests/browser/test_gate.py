@@ -25,7 +25,7 @@ def test_upload_two_runs_and_read_the_verdict(
     for name, utilisation in (("baseline", "80"), ("candidate", "85")):
         page.goto(f"{live_server.url}/benchmarks/")
         page.get_by_label("Result file").set_input_files(str(FIXTURES / f"vllm_{name}.json"))
-        page.get_by_label("Name").fill(name)
+        page.get_by_label("Name", exact=True).fill(name)
         page.get_by_label("GPU utilization % (when no telemetry is attached)").fill(utilisation)
         page.get_by_role("button", name="Import run").click()
         page.wait_for_url("**/benchmarks/runs/*/")
