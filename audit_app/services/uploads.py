@@ -21,7 +21,17 @@ from audit_app.models import Upload
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
 TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
 BILLING_FORMATS = ("auto", "focus", "aws-cur", "azure")
-BENCHMARK_FORMATS = ("auto", "vllm", "guidellm", "aiperf", "genai-perf", "llmperf", "telemetry")
+BENCHMARK_FORMATS = (
+    "auto",
+    "vllm",
+    "guidellm",
+    "aiperf",
+    "genai-perf",
+    "llmperf",
+    "mlperf",
+    "llm-d",
+    "telemetry",
+)
 FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
     Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS,
     Upload.Kind.BILLING: BILLING_FORMATS,

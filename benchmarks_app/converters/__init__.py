@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
-from benchmarks_app.converters import aiperf, guidellm, llmperf, telemetry, vllm
+from benchmarks_app.converters import aiperf, guidellm, llmd, llmperf, mlperf, telemetry, vllm
 from benchmarks_app.converters.base import decode_text
 
 __all__ = ["CONVERTERS", "DETECTION_ORDER", "ArtifactError", "convert", "detect_format"]
@@ -42,14 +42,26 @@ CONVERTERS: dict[str, Converter] = {
     "genai-perf": aiperf.GENAI_PERF,
     "llmperf": llmperf,
     "telemetry": telemetry,
+    "mlperf": mlperf,
+    "llm-d": llmd,
 }
-DETECTION_ORDER = ("telemetry", "guidellm", "llmperf", "genai-perf", "aiperf", "vllm")
+DETECTION_ORDER = (
+    "telemetry",
+    "mlperf",
+    "llm-d",
+    "guidellm",
+    "llmperf",
+    "genai-perf",
+    "aiperf",
+    "vllm",
+)
 
 EXPECTED = (
     "expected a vLLM bench serve result (`duration`, `completed`, `output_throughput`), a "
     "GuideLLM report (`benchmarks`), an AIPerf / GenAI-Perf profile export (`request_latency` "
     "with a `unit`, or a `Metric,avg,…` CSV), an LLMPerf summary or individual responses "
-    "(`results_…`, `ttft_s`) or GPU telemetry (nvidia-smi CSV, DCGM exporter text)"
+    "(`results_…`, `ttft_s`), an MLPerf LoadGen `mlperf_log_summary.txt`, an llm-d benchmark "
+    "report, or GPU telemetry (nvidia-smi CSV, DCGM exporter text)"
 )
 
 

@@ -1,0 +1,298 @@
+"""llm-d "Benchmark Report" v0.2.x (`llm-d/llm-d-benchmark`, `llmdbenchmark/analysis/
+benchmark_report/schema_v0_2*.py`), YAML or JSON: a tool-neutral report that llm-d fills from
+vLLM bench, GuideLLM, AIPerf, inference-perf or InferenceMAX output.
+
+Read from `results.request_performance.aggregate`:
+- `latency.time_to_first_token` (ms | s) → ttft, `time_per_output_token` (ms/token | s/token) →
+  tpot, `inter_token_latency` → itl, `request_latency` (ms | s) → e2e; `mean`, `p50`, `p95`,
+  `p99` of each, converted by the metric's own `units`;
+- `throughput.output_token_rate.mean` (tokens/s) → output tok/s, `request_rate.mean`
+  (queries/s) → requests/s;
+- `requests.total` / `failures` / `incomplete` → completed = total − failures − incomplete.
+
+From `scenario`: the model and accelerators of the `inference_engine` stack components
+(`num_gpus` = Σ accelerator count × replicas), the load's `tool`/`tool_version`, `rate_qps`,
+`concurrency`, input/output sequence lengths. From `run.time.duration` (ISO 8601, `PT…S`) the
+duration. From `results.observability.components[].aggregate.gpu_utilization.mean` (percent or
+fraction) → `gpu_utilization_pct` (mean over the components that report it).
+
+llm-d copies TPOT / ITL by name from the source tool without reconciling definitions, so the
+source tool is named in an assumption.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
+from benchmarks_app.converters.base import (
+    decode_text,
+    has_json_key,
+    head_text,
+    load_json,
+    ms_per_unit,
+    require_object,
+    to_float,
+    to_int,
+)
+
+try:
+    import yaml
+except ImportError:  # PyYAML is optional: without it only JSON reports are read.
+    yaml = None
+
+TOOL = "llm-d"
+# contract metric -> Benchmark Report latency name
+LATENCIES = {
+    "ttft": "time_to_first_token",
+    "tpot": "time_per_output_token",
+    "itl": "inter_token_latency",
+    "e2e": "request_latency",
+}
+STATS = ("mean", "p50", "p95", "p99")
+PER_TOKEN_SUFFIX = "/token"
+RATES = {"output_token_rate": "output_tokens_per_s", "request_rate": "requests_per_s"}
+RATE_UNITS = {"output_token_rate": "tokens/s", "request_rate": "queries/s"}
+ISO_DURATION = re.compile(
+    r"^P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?"
+    r"(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
+)
+EXAMPLE_EID = "d9c5a5ddce6c2f885a9f8e6a6a6db0fb"  # run.eid of llm-d's br_v0_2_1_example.yaml
+EXAMPLE_NOTE = (
+    "This is llm-d's example Benchmark Report: its values are illustrative, not a measured run."
+)
+
+
+def sniff(data: bytes, filename: str) -> bool:
+    head = head_text(data)
+    if head.startswith("{"):
+        return has_json_key(head, "request_performance") or (
+            has_json_key(head, "scenario") and has_json_key(head, "observability")
+        )
+    return bool(
+        re.search(r"^\s*request_performance:", head, re.MULTILINE)
+        or (
+            re.search(r"^results:", head, re.MULTILINE)
+            and re.search(r"^\s*(observability|component_health):", head, re.MULTILINE)
+        )
+    )
+
+
+def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
+    report = require_object(_load(data), "the Benchmark Report")
+    version = str(report.get("version") or "")
+    if not version.startswith("0.2"):
+        raise ArtifactError(
+            f"the llm-d Benchmark Report has version {version or 'missing'!r}; expected 0.2.x"
+        )
+    results = require_object(report.get("results") or {}, "`results`")
+    performance = require_object(
+        results.get("request_performance") or {}, "`results.request_performance`"
+    )
+    aggregate = performance.get("aggregate")
+    if not isinstance(aggregate, Mapping):
+        raise ArtifactError("`results.request_performance.aggregate` is missing from the report")
+
+    assumptions: list[str] = []
+    reported = _latencies(aggregate.get("latency") or {})
+    throughput = require_object(
+        aggregate.get("throughput") or {}, "`results.request_performance.aggregate.throughput`"
+    )
+    for name, key in RATES.items():
+        value = _rate(throughput.get(name), name)
+        if value is not None:
+            reported[key] = value
+    if not reported:
+        raise ArtifactError(
+            "the Benchmark Report has no latency or throughput under "
+            "`results.request_performance.aggregate`"
+        )
+
+    completed, failed = _requests(aggregate.get("requests"), assumptions)
+    scenario = require_object(report.get("scenario") or {}, "`scenario`")
+    load = _standardized(scenario.get("load"))
+    model, metadata = _stack(scenario.get("stack"), assumptions)
+    for key, field in (("input_len", "input_seq_len"), ("output_len", "output_seq_len")):
+        length = load.get(field)
+        if isinstance(length, Mapping) and length.get("value") is not None:
+            value = to_float(length.get("value"), f"scenario.load.standardized.{field}.value")
+            if value is not None:
+                metadata[key] = f"{value:g}"
+    utilization = _gpu_utilization(results.get("observability"))
+    if utilization is not None:
+        metadata["gpu_utilization_pct"] = f"{utilization:g}"
+
+    source = str(load.get("tool") or "")
+    if source and any(key.startswith(("tpot", "itl")) for key in reported):
+        assumptions.append(
+            f"TPOT and ITL were copied by llm-d from {source}'s own fields without reconciling "
+            "definitions; they mean what they mean in that tool."
+        )
+    if _is_example(report, filename):
+        assumptions.append(EXAMPLE_NOTE)
+
+    concurrency = to_float(load.get("concurrency"), "load.concurrency")
+    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    return BenchmarkArtifact(
+        tool=TOOL,
+        tool_version=version,
+        model=model,
+        duration_s=_duration(run),
+        completed_requests=completed,
+        failed_requests=failed,
+        request_rate=to_float(load.get("rate_qps"), "load.rate_qps"),
+        max_concurrency=(
+            None if concurrency is None or math.isinf(concurrency) else int(concurrency)
+        ),
+        reported=reported,
+        metadata=metadata,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _load(data: bytes) -> Any:
+    text = decode_text(data).lstrip()
+    if text.startswith(("{", "[")):
+        return load_json(data)
+    if yaml is None:
+        raise ArtifactError("this llm-d Benchmark Report is YAML, and PyYAML is not installed")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "unreadable"
+        raise ArtifactError(f"not valid YAML{where}: {problem}") from None
+
+
+def _latencies(latency: Any) -> dict[str, float]:
+    latency = require_object(latency, "`results.request_performance.aggregate.latency`")
+    reported: dict[str, float] = {}
+    for metric, name in LATENCIES.items():
+        stats = latency.get(name)
+        if stats is None:
+            continue
+        where = f"latency.{name}"
+        stats = require_object(stats, f"`{where}`")
+        unit = str(stats.get("units") or "")
+        if unit.endswith(PER_TOKEN_SUFFIX):
+            unit = unit[: -len(PER_TOKEN_SUFFIX)]
+        scale = ms_per_unit(unit, f"{where}.units")
+        for stat in STATS:
+            value = to_float(stats.get(stat), f"{where}.{stat}")
+            if value is not None:
+                reported[f"{metric}_{stat}_ms"] = value * scale
+    return reported
+
+
+def _rate(stats: Any, name: str) -> float | None:
+    if stats is None:
+        return None
+    where = f"throughput.{name}"
+    stats = require_object(stats, f"`{where}`")
+    unit = str(stats.get("units") or "")
+    if unit != RATE_UNITS[name]:
+        raise ArtifactError(f"`{where}.units` is {unit!r}; expected {RATE_UNITS[name]!r}")
+    return to_float(stats.get("mean"), f"{where}.mean")
+
+
+def _requests(requests: Any, assumptions: list[str]) -> tuple[int | None, int | None]:
+    if not isinstance(requests, Mapping):
+        return None, None
+    total = to_int(requests.get("total"), "requests.total")
+    failures = to_int(requests.get("failures"), "requests.failures")
+    incomplete = to_int(requests.get("incomplete"), "requests.incomplete")
+    if total is None:
+        return None, failures
+    completed = total - (failures or 0) - (incomplete or 0)
+    assumptions.append(
+        f"Completed requests {completed} = {total} sent − {failures or 0} failed − "
+        f"{incomplete or 0} incomplete."
+    )
+    return completed, failures
+
+
+def _standardized(section: Any) -> Mapping[str, Any]:
+    if not isinstance(section, Mapping):
+        return {}
+    standardized = section.get("standardized")
+    return standardized if isinstance(standardized, Mapping) else {}
+
+
+def _stack(stack: Any, assumptions: list[str]) -> tuple[str, dict[str, str]]:
+    """The model and accelerators of the inference engines in `scenario.stack`."""
+    models: list[str] = []
+    gpu_types: list[str] = []
+    gpus = 0
+    parts = []
+    for index, component in enumerate(stack if isinstance(stack, list) else []):
+        standardized = _standardized(component)
+        if standardized.get("kind") != "inference_engine":
+            continue
+        model = standardized.get("model")
+        if isinstance(model, Mapping) and model.get("name"):
+            models.append(str(model["name"]))
+        accelerator = standardized.get("accelerator")
+        if not isinstance(accelerator, Mapping):
+            continue
+        count = to_int(accelerator.get("count"), f"stack[{index}].accelerator.count")
+        replicas = to_int(standardized.get("replicas"), f"stack[{index}].replicas") or 1
+        if count:
+            gpus += count * replicas
+            parts.append(f"{count} × {replicas} replicas")
+        if accelerator.get("model"):
+            gpu_types.append(str(accelerator["model"]))
+    metadata: dict[str, str] = {}
+    if gpus:
+        metadata["num_gpus"] = str(gpus)
+        assumptions.append(
+            f"num_gpus {gpus} = accelerators per replica × replicas ({' + '.join(parts)})."
+        )
+    if gpu_types:
+        metadata["gpu_type"] = ", ".join(dict.fromkeys(gpu_types))
+    return ", ".join(dict.fromkeys(models)), metadata
+
+
+def _gpu_utilization(observability: Any) -> float | None:
+    if not isinstance(observability, Mapping):
+        return None
+    values = []
+    for index, component in enumerate(observability.get("components") or []):
+        aggregate = component.get("aggregate") if isinstance(component, Mapping) else None
+        stats = aggregate.get("gpu_utilization") if isinstance(aggregate, Mapping) else None
+        if not isinstance(stats, Mapping):
+            continue
+        where = f"observability.components[{index}].aggregate.gpu_utilization"
+        value = to_float(stats.get("mean"), f"{where}.mean")
+        if value is None:
+            continue
+        unit = str(stats.get("units") or "")
+        if unit == "fraction":
+            value *= 100.0
+        elif unit != "percent":
+            raise ArtifactError(f"`{where}.units` is {unit!r}; expected percent or fraction")
+        values.append(value)
+    return sum(values) / len(values) if values else None
+
+
+def _duration(run: Mapping[str, Any]) -> float | None:
+    time = run.get("time")
+    if not isinstance(time, Mapping) or not time.get("duration"):
+        return None
+    text = str(time["duration"]).strip()
+    match = ISO_DURATION.match(text)
+    if not match or not any(match.groupdict().values()):
+        raise ArtifactError(f"`run.time.duration` is {text!r}, not an ISO 8601 duration")
+    scale = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+    return sum(float(value) * scale[key] for key, value in match.groupdict().items() if value)
+
+
+def _is_example(report: Mapping[str, Any], filename: str) -> bool:
+    """llm-d's published example (`br_v0_2_1_example.yaml`): by its file name or its run id."""
+    run = report.get("run")
+    return "example" in filename.lower() or (
+        isinstance(run, Mapping) and run.get("eid") == EXAMPLE_EID
+    )

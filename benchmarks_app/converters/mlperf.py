@@ -1,0 +1,184 @@
+"""MLPerf Inference LoadGen `mlperf_log_summary.txt`: "key : value" text lines, latencies in **ns**.
+
+Read: `Scenario`, `Mode`, the result line ("Result is : VALID/INVALID"), the headline rates
+("Completed tokens per second" / Offline "Tokens per second" → output tok/s; "Completed samples
+per second" / "Samples per second" → requests/s), and from "Additional Stats" the per-sample
+latency (→ e2e), "First Token latency" (→ TTFT) and "Time to Output Token" (→ TPOT; LoadGen's
+`(latency − TTFT) / (n − 1)`, the contract's definition), each as mean and 50/95/99 percentiles,
+ns → ms. LoadGen's latency constraint is on p99, which is kept as p99 and never used as p95; when
+a file has no 95th-percentile line the p95 keys stay absent and an assumption says so.
+
+"Test Parameters Used" gives the constraints (`ttft_latency (ns)`, `tpot_latency (ns)`,
+`target_qps`, `min_duration (ms)`), which are stated as assumptions; `target_qps` is the asked-for
+rate in the Server scenario only. The summary names no model: it is taken from the file name
+(the submission layout `<model>/<scenario>/…`, e.g. `llama2-70b-99_Server_mlperf_log_summary.txt`).
+In Offline the "latency" is that of the one query holding every sample, so it is not read as e2e.
+"""
+
+from __future__ import annotations
+
+import re
+
+from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
+from benchmarks_app.converters.base import decode_text, fmt, head_text, to_float
+
+TOOL = "mlperf"
+MARKERS = ("MLPerf Results Summary", "SUT name")
+NS_TO_MS = 1e-6
+
+# contract metric -> the name LoadGen gives it in "Mean <name> (ns)" / "NN.NN percentile <name>"
+LATENCIES = {
+    "e2e": "latency",
+    "ttft": "first token latency",
+    "tpot": "time to output token",
+}
+PERCENTILES = {"p50": "50.00", "p95": "95.00", "p99": "99.00"}
+TOKEN_RATE_KEYS = ("completed tokens per second", "tokens per second")
+SAMPLE_RATE_KEYS = ("completed samples per second", "samples per second")
+SCENARIOS = ("Server", "Interactive", "Offline", "SingleStream", "MultiStream")
+LINE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
+
+
+def sniff(data: bytes, filename: str) -> bool:
+    head = head_text(data)
+    return any(marker in head for marker in MARKERS)
+
+
+def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
+    fields = _fields(decode_text(data))
+    scenario = fields.get("scenario", "")
+    if not scenario:
+        raise ArtifactError("the MLPerf summary has no `Scenario :` line")
+    result = fields.get("result is", "")
+    if not result:
+        raise ArtifactError("the MLPerf summary has no `Result is :` line")
+    offline = scenario.lower() == "offline"
+
+    reported: dict[str, float] = {}
+    tokens_per_s = _first(fields, TOKEN_RATE_KEYS)
+    if tokens_per_s is not None:
+        reported["output_tokens_per_s"] = tokens_per_s
+    samples_per_s = _first(fields, SAMPLE_RATE_KEYS)
+    if samples_per_s is not None:
+        reported["requests_per_s"] = samples_per_s
+    if not reported:
+        raise ArtifactError(
+            "the MLPerf summary has no `Completed tokens per second` / `Tokens per second` "
+            "or `Samples per second` line"
+        )
+
+    assumptions = [
+        f"MLPerf scenario {scenario}, mode {fields.get('mode', 'not stated')}; "
+        f"LoadGen result {result}."
+    ]
+    missing_p95 = []
+    for metric, name in LATENCIES.items():
+        if metric == "e2e" and offline:
+            continue
+        stats = {"mean": _ns_field(fields, f"mean {name} (ns)")}
+        for stat, percent in PERCENTILES.items():
+            stats[stat] = _ns_field(fields, f"{percent} percentile {name} (ns)")
+        found = {stat: value for stat, value in stats.items() if value is not None}
+        for stat, value in found.items():
+            reported[f"{metric}_{stat}_ms"] = value
+        if found and "p95" not in found:
+            missing_p95.append(metric.upper())
+    if offline:
+        assumptions.append(
+            "Offline latency is that of the single query holding every sample, so it was not "
+            "used as end-to-end request latency."
+        )
+    if missing_p95:
+        assumptions.append(
+            f"The file has no 95th percentile for {', '.join(missing_p95)}; MLPerf's p99 was "
+            "kept as p99 and not used as p95."
+        )
+
+    request_rate = None
+    target_qps = _float_field(fields, "target_qps")
+    if target_qps is not None:
+        if offline:
+            assumptions.append(
+                f"Offline target_qps {fmt(target_qps)} only sizes the query; all samples are "
+                "sent at once, so no request rate was asked for."
+            )
+        else:
+            request_rate = target_qps
+    constraints = []
+    for metric in ("ttft", "tpot"):
+        limit = _ns_field(fields, f"{metric}_latency (ns)")
+        if limit:  # 0 means "no constraint" in LoadGen
+            constraints.append(f"p99 {metric.upper()} ≤ {fmt(limit)} ms")
+    if constraints and not offline:
+        assumptions.append(
+            f"MLPerf latency constraints of this run: {', '.join(constraints)} "
+            "(a VALID result met them)."
+        )
+    min_duration = _float_field(fields, "min_duration (ms)")
+    if min_duration:
+        assumptions.append(f"MLPerf minimum duration {fmt(min_duration / 1000.0)} s.")
+
+    model = _model_from(filename)
+    named = _scenario_from(filename)
+    if named and named.lower() != scenario.lower():
+        assumptions.append(
+            f"The file name says {named} but LoadGen wrote scenario {scenario} "
+            "(Interactive runs as Server with tighter latency constraints)."
+        )
+    if model:
+        assumptions.append(f"Model {model} read from the file name (the summary names none).")
+    return BenchmarkArtifact(
+        tool=TOOL,
+        model=model,
+        request_rate=request_rate,
+        reported=reported,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _fields(text: str) -> dict[str, str]:
+    """Every "key : value" line, keys lower-cased with runs of spaces collapsed; first wins."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        match = LINE.match(line)
+        if not match:
+            continue
+        key = " ".join(match.group(1).lower().split())
+        fields.setdefault(key, match.group(2))
+    return fields
+
+
+def _float_field(fields: dict[str, str], key: str) -> float | None:
+    return to_float(fields.get(key), key)
+
+
+def _ns_field(fields: dict[str, str], key: str) -> float | None:
+    value = _float_field(fields, key)
+    return None if value is None else value * NS_TO_MS
+
+
+def _first(fields: dict[str, str], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        value = _float_field(fields, key)
+        if value is not None:
+            return value
+    return None
+
+
+def _scenario_from(filename: str) -> str:
+    parts = re.split(r"[\\/_]", filename)
+    return next((part for part in parts if part in SCENARIOS), "")
+
+
+def _model_from(filename: str) -> str:
+    """`llama2-70b-99_Server_mlperf_log_summary.txt` or `…/llama2-70b-99/Server/…` → model."""
+    parts = [part for part in re.split(r"[\\/]", filename) if part]
+    name = parts[-1] if parts else ""
+    for scenario in SCENARIOS:
+        marker = f"_{scenario}_"
+        if marker in name:
+            return name.split(marker, 1)[0]
+    for index, part in enumerate(parts[1:], start=1):
+        if part in SCENARIOS:
+            return parts[index - 1]
+    return ""
