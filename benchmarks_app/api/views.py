@@ -17,6 +17,7 @@ from audit_app.models import Recommendation
 from audit_app.permissions import ALL_ROLES, Role
 from audit_app.services.uploads import BENCHMARK_FORMATS
 from benchmarks_app import gating
+from benchmarks_app.converters.base import METADATA_KEYS
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
     RunRefused,
@@ -26,22 +27,8 @@ from benchmarks_app.services import (
 )
 
 RUN_WRITERS = frozenset({Role.ENGINEER})
-META_KEYS = (
-    "model",
-    "model_hash",
-    "quantization",
-    "batch_size",
-    "num_gpus",
-    "gpu_type",
-    "usd_per_gpu_hour",
-    "gpu_utilization_pct",
-    "container_image",
-    "driver",
-    "operator",
-    "dataset",
-    "input_len",
-    "output_len",
-)
+# The run fields a form or API call may state: the model, and the metadata names a file may carry.
+META_KEYS = ("model", *METADATA_KEYS)
 
 
 class RunInput(serializers.Serializer):
