@@ -440,3 +440,33 @@ class RecommendationEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.recommendation_id}: {self.from_status} -> {self.to_status}"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, and when: uploads, deletions, overrides, decisions, gates.
+
+    Written by the services that do those things; shown to administrators only."""
+
+    class Action(models.TextChoices):
+        UPLOAD_CREATED = "upload_created", "Uploaded a file"
+        UPLOAD_DELETED = "upload_deleted", "Deleted an upload"
+        WORKLOAD_OVERRIDE = "workload_override", "Set a workload's class"
+        RECOMMENDATION_DECISION = "recommendation_decision", "Decided on a recommendation"
+        GATE_CREATED = "gate_created", "Ran a benchmark gate"
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    actor_name = models.CharField(max_length=150, blank=True)  # kept if the user is deleted
+    action = models.CharField(max_length=32, choices=Action.choices)
+    object_type = models.CharField(max_length=32)
+    object_id = models.CharField(max_length=64)
+    summary = models.CharField(max_length=500)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name or 'system'}: {self.summary}"

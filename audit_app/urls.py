@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import billing, pages, recommendations, uploads
+from audit_app.views import audit, billing, pages, recommendations, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
+    path("audit/", audit.AuditTrailView.as_view(), name="audit-trail"),
     path("spend.csv", pages.SpendCsvView.as_view(), name="spend-csv"),
     path("workloads/", pages.WorkloadListView.as_view(), name="workloads"),
     path(

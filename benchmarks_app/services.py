@@ -16,7 +16,8 @@ from typing import Any, BinaryIO
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.models import Recommendation, RecommendationEvent, Upload
+from audit_app.models import AuditEvent, Recommendation, RecommendationEvent, Upload
+from audit_app.services.audit import audit_record
 from audit_app.services.uploads import DuplicateUpload, UploadRefused, upload_create
 from benchmarks_app import converters, gating, metrics
 from benchmarks_app.artifacts import (
@@ -198,6 +199,17 @@ def gate_evaluate(
         result=jsonable(verdict),
         recommendation=recommendation,
         created_by=user if user is not None and user.is_authenticated else None,
+    )
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.GATE_CREATED,
+        obj=gate,
+        summary=f"gate {gate.pk}: {verdict.verdict} (run {baseline.pk} vs {candidate.pk})",
+        details={
+            "verdict": verdict.verdict,
+            "baseline_sha256": gate.baseline_sha256,
+            "candidate_sha256": gate.candidate_sha256,
+        },
     )
     if recommendation is not None and verdict.verdict in ("pass", "fail"):
         new_status = (

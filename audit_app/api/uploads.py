@@ -145,5 +145,5 @@ class UploadDetailApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, upload_id: int) -> Response:
         upload = get_object_or_404(Upload, pk=upload_id)
-        upload_delete(upload=upload)
+        upload_delete(upload=upload, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

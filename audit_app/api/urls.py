@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import billing, recommendations, spend, uploads, views
+from audit_app.api import audit, billing, recommendations, spend, uploads, views
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
@@ -29,6 +29,7 @@ urlpatterns = [
         recommendations.RecommendationDecisionApi.as_view(),
         name="api-recommendation-decision",
     ),
+    path("audit-events/", audit.AuditEventListApi.as_view(), name="api-audit-events"),
     path("reconciliation/", billing.ReconciliationApi.as_view(), name="api-reconciliation"),
     path("pools/", billing.PoolListApi.as_view(), name="api-pools"),
     path("uploads/", uploads.UploadListCreateApi.as_view(), name="api-uploads"),

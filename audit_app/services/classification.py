@@ -21,6 +21,7 @@ from audit_app.classification import (
     compute_features,
 )
 from audit_app.models import (
+    AuditEvent,
     Workload,
     WorkloadClass,
     WorkloadClassification,
@@ -30,6 +31,7 @@ from audit_app.models import (
 from audit_app.permissions import Role, has_role
 from audit_app.rollups import distinct_estimate, distinct_sketch
 from audit_app.selectors import data_date_range, rollups_in_range, workload_stats
+from audit_app.services.audit import audit_record
 
 WINDOW_DAYS = 30
 
@@ -185,6 +187,14 @@ def workload_override(
         )
     if not reason.strip():
         raise OverrideRefused("Say why: an override needs a reason.", field="reason")
-    return WorkloadOverride.objects.create(
+    override = WorkloadOverride.objects.create(
         workload=workload, workload_class=workload_class, reason=reason.strip(), user=user
     )
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.WORKLOAD_OVERRIDE,
+        obj=workload,
+        summary=f"set {workload.name} to {workload_class or 'the classifier'}",
+        details={"workload_class": workload_class, "reason": reason.strip()},
+    )
+    return override

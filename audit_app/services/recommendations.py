@@ -20,6 +20,7 @@ from django.db import transaction
 
 from audit_app.costing import Deployment, ScalingMode, monthly_cost
 from audit_app.models import (
+    AuditEvent,
     HardwareTarget,
     Recommendation,
     RecommendationEvent,
@@ -36,6 +37,7 @@ from audit_app.selectors import (
     rollups_in_range,
 )
 from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
+from audit_app.services.audit import audit_record
 from audit_app.services.classification import analysis_window, effective_class
 
 WINDOW_DAYS = 30
@@ -290,6 +292,7 @@ def recommendations_refresh(*, today: date | None = None) -> list[Recommendation
     return kept
 
 
+PAST_TENSE = {"approve": "approved a pilot of", "reject": "rejected"}
 DECISIONS = {
     "approve": Recommendation.Status.PILOT_APPROVED,
     "reject": Recommendation.Status.REJECTED,
@@ -321,4 +324,11 @@ def recommendation_decide(
     )
     locked.status = DECISIONS[decision]
     locked.save(update_fields=["status", "updated_at"])
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.RECOMMENDATION_DECISION,
+        obj=locked,
+        summary=f"{PAST_TENSE[decision]} recommendation {locked.pk} ({locked.target})",
+        details={"decision": decision, "note": note},
+    )
     return locked

@@ -16,7 +16,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audit_app.models import Upload
+from audit_app.models import AuditEvent, Upload
+from audit_app.services.audit import audit_record
 
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
 TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
@@ -148,6 +149,13 @@ def upload_create(
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.UPLOAD_CREATED,
+        obj=upload,
+        summary=f"uploaded {upload.original_name} ({upload.get_kind_display()})",
+        details={"sha256": upload.sha256, "size_bytes": size},
+    )
     if enqueue:
         from audit_app.tasks import ingest_upload
 
@@ -156,8 +164,15 @@ def upload_create(
 
 
 @transaction.atomic
-def upload_delete(*, upload: Upload) -> None:
+def upload_delete(*, upload: Upload, user: Any = None) -> None:
     """Remove the upload, everything it contributed (rollups, day shapes) and its raw file."""
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.UPLOAD_DELETED,
+        obj=upload,
+        summary=f"deleted upload {upload.pk} ({upload.original_name})",
+        details={"sha256": upload.sha256, "rows_accepted": upload.rows_accepted},
+    )
     name = upload.file.name
     upload.delete()  # rollups and workload days cascade
     if name:

@@ -99,6 +99,6 @@ class UploadDeleteView(RoleRequiredMixin, View):
     def post(self, request: HttpRequest, upload_id: int) -> HttpResponse:
         upload = get_object_or_404(Upload, pk=upload_id)
         name = upload.original_name
-        upload_delete(upload=upload)
+        upload_delete(upload=upload, user=request.user)
         messages.success(request, f"Deleted upload {upload_id} ({name}) and everything it added.")
         return HttpResponseRedirect(reverse("uploads"))

@@ -1,0 +1,41 @@
+"""Audit trail API (administrators only)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAdminUser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit_app.models import AuditEvent
+
+
+class AuditEventOutput(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEvent
+        fields = [
+            "id",
+            "created_at",
+            "actor_name",
+            "action",
+            "object_type",
+            "object_id",
+            "summary",
+            "details",
+        ]
+
+
+class AuditEventListApi(APIView):
+    """Who did what and when, newest first (filter with ?action=)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=AuditEventOutput(many=True))
+    def get(self, request: Request) -> Response:
+        events = AuditEvent.objects.all()
+        action = request.query_params.get("action")
+        if action:
+            events = events.filter(action=action)
+        return Response(AuditEventOutput(events[:1000], many=True).data)

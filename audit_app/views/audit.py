@@ -1,0 +1,29 @@
+"""The audit trail page: administrators see who did what, and when."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.views.generic import TemplateView
+
+from audit_app.models import AuditEvent
+
+
+class AuditTrailView(TemplateView):
+    template_name = "audit/audit_trail.html"
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated or not request.user.is_staff:
+            raise PermissionDenied("The audit trail is for administrators.")
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        action = self.request.GET.get("action", "")
+        events = AuditEvent.objects.select_related("actor")
+        if action in AuditEvent.Action.values:
+            events = events.filter(action=action)
+        context.update(events=events[:500], actions=AuditEvent.Action.choices, action=action)
+        return context
