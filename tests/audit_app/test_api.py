@@ -159,3 +159,60 @@ def test_unknown_api_url_is_json_404(client: Client, finops_user: Any) -> None:
     client.force_login(finops_user)
     response = client.get("/api/v1/no-such-thing/")
     assert response.status_code == 404
+
+
+@pytest.mark.django_db
+def test_pages_and_api_send_a_strict_content_security_policy(
+    client: Client, finops_user: Any
+) -> None:
+    client.force_login(finops_user)
+    for path in ("/", "/api/v1/me/", "/accounts/login/"):
+        policy = client.get(path)["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "unsafe-eval" not in policy
+        assert "frame-ancestors 'none'" in policy
+
+
+@pytest.mark.django_db
+def test_api_is_throttled(client: Client, finops_user: Any, monkeypatch: Any) -> None:
+    from django.core.cache import cache
+    from rest_framework.throttling import SimpleRateThrottle
+
+    # DRF reads the rates into the class when it is imported; set them there.
+    monkeypatch.setattr(
+        SimpleRateThrottle, "THROTTLE_RATES", {"anon": "3/minute", "user": "5/minute"}
+    )
+    cache.clear()
+    client.force_login(finops_user)
+    signed_in = [client.get("/api/v1/me/").status_code for _ in range(6)]
+    assert signed_in == [200] * 5 + [429]
+    body = client.get("/api/v1/me/").json()
+    assert body["detail"].startswith("Request was throttled.") and body["errors"] == {}
+    cache.clear()
+
+
+@pytest.mark.django_db
+def test_guessing_tokens_or_passwords_is_throttled(client: Client, finops_user: Any) -> None:
+    from django.core.cache import cache
+    from django.test import override_settings
+
+    cache.clear()
+    with override_settings(AUTH_FAILURES_PER_MINUTE=3):
+        codes = [
+            client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token isa_guess{i}").status_code
+            for i in range(5)
+        ]
+        assert codes == [401, 401, 401, 429, 429]
+        logins = [
+            client.post(
+                "/accounts/login/", {"username": "ann-finops", "password": f"wrong{i}"}
+            ).status_code
+            for i in range(4)
+        ]
+        assert logins == [200, 200, 200, 429]
+        blocked = client.post(
+            "/accounts/login/",
+            {"username": "ann-finops", "password": "correct horse battery staple"},
+        )
+        assert blocked.status_code == 429
+        assert b"Too many failed logins" in blocked.content
+    cache.clear()

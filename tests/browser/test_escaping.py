@@ -16,11 +16,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 HOSTILE = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 
 
-def test_hostile_workload_name_is_escaped(browser_page: Any, live_server: Any,
-                                          finops_user: Any) -> None:
+def test_hostile_workload_name_is_escaped(
+    browser_page: Any, live_server: Any, finops_user: Any
+) -> None:
     name = HOSTILE.replace('"', "'")  # a CSV cell without quotes to escape
-    log = ("started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n"
-           f"2026-11-02T10:00:00Z,2026-11-02T10:00:01Z,{name},openai,gpt-4o,10,10\n").encode()
+    log = (
+        "started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n"
+        f"2026-11-02T10:00:00Z,2026-11-02T10:00:01Z,{name},openai,gpt-4o,10,10\n"
+    ).encode()
     upload = upload_create(source=io.BytesIO(log), original_name=f"{name}.csv", enqueue=False)
     assert upload_ingest(upload_id=upload.pk).status == "succeeded"
     workload = Workload.objects.get(name=name)
@@ -31,10 +34,13 @@ def test_hostile_workload_name_is_escaped(browser_page: Any, live_server: Any,
     page.get_by_label("Password").fill(TEST_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(live_server.url + "/")
-    for path in ("/?start=2026-11-01&end=2026-11-03&stack=workload",
-                 "/workloads/?start=2026-11-01&end=2026-11-03",
-                 f"/workloads/{workload.pk}/?start=2026-11-01&end=2026-11-03", "/uploads/",
-                 f"/uploads/{upload.pk}/"):
+    for path in (
+        "/?start=2026-11-01&end=2026-11-03&stack=workload",
+        "/workloads/?start=2026-11-01&end=2026-11-03",
+        f"/workloads/{workload.pk}/?start=2026-11-01&end=2026-11-03",
+        "/uploads/",
+        f"/uploads/{upload.pk}/",
+    ):
         page.goto(live_server.url + path)
         page.wait_for_load_state("networkidle")
         assert page.evaluate("window.__xss === undefined"), path
