@@ -1,0 +1,105 @@
+"""Every URL the project serves x anonymous, finops, engineer, manager and admin, on GET.
+
+Generated from the URLconf: a new URL without a row in EXPECTED fails this test, so nobody can
+add an endpoint without saying who may use it. Detail URLs are asked for an object that does
+not exist, so "allowed" shows as 404 (past the permission check) and "refused" as 403/302/401.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.support.urls import project_urls
+
+ROLES = ("anonymous", "finops", "engineer", "manager", "admin")
+PAGE = (302, 200, 200, 200, 200)
+PAGE_DETAIL = (302, 404, 404, 404, 404)
+API = (401, 200, 200, 200, 200)
+API_DETAIL = (401, 404, 404, 404, 404)
+POST_ONLY_ANY_ROLE = (302, 405, 405, 405, 405)
+API_POST_ONLY = (401, 405, 405, 405, 405)
+
+EXPECTED: dict[str, tuple[int, ...]] = {
+    "healthz": (200, 200, 200, 200, 200),
+    "login": (200, 302, 302, 302, 302),  # signed-in users are sent on to the overview
+    "logout": (302, 405, 405, 405, 405),  # POST only
+    "api-root": API,
+    "api-me": API,
+    "api-spend": API,
+    "api-workloads": API,
+    "api-workload-detail": API_DETAIL,
+    "api-recommendations": API,
+    "api-recommendation-detail": API_DETAIL,
+    "api-recommendation-decision": API_POST_ONLY,
+    "api-audit-events": (401, 403, 403, 403, 200),
+    "api-reconciliation": API,
+    "api-pools": API,
+    "api-uploads": API,
+    "api-upload-detail": API_DETAIL,
+    "api-benchmark-runs": API,
+    "api-benchmark-run-detail": API_DETAIL,
+    "api-gates": API,
+    "api-gate-detail": API_DETAIL,
+    "api-schema": API,
+    "api-docs": PAGE,
+    "benchmarks": PAGE,
+    "benchmark-run": PAGE_DETAIL,
+    "gate": PAGE_DETAIL,
+    "overview": PAGE,
+    "audit-trail": (302, 403, 403, 403, 200),
+    "spend-csv": PAGE,
+    "workloads": PAGE,
+    "workload-detail": PAGE_DETAIL,
+    "uploads": PAGE,
+    "upload-new": (302, 200, 200, 403, 200),  # managers review; they do not upload
+    "upload-detail": PAGE_DETAIL,
+    "upload-raw": PAGE_DETAIL,
+    "upload-delete": (302, 405, 405, 403, 405),  # POST only; managers may not delete
+    "recommendations": PAGE,
+    "recommendation-detail": PAGE_DETAIL,
+    "recommendation-decision": (302, 403, 403, 405, 405),  # managers decide, by POST
+    "workload-override": (302, 403, 405, 405, 405),  # engineers and managers, by POST
+    "reconciliation": PAGE,
+}
+
+URLS = [u for u in project_urls() if not u.is_admin]
+
+
+def test_every_url_has_a_row() -> None:
+    assert sorted(u.name for u in URLS) == sorted(EXPECTED)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", URLS, ids=lambda u: u.name)
+def test_matrix(url: Any, request: Any) -> None:
+    users = {
+        "anonymous": None,
+        "finops": request.getfixturevalue("finops_user"),
+        "engineer": request.getfixturevalue("engineer_user"),
+        "manager": request.getfixturevalue("manager_user"),
+        "admin": request.getfixturevalue("admin_user"),
+    }
+    got = []
+    for role in ROLES:
+        client = Client()
+        if users[role] is not None:
+            client.force_login(users[role])
+        got.append(client.get(url.path).status_code)
+    expected = list(EXPECTED[url.name])
+    if url.name == "healthz":  # 503 when the broker is down is still an answer
+        got = [200 if code in (200, 503) else code for code in got]
+    assert dict(zip(ROLES, got, strict=True)) == dict(zip(ROLES, expected, strict=True))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role_fixture", ["finops_user", "engineer_user", "manager_user"])
+def test_admin_site_needs_staff(
+    client: Client, request: Any, role_fixture: str, admin_user: Any
+) -> None:
+    client.force_login(request.getfixturevalue(role_fixture))
+    assert client.get("/admin/").status_code == 302
+    client.force_login(admin_user)
+    assert client.get("/admin/").status_code == 200
