@@ -7,6 +7,8 @@ the raw file is kept as an Upload like every other file.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
@@ -28,6 +30,8 @@ from benchmarks_app.artifacts import (
 )
 from benchmarks_app.models import BenchmarkRun, Gate
 
+logger = logging.getLogger(__name__)
+
 
 class RunRefused(Exception):
     def __init__(self, message: str, *, field: str = "file") -> None:
@@ -39,8 +43,10 @@ def jsonable(value: Any) -> Any:
     """Dataclasses, Decimals, enums and tuples as plain JSON values (Decimals as strings)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or Infinity; the database refuses them
     if isinstance(value, Decimal):
-        return str(value)
+        return str(value) if value.is_finite() else None
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, Mapping):
@@ -121,6 +127,11 @@ def benchmark_run_import(
     except ArtifactError as exc:
         Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=str(exc))
         raise RunRefused(f"{filename}: {exc}") from None
+    except Exception as exc:  # a converter bug must still end in one sentence, not a 500
+        logger.exception("converting %s failed", filename)
+        message = f"the file could not be read ({type(exc).__name__}: {exc})"
+        Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=message)
+        raise RunRefused(f"{filename}: {message}") from None
     telemetry_upload = None
     if telemetry is not None:
         telemetry_upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)

@@ -159,6 +159,13 @@ def reject_of(rejected: RowRejected, *, line: int) -> BillingReject:
 # ---------------------------------------------------------------------------------------------
 
 
+# No billing line is worth (or counts) more than this; larger values are garbage or overflow.
+MAX_ABS_AMOUNT = Decimal(10) ** 15
+# Charge periods outside these years are placeholders or typos.
+EARLIEST_PERIOD = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST_PERIOD = datetime(2100, 1, 1, tzinfo=UTC)
+
+
 def parse_amount(value: object, *, field: str) -> Decimal | None:
     """A finite Decimal, sign kept; None when missing. Floats go through `str` (0.1 stays 0.1)."""
     if is_missing(value):
@@ -183,6 +190,12 @@ def parse_amount(value: object, *, field: str) -> Decimal | None:
             value=value,
             reason=f"`{field}` must be a finite number, got {quoted(value)}.",
         )
+    if abs(amount) > MAX_ABS_AMOUNT:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` is {quoted(value)}, beyond any real bill (over {MAX_ABS_AMOUNT:,}).",
+        )
     return amount
 
 
@@ -195,13 +208,21 @@ def parse_period(value: object, *, field: str) -> datetime:
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     try:
-        return _period_from_text(str(value).strip())
+        moment = _period_from_text(str(value).strip())
     except (ValueError, OverflowError, RowRejected) as error:
         raise RowRejected(
             field=field,
             value=value,
             reason=f"`{field}` is not a date or timestamp: {quoted(value)}.",
         ) from error
+    if not EARLIEST_PERIOD <= moment < LATEST_PERIOD:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` is {quoted(value)}, outside the years "
+            f"{EARLIEST_PERIOD.year}-{LATEST_PERIOD.year - 1}.",
+        )
+    return moment
 
 
 @lru_cache(maxsize=16_384)
@@ -292,7 +313,7 @@ def _tag_pairs_from_text(raw: str, *, field: str, value: object) -> list[tuple[s
             # object_pairs_hook keeps the pairs in file order; the dict keeps the last of a
             # duplicated key, as JSON parsers do.
             parsed = json.loads(candidate, object_pairs_hook=list, parse_float=Decimal)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(parsed, list) and all(
             isinstance(pair, tuple) and len(pair) == 2 for pair in parsed

@@ -34,6 +34,12 @@ from typing import Any, BinaryIO
 from audit_app.identity import resolve_workload
 
 MAX_TOKENS_PER_REQUEST = 10_000_000
+# A single request costing more than this is a unit mistake or garbage, never a real bill.
+MAX_COST_PER_REQUEST = Decimal(100_000)
+# Request times outside these years are typos or placeholders (1900-01-01, 9999-12-31); they
+# are rejected as rows rather than overflowing the nanosecond timestamps the rollups use.
+EARLIEST_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST_TIMESTAMP = datetime(2100, 1, 1, tzinfo=UTC)
 HEAD_BYTES = 64 * 1024
 MAX_REJECT_VALUE_CHARS = 200
 # LiteLLM keeps whole prompts and responses in `messages` / `response`; one cell can be several
@@ -309,6 +315,13 @@ def parse_cost(value: object, *, field: str) -> Decimal | None:
         raise RowRejected(
             field=field, value=value, reason=f"`{field}` cannot be negative, got {quoted(value)}."
         )
+    if amount > MAX_COST_PER_REQUEST:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` is {quoted(value)}, above the limit of "
+            f"${MAX_COST_PER_REQUEST} per request.",
+        )
     return amount
 
 
@@ -395,8 +408,25 @@ def _timestamp_from_text(value: str) -> datetime:
     return moment.astimezone(UTC)
 
 
+def _in_range(moment: datetime, *, field: str, value: object) -> datetime:
+    if not EARLIEST_TIMESTAMP <= moment < LATEST_TIMESTAMP:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` is {quoted(value)}, outside the years "
+            f"{EARLIEST_TIMESTAMP.year}-{LATEST_TIMESTAMP.year - 1}.",
+        )
+    return moment
+
+
 def parse_timestamp(value: object, *, field: str) -> datetime | None:
-    """A timezone-aware UTC datetime; None when missing (see the module docstring for forms)."""
+    """A timezone-aware UTC datetime; None when missing (see the module docstring for forms).
+    Times outside 2000-2099 are rejected."""
+    moment = _parse_timestamp(value, field=field)
+    return None if moment is None else _in_range(moment, field=field, value=value)
+
+
+def _parse_timestamp(value: object, *, field: str) -> datetime | None:
     if is_missing(value):
         return None
     if isinstance(value, datetime):
@@ -437,7 +467,13 @@ def parse_unix_nanos(value: object, *, field: str) -> datetime | None:
         )
     if number == 0:
         return None
-    return EPOCH + timedelta(microseconds=int(number) // 1_000)
+    try:
+        moment = EPOCH + timedelta(microseconds=int(number) // 1_000)
+    except OverflowError:
+        raise RowRejected(
+            field=field, value=value, reason=f"`{field}` is out of range: {quoted(value)}."
+        ) from None
+    return _in_range(moment, field=field, value=value)
 
 
 def parse_duration_seconds(value: object, *, field: str) -> timedelta | None:
@@ -469,6 +505,10 @@ def parse_json_object(value: object, *, field: str) -> dict[str, object]:
                 value=value,
                 reason=f"`{field}` is not valid JSON ({error.msg} at character {error.pos}).",
             ) from error
+        except RecursionError:
+            raise RowRejected(
+                field=field, value=value, reason=f"`{field}` is JSON nested too deeply."
+            ) from None
         if isinstance(parsed, dict):
             return parsed
         if parsed is None:
@@ -486,6 +526,10 @@ def parse_tags(value: object, *, field: str) -> list[str]:
         if stripped.startswith("["):
             try:
                 items = json.loads(stripped)
+            except RecursionError:
+                raise RowRejected(
+                    field=field, value=value, reason=f"`{field}` is JSON nested too deeply."
+                ) from None
             except json.JSONDecodeError:
                 try:
                     # Python-style lists (['a', 'b']) come from str(list) in ad-hoc exports;
@@ -772,6 +816,8 @@ def read_json_document(stream: BinaryIO) -> object:
         raise ImportFileError(
             f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}"
         ) from error
+    except RecursionError:
+        raise ImportFileError("the JSON document is nested too deeply to read") from None
 
 
 def parse_json_line(line_text: str) -> object:
@@ -784,6 +830,10 @@ def parse_json_line(line_text: str) -> object:
             value=line_text.strip(),
             reason=f"the line is not valid JSON: {error.msg} at column {error.colno}.",
         ) from error
+    except RecursionError:
+        raise RowRejected(
+            field="(line)", value=line_text.strip(), reason="the line's JSON is nested too deeply."
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------

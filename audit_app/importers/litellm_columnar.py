@@ -49,6 +49,9 @@ from audit_app.importers import frame as canonical
 from audit_app.importers import litellm
 from audit_app.importers.base import (
     CSV_FIELD_SIZE_LIMIT,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_COST_PER_REQUEST,
     MAX_TOKENS_PER_REQUEST,
     STATUS_ERROR,
     CanonicalRequest,
@@ -376,7 +379,7 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
         return None
     try:
         metadata = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if type(metadata) is not dict or not metadata.keys() <= _PLAIN_METADATA_KEYS:
         return None
@@ -555,6 +558,8 @@ def _missing(column: pa.Array, lengths: np.ndarray) -> np.ndarray:
     return missing
 
 
+EARLIEST_NS = int(EARLIEST_TIMESTAMP.timestamp()) * 1_000_000_000
+LATEST_NS = int(LATEST_TIMESTAMP.timestamp()) * 1_000_000_000
 _ZONED = re.compile(r"(Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
 
 
@@ -586,6 +591,8 @@ def _timestamps(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         break
     if nanos is None:
         nanos, parsed = _timestamps_one_by_one(column, present)
+    # Outside the row path's years the row path rejects the row; send it there.
+    parsed &= (nanos >= EARLIEST_NS) & (nanos < LATEST_NS)
     # The row path cuts fractions to microseconds; floor division does that for any sign.
     return nanos // 1000 * 1000, parsed, missing
 
@@ -668,7 +675,14 @@ def _costs(column: pa.Array | None, rows: int) -> _Costs:
     usd = pc.fill_null(amounts, 0.0).to_numpy()
     with np.errstate(invalid="ignore", over="ignore"):
         scaled = usd * NANOS_PER_USD
-        readable = numeric & np.isfinite(scaled) & (usd >= 0) & (scaled < MAX_FAST_COST_NANOS)
+        readable = (
+            numeric
+            & np.isfinite(scaled)
+            & (usd >= 0)
+            & (scaled < MAX_FAST_COST_NANOS)
+            # Above the limit the row path rejects the row; send it there.
+            & (usd <= float(MAX_COST_PER_REQUEST))
+        )
         nanos = np.rint(np.where(readable, scaled, 0.0))
         distance_to_tie = np.abs(scaled - np.floor(scaled) - 0.5)
         exact = readable & (distance_to_tie <= np.abs(scaled) * 1e-14 + 1e-9)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -76,18 +76,23 @@ def _ingest(upload_id: int) -> Upload:
         rows_read=0,
         error="",
     )
-    if upload.kind == Upload.Kind.BILLING:
-        return _ingest_billing(upload)
     try:
-        result = _parse(upload)
-    except ImportFileError as exc:
-        return _fail(upload_id, str(exc))
-    except (UnicodeDecodeError, ValueError, OSError) as exc:
-        # Importers turn every expected problem into ImportFileError; anything else is still
-        # reported as one sentence, never a traceback, and the upload is kept for a retry.
+        if upload.kind == Upload.Kind.BILLING:
+            return _ingest_billing(upload)
+        try:
+            result = _parse(upload)
+        except ImportFileError as exc:
+            return _fail(upload_id, str(exc))
+        return _land(upload_id, result)
+    except (OperationalError, InterfaceError):
+        raise  # the database went away: the task retries (see audit_app.tasks)
+    except Exception as exc:
+        # Importers turn every expected problem into ImportFileError or a row reject; anything
+        # else still ends the upload as failed with one sentence, never stuck as running, and
+        # the raw file is kept.
         logger.exception("ingest of upload %s failed", upload_id)
-        return _fail(upload_id, f"The file could not be read: {exc}")
-    return _land(upload_id, result)
+        BillingCharge.objects.filter(upload_id=upload_id).delete()
+        return _fail(upload_id, f"The file could not be ingested ({type(exc).__name__}: {exc})")
 
 
 def _fail(upload_id: int, message: str) -> Upload:
@@ -263,10 +268,6 @@ def _ingest_billing(upload: Upload) -> Upload:
     except ImportFileError as exc:
         BillingCharge.objects.filter(upload=upload).delete()
         return _fail(upload.pk, str(exc))
-    except (UnicodeDecodeError, ValueError, OSError) as exc:
-        logger.exception("billing ingest of upload %s failed", upload.pk)
-        BillingCharge.objects.filter(upload=upload).delete()
-        return _fail(upload.pk, f"The file could not be read: {exc}")
     with transaction.atomic():
         landed = Upload.objects.select_for_update().get(pk=upload.pk)
         landed.status = Upload.Status.SUCCEEDED

@@ -82,6 +82,8 @@ def _load_result(data: bytes) -> tuple[Mapping[str, Any], list[str]]:
     text = decode_text(data)
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise ArtifactError("not valid JSON: nested too deeply") from None
     except json.JSONDecodeError as error:
         if error.msg != "Extra data":
             raise ArtifactError(json_error_sentence(error, text)) from None
@@ -104,6 +106,8 @@ def _load_appended(text: str) -> tuple[Mapping[str, Any], list[str]]:
             continue
         try:
             records.append(require_object(json.loads(line), f"line {number}"))
+        except RecursionError:
+            raise ArtifactError(f"line {number}: not valid JSON: nested too deeply") from None
         except json.JSONDecodeError as error:
             raise ArtifactError(f"line {number}: {json_error_sentence(error, line)}") from None
     assumptions = []
