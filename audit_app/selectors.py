@@ -509,3 +509,16 @@ def hourly_output_tokens(*, queryset: QuerySet[HourlyRollup], start: date, end: 
         if 0 <= index < hours:
             demand[index] += row["o"]
     return demand
+
+
+def potential_monthly_savings() -> Decimal:
+    """Savings if every workload took its best open recommendation: alternatives for the same
+    workload are not added up (a workload moves to one target)."""
+    from audit_app.models import Recommendation
+
+    best: dict[int, Decimal] = {}
+    for workload_id, savings in Recommendation.objects.filter(
+        status__in=[Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED]
+    ).values_list("workload_id", "savings_monthly_usd"):
+        best[workload_id] = max(best.get(workload_id, Decimal(0)), savings)
+    return sum(best.values(), Decimal(0))

@@ -7,7 +7,6 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -17,13 +16,14 @@ from django.views.generic import TemplateView
 from audit_app import charts
 from audit_app.csv_export import csv_response
 from audit_app.filters import FilterError, SpendFilters, parse_filters
-from audit_app.models import Recommendation, Workload, WorkloadClass
+from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
 from audit_app.selectors import (
     GROUP_BY_FIELDS,
     daily_usage,
     filter_choices,
     hour_of_week_requests,
+    potential_monthly_savings,
     rollups_in_range,
     spend_breakdown,
     spend_per_day,
@@ -116,10 +116,7 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             class_split[label] += row.spend_usd + gpu_by_workload.get(row.key, Decimal(0))
         context.update(
             class_split=class_split,
-            potential_savings=Recommendation.objects.filter(
-                status__in=[Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED]
-            ).aggregate(total=Sum("savings_monthly_usd"))["total"]
-            or Decimal(0),
+            potential_savings=potential_monthly_savings(),
             pools=reports,
             pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
             pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),

@@ -14,7 +14,11 @@ from django.views.generic import TemplateView
 from audit_app import charts
 from audit_app.models import Recommendation, Workload
 from audit_app.permissions import Role, RoleRequiredMixin, has_role
-from audit_app.selectors import hour_of_week_requests, rollups_in_range
+from audit_app.selectors import (
+    hour_of_week_requests,
+    potential_monthly_savings,
+    rollups_in_range,
+)
 from audit_app.services.classification import OverrideRefused, workload_override
 from audit_app.services.recommendations import DecisionRefused, recommendation_decide
 
@@ -26,11 +30,7 @@ class RecommendationListView(RoleRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         items = list(Recommendation.objects.select_related("workload"))
         context["recommendations"] = items
-        context["total_savings"] = sum(
-            r.savings_monthly_usd
-            for r in items
-            if r.status in (Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED)
-        )
+        context["total_savings"] = potential_monthly_savings()
         return context
 
 

@@ -189,3 +189,47 @@ def test_pages(client: Client, evals: Workload, engineer_user: Any, manager_user
     assert Recommendation.objects.get(pk=recommendation.pk).status == "rejected"
     overview = client.get("/?start=2026-11-01&end=2026-11-03")
     assert overview.context["class_split"]["async"] == Decimal("0.042")
+
+
+def test_potential_savings_count_one_target_per_workload(evals: Workload) -> None:
+    from audit_app.selectors import potential_monthly_savings
+
+    common = {
+        "workload": evals,
+        "current_monthly_usd": 100,
+        "confidence": "x",
+        "period_start": "2026-11-01",
+        "period_end": "2026-11-30",
+    }
+    Recommendation.objects.create(
+        target_kind="batch_api",
+        target="a",
+        projected_monthly_usd=60,
+        savings_monthly_usd=40,
+        **common,
+    )
+    Recommendation.objects.create(
+        target_kind="cheaper_provider",
+        target="b",
+        projected_monthly_usd=30,
+        savings_monthly_usd=70,
+        **common,
+    )
+    Recommendation.objects.create(
+        target_kind="dedicated_hardware",
+        target="c",
+        projected_monthly_usd=10,
+        savings_monthly_usd=90,
+        status="rejected",
+        **common,
+    )
+    other = Workload.objects.create(name="backfill")
+    Recommendation.objects.create(
+        **{**common, "workload": other},
+        target_kind="batch_api",
+        target="d",
+        projected_monthly_usd=95,
+        savings_monthly_usd=5,
+    )
+    # evals: best open one saves 70 (the rejected 90 does not count); backfill: 5.
+    assert potential_monthly_savings() == Decimal(75)
