@@ -35,6 +35,19 @@ class PriceCardSpec:
     source_date: str
 
 
+def price_card_defaults(spec: PriceCardSpec) -> dict[str, object]:
+    """A spec's non-key fields, for `get_or_create(provider=, model=, valid_from=, defaults=)`."""
+    return {
+        "input_usd_per_mtok": spec.input_usd_per_mtok,
+        "output_usd_per_mtok": spec.output_usd_per_mtok,
+        "cached_input_usd_per_mtok": spec.cached_input_usd_per_mtok,
+        "batch_input_usd_per_mtok": spec.batch_input_usd_per_mtok,
+        "batch_output_usd_per_mtok": spec.batch_output_usd_per_mtok,
+        "source": spec.source,
+        "source_date": spec.source_date,
+    }
+
+
 def price_card_specs(path: Path = CATALOG_PATH) -> list[PriceCardSpec]:
     """One spec per ``api`` row with token prices; policy rows (no prices) are skipped."""
     specs: list[PriceCardSpec] = []

@@ -14,7 +14,14 @@ from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
 from audit_app.histograms import LatencyHistogram
-from audit_app.models import HourlyRollup, PriceCard, ServingPool, Upload, Workload
+from audit_app.models import (
+    HourlyRollup,
+    PriceCard,
+    Recommendation,
+    ServingPool,
+    Upload,
+    Workload,
+)
 from audit_app.pricing import Price, PriceBook, TokenUsage, token_cost
 
 
@@ -514,8 +521,6 @@ def hourly_output_tokens(*, queryset: QuerySet[HourlyRollup], start: date, end: 
 def potential_monthly_savings() -> Decimal:
     """Savings if every workload took its best open recommendation: alternatives for the same
     workload are not added up (a workload moves to one target)."""
-    from audit_app.models import Recommendation
-
     best: dict[int, Decimal] = {}
     for workload_id, savings in Recommendation.objects.filter(
         status__in=[Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED]

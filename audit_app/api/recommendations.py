@@ -16,8 +16,7 @@ from audit_app.api.spend import WorkloadDetailApi
 from audit_app.models import Recommendation, Workload
 from audit_app.services.classification import (
     OverrideRefused,
-    current_override,
-    effective_class,
+    class_summary,
     workload_override,
 )
 from audit_app.services.recommendations import DecisionRefused, recommendation_decide
@@ -52,26 +51,7 @@ class ClassOutput(serializers.Serializer):
 
 
 def class_payload(workload: Workload) -> dict[str, Any]:
-    classification = getattr(workload, "classification", None)
-    override = current_override(workload)
-    return {
-        "id": workload.pk,
-        "name": workload.name,
-        "workload_class": effective_class(workload),
-        "computed_class": classification.workload_class if classification else "unknown",
-        "confidence": classification.confidence if classification else 0.0,
-        "evidence": classification.evidence if classification else [],
-        "override": (
-            {
-                "workload_class": override.workload_class,
-                "reason": override.reason,
-                "by": override.user.get_username() if override.user else None,
-                "at": override.created_at.isoformat(),
-            }
-            if override and override.workload_class
-            else None
-        ),
-    }
+    return {"id": workload.pk, "name": workload.name, **class_summary(workload)}
 
 
 class WorkloadApi(WorkloadDetailApi):

@@ -23,6 +23,7 @@ from audit_app.selectors import (
     spend_breakdown,
     workload_stats,
 )
+from audit_app.services.classification import class_summary
 
 MONEY = {"max_digits": 24, "decimal_places": 6, "coerce_to_string": True}
 FILTER_PARAMETERS = [
@@ -150,11 +151,12 @@ def _latency(summary: LatencySummary) -> dict[str, Any]:
     return summary.__dict__
 
 
-def workload_payload(stats: WorkloadStats, request: Request | None) -> dict[str, Any]:
-    from audit_app.api.recommendations import class_payload
-
-    workload = Workload.objects.select_related("classification").filter(pk=stats.id).first()
-    classes = class_payload(workload) if workload else {}
+def workload_payload(
+    stats: WorkloadStats, request: Request | None, workload: Workload | None = None
+) -> dict[str, Any]:
+    if workload is None:
+        workload = Workload.objects.select_related("classification").filter(pk=stats.id).first()
+    classes = class_summary(workload) if workload else {}
     return {
         **{
             k: classes.get(k)
@@ -177,8 +179,15 @@ class WorkloadListApi(APIView):
     def get(self, request: Request) -> Response:
         filters = _filters(request)
         stats = [s for s in workload_stats(queryset=filters.queryset()) if s.id is not None]
+        workloads = (
+            Workload.objects.select_related("classification")
+            .prefetch_related("overrides__user")
+            .in_bulk([s.id for s in stats])
+        )
         return Response(
-            WorkloadOutput([workload_payload(s, request) for s in stats], many=True).data
+            WorkloadOutput(
+                [workload_payload(s, request, workloads.get(s.id)) for s in stats], many=True
+            ).data
         )
 
 

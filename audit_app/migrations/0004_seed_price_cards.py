@@ -6,7 +6,7 @@ from django.db import migrations
 
 
 def seed(apps, schema_editor):
-    from audit_app.catalog import price_card_specs
+    from audit_app.catalog import price_card_defaults, price_card_specs
 
     price_card = apps.get_model("audit_app", "PriceCard")
     for spec in price_card_specs():
@@ -14,15 +14,7 @@ def seed(apps, schema_editor):
             provider=spec.provider,
             model=spec.model,
             valid_from=spec.valid_from,
-            defaults={
-                "input_usd_per_mtok": spec.input_usd_per_mtok,
-                "output_usd_per_mtok": spec.output_usd_per_mtok,
-                "cached_input_usd_per_mtok": spec.cached_input_usd_per_mtok,
-                "batch_input_usd_per_mtok": spec.batch_input_usd_per_mtok,
-                "batch_output_usd_per_mtok": spec.batch_output_usd_per_mtok,
-                "source": spec.source,
-                "source_date": spec.source_date,
-            },
+            defaults=price_card_defaults(spec),
         )
 
 

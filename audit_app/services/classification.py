@@ -159,6 +159,10 @@ def _plain(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def current_override(workload: Workload) -> WorkloadOverride | None:
+    """The newest override (uses prefetched overrides when the caller loaded them)."""
+    if "overrides" in getattr(workload, "_prefetched_objects_cache", {}):
+        overrides = workload.overrides.all()
+        return overrides[0] if overrides else None
     return workload.overrides.select_related("user").first()
 
 
@@ -198,3 +202,26 @@ def workload_override(
         details={"workload_class": workload_class, "reason": reason.strip()},
     )
     return override
+
+
+def class_summary(workload: Workload | None) -> dict[str, Any]:
+    """The class a workload has, the classifier's own verdict and the override in force, as
+    plain values (the API, `workloads --json` and pages show the same fields)."""
+    classification = getattr(workload, "classification", None) if workload else None
+    override = current_override(workload) if workload else None
+    return {
+        "workload_class": effective_class(workload) if workload else WorkloadClass.UNKNOWN.value,
+        "computed_class": classification.workload_class if classification else "unknown",
+        "confidence": classification.confidence if classification else 0.0,
+        "evidence": classification.evidence if classification else [],
+        "override": (
+            {
+                "workload_class": override.workload_class,
+                "reason": override.reason,
+                "by": override.user.get_username() if override.user else None,
+                "at": override.created_at.isoformat(),
+            }
+            if override and override.workload_class
+            else None
+        ),
+    }

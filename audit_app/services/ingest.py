@@ -114,9 +114,47 @@ def _parse(upload: Upload) -> ParseResult:
         return _consume(upload, detected, chunks)
 
 
+class _Progress:
+    """Writes rows read and bytes read to the upload at most every PROGRESS_INTERVAL_SECONDS,
+    outside the landing transaction, so the page's progress bar moves during a long ingest."""
+
+    def __init__(self, upload: Upload) -> None:
+        self.upload = upload
+        self.last = 0.0
+
+    def report(self, *, bytes_read: int, rows_read: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_INTERVAL_SECONDS:
+            self.last = now
+            Upload.objects.filter(pk=self.upload.pk).update(
+                bytes_read=min(bytes_read, self.upload.size_bytes), rows_read=rows_read
+            )
+
+
+def _mark_landed(
+    upload: Upload,
+    *,
+    rows_read: int,
+    rows_rejected: int,
+    rejects: list[RowReject] | list[BillingReject],
+) -> None:
+    """The counts and first rejects every finished upload carries; the caller saves."""
+    upload.status = Upload.Status.SUCCEEDED
+    upload.finished_at = timezone.now()
+    upload.bytes_read = upload.size_bytes
+    upload.rows_read = rows_read
+    upload.rows_rejected = rows_rejected
+    upload.rows_accepted = rows_read - rows_rejected
+    upload.rejects = [
+        {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
+        for r in sorted(rejects, key=lambda r: r.line)
+    ]
+    upload.error = ""
+
+
 def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> ParseResult:
     result = ParseResult(format=detected)
-    last_progress = 0.0
+    progress = _Progress(upload)
     for chunk in chunks:
         if chunk.frame is not None:
             result.aggregate.add_frame(chunk.frame)
@@ -128,12 +166,7 @@ def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> Pa
         if room > 0:
             result.rejects.extend(chunk.rejects[:room])
         result.bytes_read = chunk.bytes_read
-        now = time.monotonic()
-        if now - last_progress >= PROGRESS_INTERVAL_SECONDS:
-            last_progress = now
-            Upload.objects.filter(pk=upload.pk).update(
-                bytes_read=min(chunk.bytes_read, upload.size_bytes), rows_read=result.rows_read
-            )
+        progress.report(bytes_read=chunk.bytes_read, rows_read=result.rows_read)
     return result
 
 
@@ -152,22 +185,17 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
         Workload.objects.bulk_create(
             [Workload(name=name) for name in sorted(names)], ignore_conflicts=True
         )
-        upload.status = Upload.Status.SUCCEEDED
-        upload.finished_at = timezone.now()
-        upload.bytes_read = upload.size_bytes
-        upload.rows_read = result.rows_read
-        upload.rows_rejected = result.rows_rejected
-        upload.rows_accepted = result.rows_read - result.rows_rejected
-        upload.rejects = [
-            {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
-            for r in sorted(result.rejects, key=lambda r: r.line)
-        ]
+        _mark_landed(
+            upload,
+            rows_read=result.rows_read,
+            rows_rejected=result.rows_rejected,
+            rejects=result.rejects,
+        )
         upload.requests = aggregate.total("requests")
         upload.input_tokens = aggregate.total("input_tokens")
         upload.output_tokens = aggregate.total("output_tokens")
         upload.cached_input_tokens = aggregate.total("cached_input_tokens")
         upload.logged_cost_usd = nanos_to_usd(aggregate.total("logged_cost_nanos"))
-        upload.error = ""
         upload.save()
     return upload
 
@@ -233,7 +261,7 @@ def _ingest_billing(upload: Upload) -> Upload:
     effective: dict[str, Decimal] = {}
     rejects: list[BillingReject] = []
     rows_read = rows_rejected = 0
-    last_progress = 0.0
+    progress = _Progress(upload)
     try:
         with upload.file.open("rb") as stream:
             requested = upload.requested_format
@@ -259,32 +287,17 @@ def _ingest_billing(upload: Upload) -> Upload:
                 room = MAX_STORED_REJECTS - len(rejects)
                 if room > 0:
                     rejects.extend(chunk.rejects[:room])
-                now = time.monotonic()
-                if now - last_progress >= PROGRESS_INTERVAL_SECONDS:
-                    last_progress = now
-                    Upload.objects.filter(pk=upload.pk).update(
-                        bytes_read=min(chunk.bytes_read, upload.size_bytes), rows_read=rows_read
-                    )
+                progress.report(bytes_read=chunk.bytes_read, rows_read=rows_read)
     except ImportFileError as exc:
         BillingCharge.objects.filter(upload=upload).delete()
         return _fail(upload.pk, str(exc))
     with transaction.atomic():
         landed = Upload.objects.select_for_update().get(pk=upload.pk)
-        landed.status = Upload.Status.SUCCEEDED
-        landed.finished_at = timezone.now()
-        landed.bytes_read = landed.size_bytes
-        landed.rows_read = rows_read
-        landed.rows_rejected = rows_rejected
-        landed.rows_accepted = rows_read - rows_rejected
-        landed.rejects = [
-            {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
-            for r in sorted(rejects, key=lambda r: r.line)
-        ]
+        _mark_landed(landed, rows_read=rows_read, rows_rejected=rows_rejected, rejects=rejects)
         landed.billing_totals = {
             "billed": {c: str(v) for c, v in sorted(billed.items())},
             "effective": {c: str(v) for c, v in sorted(effective.items())},
         }
-        landed.error = ""
         landed.save()
     return landed
 

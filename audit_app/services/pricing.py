@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from audit_app.catalog import price_card_specs
+from audit_app.catalog import price_card_defaults, price_card_specs
 from audit_app.models import PriceCard
 
 
@@ -17,15 +17,7 @@ def price_cards_seed() -> int:
             provider=spec.provider,
             model=spec.model,
             valid_from=spec.valid_from,
-            defaults={
-                "input_usd_per_mtok": spec.input_usd_per_mtok,
-                "output_usd_per_mtok": spec.output_usd_per_mtok,
-                "cached_input_usd_per_mtok": spec.cached_input_usd_per_mtok,
-                "batch_input_usd_per_mtok": spec.batch_input_usd_per_mtok,
-                "batch_output_usd_per_mtok": spec.batch_output_usd_per_mtok,
-                "source": spec.source,
-                "source_date": spec.source_date,
-            },
+            defaults=price_card_defaults(spec),
         )
         created += was_created
     return created

@@ -97,13 +97,17 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
         per_day = spend_per_day(
             dimension=stack, queryset=queryset, start=filters.start, end=filters.end
         )
-        top = spend_breakdown(group_by="workload", queryset=queryset).rows[:TOP_WORKLOADS]
+        by_workload = (
+            breakdown
+            if stack == "workload"
+            else spend_breakdown(group_by="workload", queryset=queryset)
+        ).rows
+        top = by_workload[:TOP_WORKLOADS]
         uploads = uploads_per_day(days=30)
         reports = pool_reports(start=filters.start, end=filters.end)
         usd_pools = [r for r in reports if r.currency == "USD"]
         workloads_in_pools = sorted({w for r in usd_pools for w in r.attribution.by_workload})
         gpu_by_workload = attributed_gpu_cost_by_workload(reports)
-        by_workload = spend_breakdown(group_by="workload", queryset=queryset).rows
         class_split: dict[str, Decimal] = {c: Decimal(0) for c in WorkloadClass.values}
         classes = {
             w.name: effective_class(w)

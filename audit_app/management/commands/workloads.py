@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from audit_app.filters import FilterError, parse_filters
 from audit_app.models import Workload
 from audit_app.selectors import workload_stats
-from audit_app.services.classification import current_override, effective_class
+from audit_app.services.classification import class_summary
 
 
 class Command(BaseCommand):
@@ -53,7 +53,7 @@ class Command(BaseCommand):
                 "p95_e2e_ms": None if s.latency.p95_ms is None else round(s.latency.p95_ms, 3),
                 "teams": s.teams,
                 "models": s.models,
-                **_class_fields(classes.get(s.name)),
+                **class_summary(classes.get(s.name)),
             }
             for s in stats
         ]
@@ -66,24 +66,3 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{row['name'][:32]:<32} {row['requests']:>10} {row['spend_usd']:>14} {p95:>11}"
             )
-
-
-def _class_fields(workload: Workload | None) -> dict[str, Any]:
-    classification = getattr(workload, "classification", None) if workload else None
-    override = current_override(workload) if workload else None
-    return {
-        "workload_class": effective_class(workload) if workload else "unknown",
-        "computed_class": classification.workload_class if classification else "unknown",
-        "confidence": classification.confidence if classification else 0.0,
-        "evidence": classification.evidence if classification else [],
-        "override": (
-            {
-                "workload_class": override.workload_class,
-                "reason": override.reason,
-                "by": override.user.get_username() if override.user else None,
-                "at": override.created_at.isoformat(),
-            }
-            if override and override.workload_class
-            else None
-        ),
-    }
