@@ -22,10 +22,18 @@ from django.utils import timezone
 
 from audit_app import billing, importers
 from audit_app.billing.base import BillingLine, BillingReject
+from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
 from audit_app.histograms import LatencyHistogram
 from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
-from audit_app.models import BillingCharge, HourlyRollup, Upload, Workload, WorkloadDay
+from audit_app.models import (
+    BillingCharge,
+    DailyRollup,
+    HourlyRollup,
+    Upload,
+    Workload,
+    WorkloadDay,
+)
 from audit_app.rollups import IngestAggregate, distinct_sketch
 
 logger = logging.getLogger(__name__)
@@ -178,8 +186,11 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
             return upload
         # Nothing should be here (landing is atomic), but a half-state must never add up twice.
         HourlyRollup.objects.filter(upload=upload).delete()
+        DailyRollup.objects.filter(upload=upload).delete()
         WorkloadDay.objects.filter(upload=upload).delete()
-        HourlyRollup.objects.bulk_create(_rollup_rows(upload, aggregate), batch_size=BULK_BATCH)
+        hourly = list(_rollup_rows(upload, aggregate))
+        HourlyRollup.objects.bulk_create(hourly, batch_size=BULK_BATCH)
+        DailyRollup.objects.bulk_create(_daily_rows(upload, hourly), batch_size=BULK_BATCH)
         WorkloadDay.objects.bulk_create(_day_rows(upload, aggregate), batch_size=BULK_BATCH)
         names = {key.workload[:200] for key in aggregate.rollups}
         Workload.objects.bulk_create(
@@ -232,6 +243,13 @@ def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[HourlyR
             latency_histogram=_histogram_json(t.latency),
             tpot_histogram=_histogram_json(t.tpot),
         )
+
+
+def _daily_rows(upload: Upload, hourly: list[HourlyRollup]) -> Iterator[DailyRollup]:
+    fields = ("hour", *KEY_FIELDS, *SUM_FIELDS, *HISTOGRAM_FIELDS)
+    rows = ({f: getattr(r, f) for f in fields} for r in hourly)
+    for row in daily_from_hourly(rows):
+        yield DailyRollup(upload=upload, **row)
 
 
 def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[WorkloadDay]:
