@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit_app.models import HourlyRollup
-from audit_app.selectors import data_date_range, rollups_in_range
+from audit_app.models import DailyRollup, HourlyRollup
+from audit_app.selectors import daily_rollups, data_date_range, rollups_in_range
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 800
@@ -32,7 +32,19 @@ class SpendFilters:
     provider: str = ""
     model: str = ""
 
-    def queryset(self, **extra: Any) -> QuerySet[HourlyRollup]:
+    def queryset(self, **extra: Any) -> QuerySet[DailyRollup]:
+        """Daily rollups in the range: what sums, spend and percentiles read."""
+        return daily_rollups(
+            start=self.start,
+            end=self.end,
+            team=self.team,
+            provider=self.provider,
+            model=self.model,
+            **extra,
+        )
+
+    def hourly_queryset(self, **extra: Any) -> QuerySet[HourlyRollup]:
+        """Hourly rollups in the range, for views that need the hour of day."""
         return rollups_in_range(
             start=self.start,
             end=self.end,

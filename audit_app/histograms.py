@@ -150,6 +150,34 @@ class LatencyHistogram:
         return result
 
     @classmethod
+    def merge_json(cls, items: Iterable[dict[str, Any]]) -> LatencyHistogram:
+        """One histogram from many `to_json` dicts (empty dicts skipped), merged with numpy in
+        one pass instead of one dict update per bin: what pages do with thousands of stored
+        histograms. Same result as `merge_all(from_json(i) for i in items)`."""
+        items = [item for item in items if item]
+        if any(item.get("version") != _JSON_VERSION for item in items):
+            return cls.merge_all(cls.from_json(item) for item in items)  # old layout: slow path
+        result = cls()
+        if not items:
+            return result
+        for item in items:
+            if (item["alpha"], item["min_value_ms"]) != (ALPHA, MIN_VALUE_MS):
+                raise ValueError("histogram layout does not match this module's")
+        indices = np.fromiter((i for item in items for i in item["index"]), dtype=np.int64)
+        counts = np.fromiter((n for item in items for n in item["counts"]), dtype=np.int64)
+        if indices.size:
+            unique, inverse = np.unique(indices, return_inverse=True)
+            summed = np.zeros(unique.size, dtype=np.int64)
+            np.add.at(summed, inverse, counts)
+            result.bins = dict(zip(unique.tolist(), summed.tolist(), strict=True))
+        result.zero_count = sum(int(item["zero_count"]) for item in items)
+        result.count = sum(int(item["count"]) for item in items)
+        result.total = math.fsum(float(item["sum"]) for item in items)
+        if result.count != result.zero_count + int(counts.sum()):
+            raise ValueError("histogram count does not match its bins")
+        return result
+
+    @classmethod
     def from_values(cls, values: Iterable[float] | np.ndarray) -> LatencyHistogram:
         """Convenience: a histogram of ``values``."""
         histogram = cls()
@@ -187,8 +215,23 @@ class LatencyHistogram:
         return float(x_lo + (x_hi - x_lo) * (position - lo))
 
     def percentiles(self, qs: Sequence[float] = (0.5, 0.95, 0.99)) -> dict[float, float | None]:
-        """{q: quantile(q)} for each q, e.g. the dashboard's p50 / p95 / p99."""
-        return {q: self.quantile(q) for q in qs}
+        """{q: quantile(q)} for each q, e.g. the dashboard's p50 / p95 / p99: the bins are
+        sorted and summed once for all of them (same arithmetic as `quantile`)."""
+        for q in qs:
+            if not 0.0 <= q <= 1.0:
+                raise ValueError(f"quantile {q!r} outside [0, 1]")
+        if self.count == 0:
+            return dict.fromkeys(qs)
+        indices = sorted(self.bins)
+        values = np.array([0.0] + [_representative(i) for i in indices])
+        cumulative = np.cumsum([self.zero_count] + [self.bins[i] for i in indices])
+        out: dict[float, float | None] = {}
+        for q in qs:
+            position = (self.count - 1) * q
+            lo, hi = math.floor(position), math.ceil(position)
+            x_lo, x_hi = values[np.searchsorted(cumulative, [lo, hi], side="right")]
+            out[q] = float(x_lo + (x_hi - x_lo) * (position - lo))
+        return out
 
     # -- storage --------------------------------------------------------------------------
 

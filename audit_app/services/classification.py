@@ -30,7 +30,12 @@ from audit_app.models import (
 )
 from audit_app.permissions import Role, has_role
 from audit_app.rollups import distinct_estimate, distinct_sketch
-from audit_app.selectors import data_date_range, rollups_in_range, workload_stats
+from audit_app.selectors import (
+    daily_rollups,
+    data_date_range,
+    rollups_in_range,
+    workload_stats,
+)
 from audit_app.services.audit import audit_record
 
 WINDOW_DAYS = 30
@@ -103,7 +108,7 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
         )
         for d in sorted(minute)
     ]
-    stats = workload_stats(queryset=queryset)
+    stats = workload_stats(queryset=daily_rollups(start=start, end=end, workload=workload.name))
     latency = stats[0] if stats else None
     return WorkloadSummary(
         workload=workload.name,
@@ -126,7 +131,7 @@ def workloads_classify(*, today: date | None = None) -> list[WorkloadClassificat
     if window is None:
         return []
     start, end = window
-    names = set(rollups_in_range(start=start, end=end).values_list("workload", flat=True))
+    names = set(daily_rollups(start=start, end=end).values_list("workload", flat=True))
     results = []
     for workload in Workload.objects.filter(name__in=names):
         summary = workload_summary(workload, start=start, end=end)

@@ -20,11 +20,11 @@ from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
 from audit_app.selectors import (
     GROUP_BY_FIELDS,
+    daily_rollups,
     daily_usage,
     filter_choices,
     hour_of_week_requests,
     potential_monthly_savings,
-    rollups_in_range,
     spend_breakdown,
     spend_per_day,
     upload_list,
@@ -58,10 +58,10 @@ def month_comparison(today: date) -> MonthComparison:
     previous_last = first - timedelta(days=1)
     previous_first = previous_last.replace(day=1)
     this_month = spend_breakdown(
-        group_by="provider", queryset=rollups_in_range(start=first, end=today)
+        group_by="provider", queryset=daily_rollups(start=first, end=today)
     ).total_usd
     last_month = spend_breakdown(
-        group_by="provider", queryset=rollups_in_range(start=previous_first, end=previous_last)
+        group_by="provider", queryset=daily_rollups(start=previous_first, end=previous_last)
     ).total_usd
     return MonthComparison(
         this_month=this_month,
@@ -336,7 +336,9 @@ class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
                 output_tokens=usage.output_tokens,
             ),
             heatmap_figure=charts.build_hour_of_week_figure(
-                matrix=hour_of_week_requests(queryset=queryset)
+                matrix=hour_of_week_requests(
+                    queryset=filters.hourly_queryset(workload=workload.name)
+                )
             ),
         )
         if stats:

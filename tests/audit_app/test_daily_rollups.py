@@ -1,0 +1,158 @@
+"""Daily rollups: derived at landing from the hourly ones, and read by pages instead of them.
+
+Expected values are computed a second way: by summing the hourly rows in Python, or by running
+the same selector over the hourly table.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+from audit_app.histograms import LatencyHistogram
+from audit_app.models import DailyRollup, HourlyRollup
+from audit_app.selectors import (
+    daily_rollups,
+    data_date_range,
+    rollups_in_range,
+    spend_breakdown,
+    workload_stats,
+)
+from audit_app.services.ingest import upload_ingest
+from audit_app.services.uploads import upload_create
+from tests.audit_app.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
+
+
+def _hourly(hour: datetime, *, workload: str = "chat", model: str = "gpt-4o", **values: Any):
+    row: dict[str, Any] = {
+        "hour": hour,
+        "workload": workload,
+        "team": "web",
+        "provider": "openai",
+        "model": model,
+        "pool": "",
+        "operation": "chat",
+        "batch_api": False,
+    }
+    for f in SUM_FIELDS:
+        row[f] = Decimal(0) if f == "logged_cost_usd" else 0
+    for f in HISTOGRAM_FIELDS:
+        row[f] = {}
+    row.update(values)
+    return row
+
+
+def test_daily_from_hourly_sums_per_day_and_key() -> None:
+    h1 = LatencyHistogram.from_values([10.0, 20.0, 30.0])
+    h2 = LatencyHistogram.from_values([20.0, 2000.0])
+    rows = [
+        _hourly(
+            datetime(2026, 11, 2, 0, tzinfo=UTC),
+            requests=3,
+            input_tokens=100,
+            logged_cost_usd=Decimal("0.5"),
+            latency_histogram=h1.to_json(),
+        ),
+        _hourly(
+            datetime(2026, 11, 2, 23, tzinfo=UTC),
+            requests=2,
+            input_tokens=50,
+            logged_cost_usd=Decimal("0.25"),
+            latency_histogram=h2.to_json(),
+        ),
+        # Next UTC day: its own row.
+        _hourly(datetime(2026, 11, 3, 0, tzinfo=UTC), requests=7, input_tokens=1),
+        # Same day, other model: its own row.
+        _hourly(datetime(2026, 11, 2, 5, tzinfo=UTC), model="gpt-4o-mini", requests=1),
+    ]
+    daily = daily_from_hourly(rows)
+    by_key = {(d["day"], d["model"]): d for d in daily}
+    assert set(by_key) == {
+        (date(2026, 11, 2), "gpt-4o"),
+        (date(2026, 11, 3), "gpt-4o"),
+        (date(2026, 11, 2), "gpt-4o-mini"),
+    }
+    first = by_key[(date(2026, 11, 2), "gpt-4o")]
+    assert first["requests"] == 5 and first["input_tokens"] == 150
+    assert first["logged_cost_usd"] == Decimal("0.75")
+    merged = LatencyHistogram.from_json(first["latency_histogram"])
+    assert merged == LatencyHistogram.from_values([10.0, 20.0, 30.0, 20.0, 2000.0])
+    assert first["ttft_histogram"] == {}  # no hour had one
+    assert by_key[(date(2026, 11, 3), "gpt-4o")]["requests"] == 7
+
+
+def test_merge_json_equals_merging_one_by_one() -> None:
+    rng = np.random.default_rng(3)
+    parts = [LatencyHistogram.from_values(rng.lognormal(5, 1, int(n))) for n in (1, 40, 400, 3)]
+    parts.append(LatencyHistogram.from_values([0.0, 0.0, 5.0]))  # zero bucket
+    expected = LatencyHistogram.merge_all(parts)
+    merged = LatencyHistogram.merge_json([p.to_json() for p in parts] + [{}])
+    assert merged == expected
+    assert merged.count == 1 + 40 + 400 + 3 + 3
+    assert LatencyHistogram.merge_json([]).count == 0
+
+
+def test_merge_json_refuses_a_foreign_layout() -> None:
+    data = LatencyHistogram.from_values([1.0]).to_json()
+    data["alpha"] = 0.01
+    with pytest.raises(ValueError, match="layout"):
+        LatencyHistogram.merge_json([data])
+
+
+def test_percentiles_match_quantile() -> None:
+    histogram = LatencyHistogram.from_values(np.random.default_rng(5).pareto(1.5, 5000) * 50)
+    expected = {q: histogram.quantile(q) for q in (0.0, 0.5, 0.95, 0.99, 1.0)}
+    assert histogram.percentiles(tuple(expected)) == expected
+    assert LatencyHistogram().percentiles((0.5,)) == {0.5: None}
+
+
+@pytest.fixture
+def sample_upload(db: Any) -> Any:
+    upload = upload_create(source=io.BytesIO(SAMPLE_CSV), original_name="s.csv")
+    return upload_ingest(upload_id=upload.pk)
+
+
+def test_landing_writes_daily_rows_equal_to_hourly_sums(sample_upload: Any) -> None:
+    hourly = HourlyRollup.objects.filter(upload=sample_upload)
+    expected: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    for row in hourly.values():
+        key = (row["hour"].date(), *(row[f] for f in KEY_FIELDS))
+        for f in SUM_FIELDS:
+            expected[key][f] += row[f]
+    daily = DailyRollup.objects.filter(upload=sample_upload)
+    assert daily.count() == len(expected) == 3  # chat, evals and tool on 2026-11-02
+    for row in daily.values():
+        key = (row["day"], *(row[f] for f in KEY_FIELDS))
+        assert {f: row[f] for f in SUM_FIELDS} == dict(expected[key])
+    chat = daily.get(workload="chat")
+    assert LatencyHistogram.from_json(chat.latency_histogram).count == 2  # 2 s and 1 s
+
+
+def test_pages_read_daily_rows_with_the_hourly_result(sample_upload: Any) -> None:
+    start = end = date(2026, 11, 2)
+    for group_by in ("workload", "model", "provider", "team", "day"):
+        from_daily = spend_breakdown(
+            group_by=group_by, queryset=daily_rollups(start=start, end=end)
+        )
+        from_hourly = spend_breakdown(
+            group_by=group_by, queryset=rollups_in_range(start=start, end=end)
+        )
+        assert from_daily == from_hourly
+    assert spend_breakdown(group_by="provider").total_usd == EXPECTED_TOTAL_COST
+    assert workload_stats(queryset=daily_rollups()) == workload_stats(queryset=rollups_in_range())
+    assert data_date_range() == (start, end)
+
+
+def test_deleting_an_upload_removes_its_daily_rows(sample_upload: Any) -> None:
+    from audit_app.services.uploads import upload_delete
+
+    assert DailyRollup.objects.filter(upload=sample_upload).exists()
+    upload_delete(upload=sample_upload, user=None)
+    assert not DailyRollup.objects.exists()
