@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint format bench migrate clean
+.PHONY: run test install lint format bench load migrate clean faults
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11")'
@@ -38,6 +38,14 @@ format: $(STAMP)
 ## make bench: speed and accuracy figures, printed as ratios measured in one run
 bench: $(STAMP)
 	$(PY) -m bench
+
+## make load: 50 users on pages and API for 60 s (gunicorn + PostgreSQL + Redis on loopback)
+load: $(STAMP)
+	$(PY) -m bench.load
+
+## make faults: worker SIGKILL, PostgreSQL restart, Redis down, media disk full; PASS/FAIL each
+faults: $(STAMP)
+	$(PY) -m bench.faults
 
 migrate: $(STAMP)
 	$(PY) manage.py migrate --noinput

@@ -37,8 +37,10 @@ def _day(hour: datetime) -> date:
 def daily_from_hourly(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Sum hourly rollup values per (UTC day, key); histograms merge bin by bin.
 
-    Each row needs ``hour`` and the key, sum and histogram fields; the result has ``day`` in
-    place of ``hour``, in first-seen order.
+    Each row needs ``hour`` and the key, sum and histogram fields (histograms as `to_json`
+    dicts or as LatencyHistogram objects); the result has ``day`` in place of ``hour``, in
+    first-seen order, with histograms in the compact binary form of `DailyRollup`
+    (`LatencyHistogram.to_bytes`, b"" when empty).
     """
     sums: dict[tuple[Any, ...], dict[str, Any]] = {}
     histograms: dict[tuple[Any, ...], dict[str, LatencyHistogram]] = {}
@@ -53,11 +55,14 @@ def daily_from_hourly(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
         for f in SUM_FIELDS:
             total[f] += row[f]
         for f in HISTOGRAM_FIELDS:
-            if row[f]:
-                histograms[key][f].merge(LatencyHistogram.from_json(row[f]))
+            value = row[f]
+            if isinstance(value, LatencyHistogram):  # ingest passes its histograms as they are
+                histograms[key][f].merge(value)
+            elif value:
+                histograms[key][f].merge(LatencyHistogram.from_json(value))
     out = []
     for key, total in sums.items():
         for f, histogram in histograms[key].items():
-            total[f] = histogram.to_json() if histogram.count else {}
+            total[f] = histogram.to_bytes()
         out.append(total)
     return out

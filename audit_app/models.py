@@ -209,9 +209,11 @@ class DailyRollup(models.Model):
     unlogged_input_tokens = models.BigIntegerField(default=0)
     unlogged_cached_input_tokens = models.BigIntegerField(default=0)
     unlogged_output_tokens = models.BigIntegerField(default=0)
-    ttft_histogram = models.JSONField(default=dict)
-    latency_histogram = models.JSONField(default=dict)
-    tpot_histogram = models.JSONField(default=dict)
+    # Merged latency histograms in LatencyHistogram's compact binary form (`to_bytes`): pages
+    # merge thousands of these per request, and decoding bytes is far cheaper than JSON.
+    ttft_histogram = models.BinaryField(default=b"")
+    latency_histogram = models.BinaryField(default=b"")
+    tpot_histogram = models.BinaryField(default=b"")
 
     class Meta:
         indexes = [
@@ -223,6 +225,18 @@ class DailyRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload} {self.model} {self.day}"
+
+
+class DataVersion(models.Model):
+    """One row whose number goes up, in the same transaction, whenever what the dashboards
+    compute from changes (an upload landed or deleted, a price card or serving pool edited), so
+    cached results (audit_app.results_cache) are keyed by data they cannot outlive."""
+
+    version = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"data version {self.version}"
 
 
 class WorkloadDay(models.Model):

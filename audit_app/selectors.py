@@ -24,6 +24,7 @@ from audit_app.models import (
     Workload,
 )
 from audit_app.pricing import Price, PriceBook, TokenUsage, token_cost
+from audit_app.results_cache import cached, query_key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,7 +187,8 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
     """Rollups summed per ``dims`` (rollup fields, or ``day``) and priced.
 
     Pricing needs provider, model, day and batch flag, so groups are finer than ``dims``; each
-    comes back with its own dims so callers add them up as they like.
+    comes back with its own dims so callers add them up as they like. Not cached itself (a
+    year of daily groups is large): the summaries built from it are.
     """
     fields = list(dict.fromkeys([*dims, "provider", "model", "day", "batch_api", "pool"]))
     # Self-hosted requests are costed from GPU bills (selectors_billing), never from cards.
@@ -254,10 +256,19 @@ def _key_text(value: Any) -> str:
 
 
 def spend_breakdown(*, group_by: str, queryset: Rollups | None = None) -> SpendBreakdown:
-    """Spend per workload / team / model / provider / pool / day, priced at read time."""
+    """Spend per workload / team / model / provider / pool / day, priced at read time
+    (cached per data version)."""
     if group_by not in GROUP_BY_FIELDS:
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_FIELDS)}")
-    queryset = daily_rollups() if queryset is None else queryset
+    rollups = daily_rollups() if queryset is None else queryset
+    return cached(
+        "spend_breakdown",
+        f"{group_by}|{query_key(rollups)}",
+        lambda: _spend_breakdown(group_by, rollups),
+    )
+
+
+def _spend_breakdown(group_by: str, queryset: Rollups) -> SpendBreakdown:
     rows: dict[str, dict[str, Any]] = {}
     unpriced: dict[tuple[str, str], list[int]] = {}
     for group in priced_groups(queryset, [GROUP_BY_FIELDS[group_by]]):
@@ -322,7 +333,18 @@ def spend_per_day(
     end: date,
     max_series: int = 8,
 ) -> SpendSeries:
-    """Daily spend by ``dimension``; beyond the top ``max_series`` names, one "other" series."""
+    """Daily spend by ``dimension``; beyond the top ``max_series`` names, one "other" series
+    (cached per data version)."""
+    return cached(
+        "spend_per_day",
+        f"{dimension}|{start}|{end}|{max_series}|{query_key(queryset)}",
+        lambda: _spend_per_day(dimension, queryset, start, end, max_series),
+    )
+
+
+def _spend_per_day(
+    dimension: str, queryset: Rollups, start: date, end: date, max_series: int
+) -> SpendSeries:
     field = GROUP_BY_FIELDS[dimension]
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     index = {day: i for i, day in enumerate(days)}
@@ -388,11 +410,20 @@ def _summary(histogram: LatencyHistogram) -> LatencySummary:
 
 
 def _merged(rows: Iterable[dict[str, Any]], field: str) -> LatencyHistogram:
-    return LatencyHistogram.merge_json(row[field] for row in rows)
+    values = [row[field] for row in rows]
+    if values and isinstance(values[0], bytes | memoryview):  # daily rollups
+        return LatencyHistogram.merge_bytes(values)
+    return LatencyHistogram.merge_json(values)
 
 
 def workload_stats(*, queryset: Rollups) -> list[WorkloadStats]:
-    """One line per workload: volume, tokens, spend and latency percentiles from rollups."""
+    """One line per workload: volume, tokens, spend and latency percentiles from rollups
+    (cached per data version: merging a month of histograms for hundreds of workloads is the
+    most expensive read the dashboard makes)."""
+    return cached("workload_stats", query_key(queryset), lambda: _workload_stats(queryset))
+
+
+def _workload_stats(queryset: Rollups) -> list[WorkloadStats]:
     spend: dict[str, Decimal] = defaultdict(Decimal)
     unpriced: dict[str, int] = defaultdict(int)
     for group in priced_groups(queryset, ["workload"]):
@@ -462,6 +493,15 @@ class DailyUsage:
 
 
 def daily_usage(*, queryset: Rollups, start: date, end: date) -> DailyUsage:
+    """Spend, tokens and requests per day over start..end (cached per data version)."""
+    return cached(
+        "daily_usage",
+        f"{start}|{end}|{query_key(queryset)}",
+        lambda: _daily_usage(queryset, start, end),
+    )
+
+
+def _daily_usage(queryset: Rollups, start: date, end: date) -> DailyUsage:
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     index = {day: i for i, day in enumerate(days)}
     spend = [Decimal(0)] * len(days)
@@ -501,6 +541,10 @@ def hour_of_week_requests(*, queryset: QuerySet[HourlyRollup]) -> list[list[int]
 
 def data_date_range() -> tuple[date, date] | None:
     """First and last day that have rollups (of succeeded uploads)."""
+    return cached("data_date_range", "", _data_date_range)
+
+
+def _data_date_range() -> tuple[date, date] | None:
     bounds = daily_rollups().aggregate(first=Min("day"), last=Max("day"))
     if bounds["first"] is None:
         return None
@@ -508,6 +552,11 @@ def data_date_range() -> tuple[date, date] | None:
 
 
 def filter_choices() -> dict[str, list[str]]:
+    """Teams, providers and models that have data (for the filter drop-downs)."""
+    return cached("filter_choices", "", _filter_choices)
+
+
+def _filter_choices() -> dict[str, list[str]]:
     queryset = daily_rollups()
     return {
         field: sorted(v for v in queryset.values_list(field, flat=True).distinct().order_by() if v)

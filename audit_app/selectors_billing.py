@@ -21,6 +21,7 @@ from django.db.models.functions import TruncDate
 from audit_app.attribution import PoolAttribution, attribute_pool, spread_over_hours
 from audit_app.models import BillingCharge, HourlyRollup, ServingPool, Upload
 from audit_app.pricing import normalize_model, normalize_provider
+from audit_app.results_cache import cached
 from audit_app.selectors import priced_groups, rollups_in_range
 
 DEFAULT_THRESHOLD_PERCENT = Decimal(5)
@@ -74,7 +75,12 @@ class PoolReport:
 
 
 def pool_reports(*, start: date, end: date) -> list[PoolReport]:
-    """Each pool's bill over start..end, spread hour by hour over the workloads it served."""
+    """Each pool's bill over start..end, spread hour by hour over the workloads it served
+    (cached per data version: it reads every hourly charge and rollup of the pools)."""
+    return cached("pool_reports", f"{start}|{end}", lambda: _pool_reports(start, end))
+
+
+def _pool_reports(start: date, end: date) -> list[PoolReport]:
     low, high = _bounds(start, end)
     reports = []
     rollups = rollups_in_range(start=start, end=end)

@@ -27,3 +27,20 @@ def ingest_upload(upload_id: int) -> str:
     """Ingest one upload; idempotent, so a redelivered or retried task is harmless."""
     upload = upload_ingest(upload_id=upload_id)
     return upload.status
+
+
+@shared_task(
+    name="audit_app.ingest_part",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=8,
+)
+def ingest_part(upload_id: int, spec: dict[str, object]) -> str:
+    """Parse one byte range of a large upload (see audit_app.services.ingest_fanout); the part
+    that completes the set lands the upload. Idempotent: a redelivered part rewrites its file."""
+    from audit_app.services.ingest_fanout import part_ingest
+
+    return part_ingest(upload_id=upload_id, spec=spec)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench import classification, gate, histograms, ingest
+from bench import classification, fanout, gate, histograms, ingest, scale
 
-BENCHMARKS = [classification, gate, histograms, ingest]
+BENCHMARKS = [classification, gate, histograms, ingest, fanout, scale]
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,12 +18,22 @@ from rest_framework.views import APIView
 from audit_app.models import Upload
 from audit_app.permissions import ALL_ROLES, UPLOADER_ROLES
 from audit_app.services.uploads import (
+    STORAGE_FULL_MESSAGE,
+    StorageFull,
     UploadRefused,
     too_large_message,
     upload_create,
     upload_delete,
 )
 from audit_app.upload_handlers import upload_too_large
+
+
+class InsufficientStorage(APIException):
+    """507: the upload storage is full; the body says so in the API's error format."""
+
+    status_code = 507
+    default_detail = STORAGE_FULL_MESSAGE
+    default_code = "insufficient_storage"
 
 
 class UploadInput(serializers.Serializer):
@@ -106,7 +116,16 @@ class UploadListCreateApi(APIView):
         uploads = Upload.objects.select_related("uploaded_by")[:200]
         return Response(UploadOutput(uploads, many=True, context={"request": request}).data)
 
-    @extend_schema(request={"multipart/form-data": UploadInput}, responses={202: UploadOutput})
+    @extend_schema(
+        request={"multipart/form-data": UploadInput},
+        responses={202: UploadOutput, 507: None},
+        description=(
+            "Stores the file and queues its ingest (202, status `queued`). If the task broker "
+            "is down the upload is still stored and stays `queued` with a note in `error`; a "
+            "worker queues it once the broker is back. 507 when the upload storage is full "
+            "(nothing is kept)."
+        ),
+    )
     def post(self, request: Request) -> Response:
         payload = request.data  # parses the body, running the size-limit upload handler
         if upload_too_large(request._request):
@@ -124,6 +143,8 @@ class UploadListCreateApi(APIView):
             )
         except UploadRefused as exc:
             raise ValidationError({exc.field: [str(exc)]}) from None
+        except StorageFull as exc:
+            raise InsufficientStorage(str(exc)) from None
         body = UploadOutput(upload, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
 

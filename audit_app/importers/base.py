@@ -755,6 +755,13 @@ def check_head(head: bytes) -> None:
     """Fail early on files that are empty, binary or not UTF-8, before any format guessing."""
     if not head.strip():
         raise ImportFileError("the file is empty")
+    if head.startswith(b"\x1f\x8b"):
+        raise ImportFileError(
+            "the file is gzip-compressed; compressed uploads are not accepted, so upload the "
+            "uncompressed file (it is never expanded here)"
+        )
+    if head.startswith(b"PK\x03\x04"):
+        raise ImportFileError("the file is a ZIP archive; upload the CSV or JSON file inside it")
     nul_at = head.find(b"\x00")
     if nul_at >= 0:
         raise ImportFileError(f"the file looks binary (NUL byte at byte {nul_at})")
@@ -857,6 +864,8 @@ def head_field_names(head: bytes) -> set[str]:
             first_record, _ = decoder.raw_decode(start[first_record_at:].lstrip())
         except json.JSONDecodeError:
             return set(_JSON_KEY.findall(start))
+        except RecursionError:
+            raise ImportFileError("the JSON document is nested too deeply to read") from None
         return set(first_record) if isinstance(first_record, dict) else set()
     header_line = start.splitlines()[0]
     return {name.strip() for name in next(csv.reader([header_line]), [])}

@@ -29,11 +29,13 @@ line already yielded, so callers of `litellm.read` never see it.
 
 from __future__ import annotations
 
+import contextvars
 import csv
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import BinaryIO, Generic, TypeVar
@@ -176,7 +178,7 @@ def read_csv_columnar(
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     header = _read_header(stream)
     size = block_bytes or _block_bytes(read_head(stream), chunk_rows=chunk_rows)
-    converter = _ChunkConverter()
+    converter = _converter()
     first_line = 2
     for block in _parsed_blocks(stream, header=header, block_bytes=size):
         rows = block.table.num_rows
@@ -188,6 +190,35 @@ def read_csv_columnar(
                 bytes_read=block.position_after(stop),
             )
         first_line += rows
+
+
+# Parts of one large upload read by the same worker decode mostly the same metadata and tags;
+# inside `memos_shared_under(key)` reads reuse the converter (its memos) of the previous read
+# under the same key. Only the latest key's converter is kept.
+_MEMO_KEY: contextvars.ContextVar[object] = contextvars.ContextVar("memo_key", default=None)
+_kept_converters: dict[object, _ChunkConverter] = {}
+
+
+@contextmanager
+def memos_shared_under(key: object) -> Iterator[None]:
+    """Reads in this block reuse what earlier reads under `key` decoded (results are pure
+    functions of the raw text, so sharing changes no result, only the time taken)."""
+    token = _MEMO_KEY.set(key)
+    try:
+        yield
+    finally:
+        _MEMO_KEY.reset(token)
+
+
+def _converter() -> _ChunkConverter:
+    key = _MEMO_KEY.get()
+    if key is None:
+        return _ChunkConverter()
+    converter = _kept_converters.get(key)
+    if converter is None:
+        _kept_converters.clear()
+        converter = _kept_converters[key] = _ChunkConverter()
+    return converter
 
 
 def _read_header(stream: BinaryIO) -> _Header:

@@ -56,9 +56,9 @@ class Migration(migrations.Migration):
                 ("unlogged_input_tokens", models.BigIntegerField(default=0)),
                 ("unlogged_cached_input_tokens", models.BigIntegerField(default=0)),
                 ("unlogged_output_tokens", models.BigIntegerField(default=0)),
-                ("ttft_histogram", models.JSONField(default=dict)),
-                ("latency_histogram", models.JSONField(default=dict)),
-                ("tpot_histogram", models.JSONField(default=dict)),
+                ("ttft_histogram", models.BinaryField(default=b"")),
+                ("latency_histogram", models.BinaryField(default=b"")),
+                ("tpot_histogram", models.BinaryField(default=b"")),
                 (
                     "upload",
                     models.ForeignKey(

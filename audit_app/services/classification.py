@@ -176,7 +176,10 @@ def effective_class(workload: Workload) -> str:
     override = current_override(workload)
     if override is not None and override.workload_class:
         return override.workload_class
-    classification = WorkloadClassification.objects.filter(workload=workload).first()
+    if Workload.classification.is_cached(workload):  # loaded with select_related
+        classification = getattr(workload, "classification", None)
+    else:
+        classification = WorkloadClassification.objects.filter(workload=workload).first()
     return classification.workload_class if classification else WorkloadClass.UNKNOWN
 
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from audit_app import billing, importers
 from audit_app.billing.base import BillingLine, BillingReject
-from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+from audit_app.daily import KEY_FIELDS, SUM_FIELDS, daily_from_hourly
 from audit_app.histograms import LatencyHistogram
 from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
@@ -54,9 +54,23 @@ class ParseResult:
     bytes_read: int = 0
 
 
-def upload_ingest(*, upload_id: int, refresh: bool = True) -> Upload:
+def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None = None) -> Upload:
     """Parse and land one upload, then (unless `refresh` is off) re-classify workloads and
-    re-price recommendations. Safe to call again for the same upload (see module doc)."""
+    re-price recommendations. Safe to call again for the same upload (see module doc).
+
+    With `fan_out` (by default: when running inside the `audit_app.ingest_upload` task) a large
+    splittable token log is queued as parts instead (`audit_app.services.ingest_fanout`) and
+    the upload is returned still `running`; the part that completes the set lands it and
+    refreshes.
+    """
+    from audit_app.services import ingest_fanout
+
+    if fan_out is None:
+        fan_out = ingest_fanout.in_ingest_task()
+    if fan_out:
+        queued = ingest_fanout.fan_out(upload_id, refresh=refresh)
+        if queued is not None:
+            return queued
     upload = _ingest(upload_id)
     if refresh and upload.status == Upload.Status.SUCCEEDED:
         after_ingest()
@@ -64,12 +78,18 @@ def upload_ingest(*, upload_id: int, refresh: bool = True) -> Upload:
 
 
 def after_ingest() -> None:
-    """What new traffic changes downstream: workload classes, then recommendations."""
+    """What new traffic changes downstream: workload classes, then recommendations; then
+    the default pages' results are computed into the cache for the next visitor."""
+    from audit_app.results_cache import warm_defaults
     from audit_app.services.classification import workloads_classify
     from audit_app.services.recommendations import recommendations_refresh
 
     workloads_classify()
     recommendations_refresh()
+    try:
+        warm_defaults()
+    except Exception:  # a cold cache is slower, never wrong: the ingest has succeeded
+        logger.warning("could not warm the results cache", exc_info=True)
 
 
 def _ingest(upload_id: int) -> Upload:
@@ -190,7 +210,9 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
         WorkloadDay.objects.filter(upload=upload).delete()
         hourly = list(_rollup_rows(upload, aggregate))
         HourlyRollup.objects.bulk_create(hourly, batch_size=BULK_BATCH)
-        DailyRollup.objects.bulk_create(_daily_rows(upload, hourly), batch_size=BULK_BATCH)
+        DailyRollup.objects.bulk_create(
+            _daily_rows(upload, hourly, aggregate), batch_size=BULK_BATCH
+        )
         WorkloadDay.objects.bulk_create(_day_rows(upload, aggregate), batch_size=BULK_BATCH)
         names = {key.workload[:200] for key in aggregate.rollups}
         Workload.objects.bulk_create(
@@ -245,9 +267,21 @@ def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[HourlyR
         )
 
 
-def _daily_rows(upload: Upload, hourly: list[HourlyRollup]) -> Iterator[DailyRollup]:
-    fields = ("hour", *KEY_FIELDS, *SUM_FIELDS, *HISTOGRAM_FIELDS)
-    rows = ({f: getattr(r, f) for f in fields} for r in hourly)
+def _daily_rows(
+    upload: Upload, hourly: list[HourlyRollup], aggregate: IngestAggregate
+) -> Iterator[DailyRollup]:
+    """Daily rows from the hourly ones just built (same order as `aggregate.rollups`), merging
+    the aggregate's histogram objects rather than parsing their JSON back."""
+    fields = ("hour", *KEY_FIELDS, *SUM_FIELDS)
+    rows = (
+        {
+            **{f: getattr(r, f) for f in fields},
+            "ttft_histogram": t.ttft,
+            "latency_histogram": t.latency,
+            "tpot_histogram": t.tpot,
+        }
+        for r, t in zip(hourly, aggregate.rollups.values(), strict=True)
+    )
     for row in daily_from_hourly(rows):
         yield DailyRollup(upload=upload, **row)
 

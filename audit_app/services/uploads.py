@@ -5,7 +5,9 @@ Ingestion itself is in `audit_app.services.ingest`; creating an upload enqueues 
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
 import re
 import uuid
 from pathlib import Path
@@ -39,6 +41,14 @@ FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
     Upload.Kind.BENCHMARK: BENCHMARK_FORMATS,
 }
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# Errors meaning "no room to write": a full volume, or the user's disk quota.
+_NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+STORAGE_FULL_MESSAGE = (
+    "The server has no space left to store this file (its upload storage is full), so nothing "
+    "was kept. Try again once an operator has freed space."
+)
+
+logger = logging.getLogger(__name__)
 
 
 class UploadRefused(Exception):
@@ -47,6 +57,13 @@ class UploadRefused(Exception):
     def __init__(self, message: str, *, field: str = "file") -> None:
         super().__init__(message)
         self.field = field
+
+
+class StorageFull(Exception):
+    """The media storage ran out of space while storing the file; nothing of it was kept."""
+
+    def __init__(self, message: str = STORAGE_FULL_MESSAGE) -> None:
+        super().__init__(message)
 
 
 class DuplicateUpload(UploadRefused):
@@ -108,24 +125,37 @@ def upload_create(
     """Copy ``source`` into storage while hashing it, then record the upload.
 
     Refuses (UploadRefused) a file over UPLOAD_MAX_BYTES, an empty file, or bytes that were
-    uploaded before (DuplicateUpload, naming the first upload). With ``enqueue`` the ingest task
-    is queued once the upload is committed.
+    uploaded before (DuplicateUpload, naming the first upload); raises StorageFull when the media
+    storage has no room left. Whatever goes wrong, no row and no partial file remain. With
+    ``enqueue`` the ingest task is queued once the upload is committed; if the broker is down
+    the upload stays `queued` with a note and a worker queues it later
+    (`audit_app.services.requeue`).
     """
     validate_kind_and_format(kind=kind, requested_format=requested_format)
     limit = settings.UPLOAD_MAX_BYTES
     name = _storage_name(original_name)
     path = Path(default_storage.path(name))
-    path.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     size = 0
     try:
-        with open(path, "wb") as out:
-            while chunk := source.read(COPY_CHUNK_BYTES):
-                size += len(chunk)
-                if size > limit:
-                    raise UploadRefused(too_large_message(limit))
-                digest.update(chunk)
-                out.write(chunk)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _open_for_write(path) as out:
+                while chunk := source.read(COPY_CHUNK_BYTES):
+                    size += len(chunk)
+                    if size > limit:
+                        raise UploadRefused(too_large_message(limit))
+                    digest.update(chunk)
+                    out.write(chunk)
+        except OSError as exc:
+            if exc.errno not in _NO_SPACE_ERRNOS:
+                raise
+            logger.error(
+                "upload of %s refused: no space left in the media storage (%s)",
+                Path(original_name).name,
+                exc,
+            )
+            raise StorageFull() from exc
         if size == 0:
             raise UploadRefused("The file is empty.")
         sha256 = digest.hexdigest()
@@ -157,10 +187,19 @@ def upload_create(
         details={"sha256": upload.sha256, "size_bytes": size},
     )
     if enqueue:
-        from audit_app.tasks import ingest_upload
+        from audit_app.services.requeue import ENQUEUE_NOTE, upload_enqueue
 
-        transaction.on_commit(lambda: ingest_upload.delay(upload.pk))
+        def enqueue_committed() -> None:
+            if not upload_enqueue(upload.pk):
+                upload.error = ENQUEUE_NOTE  # what the caller shows: queued, and why
+
+        transaction.on_commit(enqueue_committed)
     return upload
+
+
+def _open_for_write(path: Path) -> BinaryIO:
+    """The file the upload is copied into (a seam for tests that simulate a full disk)."""
+    return open(path, "wb")  # noqa: SIM115 - closed by the caller's `with`
 
 
 @transaction.atomic

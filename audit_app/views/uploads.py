@@ -17,6 +17,7 @@ from audit_app.models import Upload
 from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
 from audit_app.services.uploads import (
     DuplicateUpload,
+    StorageFull,
     UploadRefused,
     too_large_message,
     upload_create,
@@ -54,7 +55,13 @@ class UploadCreateView(RoleRequiredMixin, View):
         except UploadRefused as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
             return self._render(request, form, status=400)
-        messages.success(request, f"Uploaded {upload.original_name}; ingesting it now.")
+        except StorageFull as exc:
+            form.add_error(None, str(exc))
+            return self._render(request, form, status=507)
+        if upload.error:  # stored, but the task broker could not take it yet
+            messages.warning(request, f"Uploaded {upload.original_name}. {upload.error}")
+        else:
+            messages.success(request, f"Uploaded {upload.original_name}; ingesting it now.")
         return HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
 
     def _render(

@@ -95,6 +95,10 @@ def decode_text(data: bytes) -> str:
     """The whole file as text; ArtifactError for empty, binary or non-UTF-8 files."""
     if not data.strip():
         raise ArtifactError("the file is empty")
+    if data.startswith(b"\x1f\x8b"):
+        raise ArtifactError("the file is gzip-compressed; upload the uncompressed result file")
+    if data.startswith(b"PK\x03\x04"):
+        raise ArtifactError("the file is a ZIP archive; upload the result file inside it")
     nul_at = data.find(b"\x00")
     if nul_at >= 0:
         raise ArtifactError(f"the file looks binary (NUL byte at byte {nul_at})")

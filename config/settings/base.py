@@ -85,7 +85,11 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Persistent connections are checked before reuse (one cheap query per request or task), so a
+# database restart costs no request or task an error on a connection the server already closed.
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default has a web server and a worker writing to one file: WAL lets readers
     # and a writer work together, IMMEDIATE transactions avoid lock-upgrade deadlocks, and the
@@ -140,6 +144,12 @@ STORAGES = {
 }
 # Largest upload accepted, enforced while the file streams in.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
+# Ingest fan-out: a token log (LiteLLM / generic CSV or JSONL) of at least this many bytes is
+# cut at record boundaries into up to INGEST_FANOUT_PARTS parts, one Celery task each, so
+# several workers parse it at once (audit_app.services.ingest_fanout). INGEST_FANOUT_PARTS=0
+# turns fan-out off.
+INGEST_FANOUT_MIN_BYTES = env_int("INGEST_FANOUT_MIN_BYTES", 64 * 1024**2)
+INGEST_FANOUT_PARTS = env_int("INGEST_FANOUT_PARTS", 8)
 # Uploads stream to a temporary file (never into memory) through the size check.
 FILE_UPLOAD_HANDLERS = [
     "audit_app.upload_handlers.SizeLimitUploadHandler",
@@ -233,6 +243,44 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Uploads left `queued` are queued again by a sweep in every worker (audit_app.services.requeue):
+# at worker start and every UPLOAD_REQUEUE_INTERVAL_SECONDS (0 turns it off), those the broker
+# could not take when they were uploaded, and those queued longer than
+# UPLOAD_REQUEUE_AFTER_SECONDS (a lost message). Duplicates are harmless: ingest is idempotent.
+UPLOAD_REQUEUE_INTERVAL_SECONDS = env_int("UPLOAD_REQUEUE_INTERVAL_SECONDS", 30)
+UPLOAD_REQUEUE_AFTER_SECONDS = env_int("UPLOAD_REQUEUE_AFTER_SECONDS", 300)
+
+# --- Caches --------------------------------------------------------------------------------
+# `default` serves API throttling and failed-login counts. `results` keeps what pages compute
+# from rollups (spend, percentiles, filter choices) until the data changes: every landed or
+# deleted upload, price card or serving pool starts a new data version
+# (audit_app.results_cache). `default` stays in each process, so a Redis outage never fails a
+# request on a rate-limit lookup (limits are then per web process). `results` lives in Redis
+# when RESULTS_CACHE_URL names one, shared by every web process and the worker whose warm-up
+# after an ingest then serves everyone (a Redis outage only makes pages compute), else in
+# files under the var directory.
+RESULTS_CACHE_URL = env_str("RESULTS_CACHE_URL", "")
+_REDIS_CACHE = RESULTS_CACHE_URL.startswith(("redis://", "rediss://"))
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "results": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": RESULTS_CACHE_URL,
+            "TIMEOUT": 24 * 3600,
+            "KEY_PREFIX": "audit-results",
+            # Fail fast when Redis is away: pages then compute instead of waiting.
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
+        }
+        if _REDIS_CACHE
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache" / "results"),
+            "TIMEOUT": 24 * 3600,
+            "OPTIONS": {"MAX_ENTRIES": 2000},
+        }
+    ),
+}
 
 # --- Logging --------------------------------------------------------------------------------
 LOGGING = {

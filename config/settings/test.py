@@ -32,6 +32,11 @@ STORAGES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not memory, so a real worker process started by a test can share the database.
     DATABASES["default"]["TEST"] = {"NAME": str(Path(VAR_DIR) / "test-db.sqlite3")}  # noqa: F405
+# Results are recomputed on every read in tests (tests of the cache itself switch it on).
+CACHES = {
+    **CACHES,  # noqa: F405
+    "results": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
+}
 # Unit tests run tasks in-process; integration tests start a real worker and switch this off.
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True

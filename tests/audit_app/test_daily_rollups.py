@@ -82,9 +82,9 @@ def test_daily_from_hourly_sums_per_day_and_key() -> None:
     first = by_key[(date(2026, 11, 2), "gpt-4o")]
     assert first["requests"] == 5 and first["input_tokens"] == 150
     assert first["logged_cost_usd"] == Decimal("0.75")
-    merged = LatencyHistogram.from_json(first["latency_histogram"])
+    merged = LatencyHistogram.from_bytes(first["latency_histogram"])
     assert merged == LatencyHistogram.from_values([10.0, 20.0, 30.0, 20.0, 2000.0])
-    assert first["ttft_histogram"] == {}  # no hour had one
+    assert first["ttft_histogram"] == b""  # no hour had one
     assert by_key[(date(2026, 11, 3), "gpt-4o")]["requests"] == 7
 
 
@@ -97,6 +97,35 @@ def test_merge_json_equals_merging_one_by_one() -> None:
     assert merged == expected
     assert merged.count == 1 + 40 + 400 + 3 + 3
     assert LatencyHistogram.merge_json([]).count == 0
+
+
+def test_bytes_round_trip_and_merge_equal_merging_objects() -> None:
+    rng = np.random.default_rng(11)
+    parts = [LatencyHistogram.from_values(rng.lognormal(6, 1.5, int(n))) for n in (1, 7, 900)]
+    parts.append(LatencyHistogram.from_values([0.0]))  # only the zero bucket: no dense bins
+    parts.append(LatencyHistogram())  # empty: b""
+    for part in parts:
+        assert LatencyHistogram.from_bytes(part.to_bytes()) == part
+    assert parts[-1].to_bytes() == b""
+    merged = LatencyHistogram.merge_bytes([p.to_bytes() for p in parts] + [None])
+    assert merged == LatencyHistogram.merge_all(parts)
+    assert merged.count == 1 + 7 + 900 + 1
+
+
+def test_bytes_keep_counts_beyond_32_bits() -> None:
+    histogram = LatencyHistogram()
+    histogram.add_bin_counts([100, 140], [2**33 + 5, 3], total=1.0e12)
+    data = histogram.to_bytes()
+    assert LatencyHistogram.from_bytes(data) == histogram
+    # 40-byte header, then 41 bins (100..140) of int64 because one count needs 34 bits.
+    assert len(data) == 40 + 41 * 8
+
+
+def test_bytes_of_another_version_are_refused() -> None:
+    data = bytearray(LatencyHistogram.from_values([1.0]).to_bytes())
+    data[0] = 9
+    with pytest.raises(ValueError, match="version 9"):
+        LatencyHistogram.from_bytes(bytes(data))
 
 
 def test_merge_json_refuses_a_foreign_layout() -> None:
@@ -132,7 +161,7 @@ def test_landing_writes_daily_rows_equal_to_hourly_sums(sample_upload: Any) -> N
         key = (row["day"], *(row[f] for f in KEY_FIELDS))
         assert {f: row[f] for f in SUM_FIELDS} == dict(expected[key])
     chat = daily.get(workload="chat")
-    assert LatencyHistogram.from_json(chat.latency_histogram).count == 2  # 2 s and 1 s
+    assert LatencyHistogram.from_bytes(chat.latency_histogram).count == 2  # 2 s and 1 s
 
 
 def test_pages_read_daily_rows_with_the_hourly_result(sample_upload: Any) -> None:

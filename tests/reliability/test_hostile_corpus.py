@@ -385,8 +385,8 @@ def test_write_reliability_doc() -> None:
             "- `focus_csv_year_1900_9999`: billing periods in 1900 and 9999 are accepted.",
             "- `*_duplicate_request_ids` / `cur_csv_duplicate_line_ids`: repeated ids are all "
             "accepted and counted again.",
-            "- `*_gzip_bomb`: gzip is refused as binary (NUL byte), not named as gzip; the ~4 MiB "
-            "file is stored first but never expanded.",
+            "- `*_gzip_bomb`: the ~4 MiB file is stored as uploaded (and kept) before it is "
+            "refused; it is never expanded.",
             "",
             "Known application bugs (the test xfails these cases):",
             "",

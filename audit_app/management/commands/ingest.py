@@ -15,6 +15,7 @@ from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import (
     BILLING_FORMATS,
     TOKEN_LOG_FORMATS,
+    StorageFull,
     UploadRefused,
     upload_create,
 )
@@ -48,7 +49,7 @@ class Command(BaseCommand):
                     requested_format=options["format"],
                     enqueue=False,
                 )
-        except UploadRefused as exc:
+        except (UploadRefused, StorageFull) as exc:
             raise CommandError(f"{path}: {exc}") from None
         upload = upload_ingest(upload_id=upload.pk)
         if upload.status != Upload.Status.SUCCEEDED:

@@ -380,7 +380,15 @@ def test_reject_value_is_truncated_to_200_characters() -> None:
     [
         (b"", "the file is empty"),
         (b"  \r\n\n", "the file is empty"),
-        (b"PK\x03\x04\x14\x00\x00\x00", "the file looks binary (NUL byte at byte 5)"),
+        (
+            b"PK\x03\x04\x14\x00\x00\x00",
+            "the file is a ZIP archive; upload the CSV or JSON file inside it",
+        ),
+        (
+            b"\x1f\x8b\x08\x00\x00\x00",
+            "the file is gzip-compressed; compressed uploads are not accepted, so upload the "
+            "uncompressed file (it is never expanded here)",
+        ),
         (b"started_at,model\n\xff\xfe", "not valid UTF-8 at byte 17"),
     ],
 )

@@ -1,0 +1,727 @@
+"""`make load`: 50 users on the pages and the API for 60 s, gunicorn + PostgreSQL on loopback.
+
+What it does, in order, with a timeout on every child process:
+
+1. recreates the PostgreSQL database ``audit_load`` and fills it the way an operator would:
+   ``migrate``, ``collectstatic`` (whitenoise serves the hashed files when DEBUG is off),
+   ``seed_demo`` (the demo month of traffic, a billing export, serving pools), two benchmark runs
+   and a gate (``gate``, from the vLLM fixtures), then one account per simulated user, roles
+   mixed (finops, engineer, manager, admin), each with its own API token; it stops there if the
+   demo data did not land or a migration is pending (the code changed under the database);
+2. starts gunicorn (``config.wsgi``) with production settings (DEBUG off, a random secret key)
+   on 127.0.0.1, plain HTTP: ``DJANGO_SECURE_SSL_REDIRECT``, ``DJANGO_SESSION_COOKIE_SECURE``
+   and ``DJANGO_CSRF_COOKIE_SECURE`` are switched off for this process only, since there is no
+   TLS on loopback; every other production default stays; waits for ``/healthz``;
+3. runs locust headless (``bench/locustfile.py``): page users sign in through the login form,
+   API users send ``Authorization: Token <key>``; any non-2xx answer, a redirect to the login
+   page included, is a failure;
+4. prints per-endpoint requests, failures, p50 / p95 / max and req/s from locust's CSV, then
+   PASS (no failure, no 5xx, no exception in the locustfile) or FAIL, and rewrites the "load"
+   section of docs/reliability.md;
+5. stops locust and gunicorn (whole process groups) whatever happens.
+
+Knobs (environment): LOAD_USERS (50), LOAD_SPAWN_RATE (50), LOAD_RUN_TIME (60s),
+LOAD_WORKERS (2), LOAD_THREADS (8), LOAD_DATABASE (audit_load), LOAD_REUSE_DB=1 keeps an
+already seeded database (for comparing worker settings quickly), LOAD_NO_DOC=1 leaves
+docs/reliability.md alone.
+
+Why 2 workers x 8 threads (gthread): the pages are CPU-bound Python (ORM rows, Plotly, templates)
+with short PostgreSQL waits in between. Two processes can keep both cores busy, and the threads
+fill the database waits and the 0.3-0.4 s PBKDF2 of each sign-in (hashlib releases the GIL)
+without holding a whole worker. Measured on 29 Nov 2026 (60 s, 50 users, same data, paired runs
+on a 2-core machine that other jobs shared): 5 sync workers 10.5 and 11.1 req/s, p95 12 and
+10 s; 3 x 4 gthread 13.4 and 18.2 req/s, p95 9.1 and 6.1 s; 2 x 8 gthread 16.5 and 19.2 req/s,
+p95 5.5 and 5.0 s. Sync workers are clearly worse; 2 x 8 was ahead of 3 x 4 in both pairs, by
+less than the noise of a shared machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LOAD_DIR = REPO / "var" / "load"
+PG_SERVER = "postgres://postgres:postgres@127.0.0.1:5432"
+REDIS_BROKER = "redis://127.0.0.1:6379/6"
+
+SETUP_TIMEOUT_S = 600  # seed_demo on PostgreSQL takes well under a minute; this is a bound
+HEALTH_TIMEOUT_S = 60
+STOP_GRACE_S = 10
+
+# One account per simulated user; roles cycle in this order (4 finops : 3 engineer : 2 manager
+# : 1 admin), so every role is present from 10 users on.
+ROLE_CYCLE = (
+    "finops",
+    "engineer",
+    "manager",
+    "finops",
+    "engineer",
+    "admin",
+    "finops",
+    "manager",
+    "engineer",
+    "finops",
+)
+
+CHILD_SETUP = r"""
+import json, sys
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Sum
+from audit_app.models import (
+    ApiToken, HourlyRollup, Recommendation, Upload, Workload,
+)
+from audit_app.services.tokens import api_token_issue
+from benchmarks_app.models import BenchmarkRun, Gate
+
+roles = json.loads(sys.argv[1])
+password = sys.argv[2]
+User = get_user_model()
+# The demo accounts have published passwords: no one signs in with them on this server.
+for demo in User.objects.filter(username__in=["finops", "engineer", "manager", "admin"]):
+    demo.set_unusable_password()
+    demo.save(update_fields=["password"])
+accounts = []
+for index, role in enumerate(roles):
+    username = f"load-{index:03d}-{role}"
+    user, _ = User.objects.get_or_create(username=username)
+    user.set_password(password)
+    user.is_active = True
+    user.is_staff = user.is_superuser = role == "admin"
+    user.save()
+    user.groups.clear()
+    if role != "admin":
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    ApiToken.objects.filter(user=user).delete()
+    token = api_token_issue(user=user, name="load test").key
+    accounts.append({"username": username, "role": role, "token": token})
+token_logs = Upload.objects.filter(kind=Upload.Kind.TOKEN_LOG, status=Upload.Status.SUCCEEDED)
+print(json.dumps({
+    "password": password,
+    "accounts": accounts,
+    "workload_ids": list(Workload.objects.order_by("id").values_list("id", flat=True)),
+    "recommendation_ids": list(Recommendation.objects.order_by("id").values_list("id", flat=True)),
+    "upload_ids": list(Upload.objects.order_by("id").values_list("id", flat=True)),
+    "run_ids": list(BenchmarkRun.objects.order_by("id").values_list("id", flat=True)),
+    "gate_ids": list(Gate.objects.order_by("id").values_list("id", flat=True)),
+    "failed_uploads": [
+        f"{u.original_name}: {u.error[:300]}"
+        for u in Upload.objects.filter(status=Upload.Status.FAILED)
+    ],
+    "size": {
+        "requests": token_logs.aggregate(n=Sum("rows_accepted"))["n"] or 0,
+        "hourly_rollups": HourlyRollup.objects.count(),
+        "workloads": Workload.objects.count(),
+        "uploads": Upload.objects.count(),
+        "recommendations": Recommendation.objects.count(),
+        "benchmark_runs": BenchmarkRun.objects.count(),
+    },
+}))
+"""
+
+
+# --- locust CSV stats: parsing and the verdict (unit-tested in tests/test_load_script.py) ----
+
+
+@dataclass(frozen=True)
+class EndpointStats:
+    method: str
+    name: str
+    requests: int
+    failures: int
+    p50_ms: float | None
+    p95_ms: float | None
+    max_ms: float | None
+    rps: float
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    method: str
+    name: str
+    error: str
+    occurrences: int
+
+    @property
+    def status(self) -> int | None:
+        """The HTTP status the locustfile wrote into the error ("HTTP 503 ..."), if any."""
+        match = re.search(r"\bHTTP (\d{3})\b", self.error)
+        return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    reasons: list[str] = field(default_factory=list)
+
+
+def _number(raw: str | None) -> float | None:
+    text = (raw or "").strip()
+    if text in ("", "N/A"):
+        return None
+    return float(text)
+
+
+def parse_stats(text: str) -> tuple[list[EndpointStats], EndpointStats | None]:
+    """Rows of locust's ``<prefix>_stats.csv`` and its "Aggregated" total (None if missing)."""
+    rows: list[EndpointStats] = []
+    total: EndpointStats | None = None
+    for record in csv.DictReader(io.StringIO(text)):
+        stats = EndpointStats(
+            method=(record.get("Type") or "").strip(),
+            name=record["Name"].strip(),
+            requests=int(record["Request Count"]),
+            failures=int(record["Failure Count"]),
+            p50_ms=_number(record.get("50%")),
+            p95_ms=_number(record.get("95%")),
+            max_ms=_number(record.get("Max Response Time")),
+            rps=float(_number(record.get("Requests/s")) or 0.0),
+        )
+        if stats.name == "Aggregated" and not stats.method:
+            total = stats
+        else:
+            rows.append(stats)
+    return rows, total
+
+
+def parse_failures(text: str) -> list[FailureRow]:
+    """Rows of locust's ``<prefix>_failures.csv``."""
+    return [
+        FailureRow(
+            method=record["Method"].strip(),
+            name=record["Name"].strip(),
+            error=record["Error"].strip(),
+            occurrences=int(record["Occurrences"]),
+        )
+        for record in csv.DictReader(io.StringIO(text))
+    ]
+
+
+def parse_exceptions(text: str) -> int:
+    """How many exceptions the locustfile raised (``<prefix>_exceptions.csv``)."""
+    return sum(int(record["Count"]) for record in csv.DictReader(io.StringIO(text)))
+
+
+def verdict(
+    rows: list[EndpointStats],
+    total: EndpointStats | None,
+    failures: Iterable[FailureRow],
+    exceptions: int = 0,
+) -> Verdict:
+    """PASS only with requests made, no failed request, no 5xx and no locustfile exception."""
+    reasons: list[str] = []
+    failures = list(failures)
+    requests = total.requests if total else sum(r.requests for r in rows)
+    failed = total.failures if total else sum(r.failures for r in rows)
+    if requests == 0:
+        reasons.append("no request was made")
+    if failed:
+        reasons.append(f"{failed} of {requests} requests failed")
+    server_errors = sum(f.occurrences for f in failures if (f.status or 0) >= 500)
+    if server_errors:
+        reasons.append(f"{server_errors} answers were 5xx")
+    if exceptions:
+        reasons.append(f"the locustfile raised {exceptions} exceptions")
+    return Verdict(passed=not reasons, reasons=reasons)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+TABLE_HEADER = ["endpoint", "requests", "failures", "p50 ms", "p95 ms", "max ms", "req/s"]
+
+
+def table_rows(rows: list[EndpointStats], total: EndpointStats | None) -> list[list[str]]:
+    """Endpoints sorted by name (pages, then the API, then the login), then the total."""
+    ordered = sorted(rows, key=lambda r: (r.name, r.method))
+    out = [
+        [
+            f"{r.method} {r.name}".strip(),
+            str(r.requests),
+            str(r.failures),
+            _ms(r.p50_ms),
+            _ms(r.p95_ms),
+            _ms(r.max_ms),
+            f"{r.rps:.2f}",
+        ]
+        for r in ordered
+    ]
+    if total is not None:
+        out.append(
+            [
+                "total",
+                str(total.requests),
+                str(total.failures),
+                _ms(total.p50_ms),
+                _ms(total.p95_ms),
+                _ms(total.max_ms),
+                f"{total.rps:.2f}",
+            ]
+        )
+    return out
+
+
+def text_table(rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in column) for column in zip(TABLE_HEADER, *rows, strict=True)]
+    lines = []
+    for line in [TABLE_HEADER, *rows]:
+        cells = [
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        ]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    users: int = 50
+    spawn_rate: float = 50
+    run_time_s: int = 60
+    workers: int = 2
+    threads: int = 8
+    database: str = "audit_load"
+    reuse_db: bool = False
+    write_doc: bool = True
+
+    @classmethod
+    def from_env(cls) -> Config:
+        env = os.environ
+        return cls(
+            users=int(env.get("LOAD_USERS", 50)),
+            spawn_rate=float(env.get("LOAD_SPAWN_RATE", 50)),
+            run_time_s=_seconds(env.get("LOAD_RUN_TIME", "60s")),
+            workers=int(env.get("LOAD_WORKERS", 2)),
+            threads=int(env.get("LOAD_THREADS", 8)),
+            database=env.get("LOAD_DATABASE", "audit_load"),
+            reuse_db=env.get("LOAD_REUSE_DB", "") in ("1", "true", "yes"),
+            write_doc=env.get("LOAD_NO_DOC", "") not in ("1", "true", "yes"),
+        )
+
+
+def _seconds(text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+)\s*([sm]?)\s*", text)
+    if not match:
+        raise SystemExit(f"LOAD_RUN_TIME={text!r}: use seconds like 60s or minutes like 2m")
+    return int(match.group(1)) * (60 if match.group(2) == "m" else 1)
+
+
+def _server_env(config: Config) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in list(env):  # nothing from the caller's shell changes what is measured
+        if name.startswith(("DJANGO_", "API_THROTTLE_", "CELERY_")) or name == "DATABASE_URL":
+            del env[name]
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DATABASE_URL": f"{PG_SERVER}/{config.database}",
+            "CELERY_BROKER_URL": REDIS_BROKER,
+            "DJANGO_VAR_DIR": str(LOAD_DIR),
+            "DJANGO_LOG_LEVEL": "WARNING",
+            # Plain HTTP on loopback: no TLS to redirect to, and cookies marked Secure would
+            # never come back. HSTS, CSP, nosniff and the rest keep their production values.
+            "DJANGO_SECURE_SSL_REDIRECT": "false",
+            "DJANGO_SESSION_COOKIE_SECURE": "false",
+            "DJANGO_CSRF_COOKIE_SECURE": "false",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+def _manage(env: dict[str, str], *args: str, timeout: float = SETUP_TIMEOUT_S) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if result.returncode != 0 and args[0] != "gate":  # gate exits 1 on a failed verdict
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def _recreate_database(name: str, *, reuse: bool) -> bool:
+    """Drop and create ``name``; with reuse, keep it if it exists. True when it is new."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=5) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if exists and reuse:
+            return False
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return True
+
+
+def prepare(config: Config, env: dict[str, str]) -> dict[str, object]:
+    LOAD_DIR.mkdir(parents=True, exist_ok=True)
+    fresh = _recreate_database(config.database, reuse=config.reuse_db)
+    # Cached page results are keyed by a data version that restarts with a new database, and
+    # every run starts cold; uploaded files belong to the database they were recorded in.
+    for stale in ("cache", *(("media", "demo") if fresh else ())):
+        shutil.rmtree(LOAD_DIR / stale, ignore_errors=True)
+    _manage(env, "migrate", "--noinput", "-v0")
+    _manage(env, "collectstatic", "--noinput", "-v0")
+    # seed_demo creates the demo accounts with published passwords, so it runs only with DEBUG
+    # on; the account setup below makes those passwords unusable before the server starts. On a
+    # reused database it finds the demo data loaded and only resets the accounts.
+    _manage({**env, "DJANGO_DEBUG": "true"}, "seed_demo")
+    if fresh:
+        fixtures = REPO / "tests" / "fixtures" / "benchmarks"
+        _manage(
+            env,
+            "gate",
+            "--baseline",
+            str(fixtures / "vllm_baseline.json"),
+            "--candidate",
+            str(fixtures / "vllm_candidate.json"),
+            "--meta-baseline",
+            "gpu_utilization_pct=80",
+            "--meta-candidate",
+            "gpu_utilization_pct=85",
+            "--json",
+        )
+    roles = [ROLE_CYCLE[i % len(ROLE_CYCLE)] for i in range(config.users)]
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD_SETUP, json.dumps(roles), secrets.token_urlsafe(18)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SETUP_TIMEOUT_S,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"account setup failed:\n{result.stderr[-3000:]}")
+    fixture = json.loads(result.stdout.strip().splitlines()[-1])
+    # A load test on an empty dashboard measures nothing: the demo data must have landed.
+    if fixture["failed_uploads"] or not fixture["size"]["requests"]:
+        raise RuntimeError(
+            "the demo data did not land (recreate the database: run without LOAD_REUSE_DB): "
+            + "; ".join(fixture["failed_uploads"] or ["no request ingested"])
+        )
+    if not fixture["run_ids"] or not fixture["gate_ids"]:
+        raise RuntimeError("the benchmark runs or the gate were not created (manage.py gate)")
+    # The code must match the schema it runs on (no migration written since `migrate` ran).
+    _manage(env, "migrate", "--check", "-v0")
+    return fixture
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """Cores busy on average during the locust run: the whole machine and our two servers."""
+
+    machine: float
+    gunicorn: float
+    locust: float
+
+    @property
+    def other(self) -> float:
+        """PostgreSQL, Redis and whatever else the machine was running."""
+        return max(0.0, self.machine - self.gunicorn - self.locust)
+
+
+def _machine_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU jiffies since boot, all cores, from /proc/stat (0, 0 elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of every child process reaped so far (gunicorn's workers roll into it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(base_url: str, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {server.returncode} before /healthz answered")
+        try:
+            with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+                last = f"HTTP {response.status}"
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}: {exc.read()[:200]!r}"
+        except OSError as exc:
+            last = type(exc).__name__
+        time.sleep(0.3)
+    raise RuntimeError(f"/healthz did not answer 200 within {HEALTH_TIMEOUT_S} s ({last})")
+
+
+def _stop(process: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM the process group, then SIGKILL it after a grace period."""
+    if process is None:
+        return
+    try:
+        pgid = os.getpgid(process.pid)
+    except ProcessLookupError:
+        pgid = None
+    if pgid is not None and process.poll() is None:
+        os.killpg(pgid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=STOP_GRACE_S)
+    if pgid is not None:  # stragglers in the group (gunicorn's workers) go too
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    process.wait(timeout=STOP_GRACE_S)
+
+
+def _gunicorn_command(config: Config, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(config.workers),
+        "--threads",
+        str(config.threads),
+        "--worker-class",
+        "gthread" if config.threads > 1 else "sync",
+        "--timeout",
+        "30",
+        "--graceful-timeout",
+        "5",
+        "--error-logfile",
+        str(LOAD_DIR / "gunicorn.log"),
+        "--log-level",
+        "warning",
+    ]
+
+
+def run_load(config: Config) -> tuple[list[EndpointStats], EndpointStats | None, Verdict, dict]:
+    env = _server_env(config)
+    started = time.monotonic()
+    print(f"load: preparing PostgreSQL database {config.database} ...", flush=True)
+    fixture = prepare(config, env)
+    fixture_path = LOAD_DIR / "fixture.json"
+    fixture_path.write_text(json.dumps(fixture))
+    fixture_path.chmod(0o600)
+    print(f"load: data ready in {time.monotonic() - started:.0f} s: {fixture['size']}", flush=True)
+    port = _free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    csv_prefix = LOAD_DIR / "locust"
+    for suffix in ("_stats.csv", "_failures.csv", "_exceptions.csv", "_stats_history.csv"):
+        Path(f"{csv_prefix}{suffix}").unlink(missing_ok=True)
+    server = load = None
+    try:
+        with open(LOAD_DIR / "gunicorn.out", "wb") as server_log:
+            server = subprocess.Popen(
+                _gunicorn_command(config, port),
+                cwd=REPO,
+                env=env,
+                stdout=server_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        _wait_healthy(base_url, server)
+        print(
+            f"load: gunicorn {config.workers} workers x {config.threads} threads on {base_url}; "
+            f"locust {config.users} users for {config.run_time_s} s ...",
+            flush=True,
+        )
+        locust_env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))
+        }
+        locust_env["LOAD_FIXTURE"] = str(fixture_path)
+        cpu0 = _children_cpu_s()
+        busy0, total0 = _machine_jiffies()
+        t0 = time.monotonic()
+        with open(LOAD_DIR / "locust.log", "wb") as locust_log:
+            load = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "locust",
+                    "-f",
+                    str(REPO / "bench" / "locustfile.py"),
+                    "--headless",
+                    "--host",
+                    base_url,
+                    "--users",
+                    str(config.users),
+                    "--spawn-rate",
+                    str(config.spawn_rate),
+                    "--run-time",
+                    f"{config.run_time_s}s",
+                    "--stop-timeout",
+                    "10",
+                    "--csv",
+                    str(csv_prefix),
+                    "--only-summary",
+                    "--loglevel",
+                    "WARNING",
+                ],
+                cwd=REPO,
+                env=locust_env,
+                stdout=locust_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                load.wait(timeout=config.run_time_s + 90)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError("locust did not finish in time; stopped it") from None
+            wall_s = time.monotonic() - t0
+            busy1, total1 = _machine_jiffies()
+            locust_cpu_s = _children_cpu_s() - cpu0
+    finally:
+        _stop(load)
+        _stop(server)
+        fixture_path.unlink(missing_ok=True)  # it holds passwords and tokens
+    # gunicorn's CPU (start-up included) is known once it and its workers have been reaped.
+    gunicorn_cpu_s = _children_cpu_s() - cpu0 - locust_cpu_s
+    cores = os.cpu_count() or 1
+    cpu = CpuUse(
+        machine=(busy1 - busy0) / (total1 - total0) * cores if total1 > total0 else 0.0,
+        gunicorn=gunicorn_cpu_s / wall_s,
+        locust=locust_cpu_s / wall_s,
+    )
+    stats_file = Path(f"{csv_prefix}_stats.csv")
+    if not stats_file.exists():
+        tail = (LOAD_DIR / "locust.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"locust wrote no stats (exit {load.returncode}):\n{tail}")
+    rows, total = parse_stats(stats_file.read_text())
+    failures_file = Path(f"{csv_prefix}_failures.csv")
+    failures = parse_failures(failures_file.read_text()) if failures_file.exists() else []
+    exceptions_file = Path(f"{csv_prefix}_exceptions.csv")
+    exceptions = parse_exceptions(exceptions_file.read_text()) if exceptions_file.exists() else 0
+    result = verdict(rows, total, failures, exceptions)
+    if load.returncode != 0:  # locust saw a failure or an error, perhaps after its last CSV write
+        result = Verdict(
+            passed=False, reasons=[*result.reasons, f"locust exited with {load.returncode}"]
+        )
+    return rows, total, result, {"fixture": fixture, "failures": failures, "cpu": cpu}
+
+
+def cpu_line(cpu: CpuUse) -> str:
+    cores = os.cpu_count() or 0
+    return (
+        f"CPU during the run (average cores busy): machine {cpu.machine:.2f} of {cores}, "
+        f"gunicorn {cpu.gunicorn:.2f} (start-up included), locust {cpu.locust:.2f}, "
+        f"PostgreSQL, Redis and any other process {cpu.other:.2f}."
+    )
+
+
+def markdown(
+    config: Config,
+    rows: list[list[str]],
+    result: Verdict,
+    size: dict[str, int],
+    failures: list[FailureRow],
+    cpu: CpuUse,
+) -> str:
+    from bench.report import markdown_table
+
+    cpus = os.cpu_count() or 0
+    lines = [
+        "## Load",
+        "",
+        "Written by `make load` (`bench/load.py`, tasks in `bench/locustfile.py`).",
+        "",
+        f"Setup: gunicorn `config.wsgi` with {config.workers} workers x {config.threads} threads "
+        f"({'gthread' if config.threads > 1 else 'sync'}), production settings (DEBUG off; plain "
+        "HTTP on loopback, so only the TLS redirect and Secure cookies are off), PostgreSQL "
+        f"database `{config.database}` and Redis on the same {cpus}-core machine as locust. "
+        f"Data: `seed_demo` ({size.get('requests', 0):,} requests over 30 days, "
+        f"{size.get('hourly_rollups', 0):,} hourly rollups, {size.get('workloads', 0)} workloads, "
+        f"{size.get('uploads', 0)} uploads, {size.get('recommendations', 0)} recommendations) "
+        f"plus {size.get('benchmark_runs', 0)} benchmark runs and a gate.",
+        "",
+        f"Load: locust headless, {config.users} users (spawn rate {config.spawn_rate:g}/s) for "
+        f"{config.run_time_s} s, wait 0.5-2 s between tasks. Page users (3 in 5) sign in through "
+        "the login form; API users (2 in 5) send their own `Authorization: Token`; roles mixed "
+        "4 finops : 3 engineer : 2 manager : 1 admin, one account per user, throttling on. Any "
+        "non-2xx answer (a redirect to the login page too) counts as a failure. Percentiles are "
+        "locust's (rounded to 2 significant digits above 100 ms); req/s is over the whole run.",
+        "",
+        markdown_table(TABLE_HEADER, rows),
+        "",
+        cpu_line(cpu),
+        "",
+        f"Result: **{'PASS' if result.passed else 'FAIL'}**"
+        + ("" if result.passed else " (" + "; ".join(result.reasons) + ")"),
+    ]
+    if failures:
+        lines += ["", "Failures:", ""]
+        lines += [f"- {f.method} {f.name}: {f.error} x {f.occurrences}" for f in failures[:20]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    sys.path.insert(0, str(REPO))
+    config = Config.from_env()
+    rows, total, result, extra = run_load(config)
+    table = table_rows(rows, total)
+    print()
+    print(text_table(table))
+    for failure in extra["failures"][:20]:
+        print(f"  failure: {failure.method} {failure.name}: {failure.error} x{failure.occurrences}")
+    print(cpu_line(extra["cpu"]))
+    print()
+    print("PASS" if result.passed else "FAIL: " + "; ".join(result.reasons))
+    if config.write_doc:
+        from bench.report import DOC, write_section
+
+        write_section(
+            "load",
+            markdown(
+                config, table, result, extra["fixture"]["size"], extra["failures"], extra["cpu"]
+            ),
+        )
+        print(f"load: wrote the load section of {DOC.relative_to(REPO)}")
+    return 0 if result.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Locust tasks for `make load` (bench/load.py starts locust with this file; not run alone).
+
+Two kinds of user, each on its own account (read from the file named by LOAD_FIXTURE, written
+by bench/load.py): page users sign in through the login form like a browser and walk the
+pages; API users call /api/v1/ with `Authorization: Token <key>`. Every answer that is not 2xx
+is a failure, a redirect (to the login page or anywhere else) included: redirects are never
+followed. Failure messages start with "HTTP <status>" so bench/load.py can count 5xx.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import re
+from typing import Any
+
+from locust import FastHttpUser, between, task
+
+with open(os.environ["LOAD_FIXTURE"], encoding="utf-8") as _fixture_file:
+    FIXTURE: dict[str, Any] = json.load(_fixture_file)
+
+ACCOUNTS: list[dict[str, str]] = FIXTURE["accounts"]
+PASSWORD: str = FIXTURE["password"]
+_next_account = itertools.count()
+
+GROUP_BY = ("workload", "team", "model", "provider")
+STACKS = ("provider", "model", "team", "workload")
+_CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def _pick(key: str) -> int | None:
+    ids = FIXTURE.get(key) or []
+    return random.choice(ids) if ids else None
+
+
+class AuditUser(FastHttpUser):
+    abstract = True
+    wait_time = between(0.5, 2)
+
+    def on_start(self) -> None:
+        # One account per simulated user, so per-user throttles and sessions are real.
+        self.account = ACCOUNTS[next(_next_account) % len(ACCOUNTS)]
+        self.is_admin = self.account["role"] == "admin"
+
+    def get(self, path: str, name: str | None = None, **headers: str) -> None:
+        with self.client.request(
+            "GET",
+            path,
+            name=name or path,
+            headers=headers or None,
+            allow_redirects=False,
+            catch_response=True,
+        ) as response:
+            status = response.status_code or 0
+            if 200 <= status < 300:
+                response.success()
+            elif 300 <= status < 400:
+                response.failure(f"HTTP {status} -> {response.headers.get('Location', '?')}")
+            else:
+                response.failure(f"HTTP {status}")
+
+
+class PageUser(AuditUser):
+    """A signed-in person in a browser (HTML pages and the CSV export)."""
+
+    weight = 3
+
+    def on_start(self) -> None:
+        super().on_start()
+        form = self.client.get("/accounts/login/", name="login form")
+        match = _CSRF.search(form.text or "")
+        token = match.group(1) if match else ""
+        with self.client.request(
+            "POST",
+            "/accounts/login/",
+            name="login (POST)",
+            data={
+                "username": self.account["username"],
+                "password": PASSWORD,
+                "csrfmiddlewaretoken": token,
+            },
+            headers={"Referer": f"{self.host}/accounts/login/"},
+            allow_redirects=False,
+            catch_response=True,
+        ) as response:
+            location = response.headers.get("Location", "")
+            if response.status_code == 302 and "/accounts/login/" not in location:
+                response.success()
+            else:
+                response.failure(f"HTTP {response.status_code} sign-in refused ({location})")
+
+    @task(6)
+    def overview(self) -> None:
+        self.get("/")
+
+    @task(2)
+    def overview_stacked(self) -> None:
+        self.get(f"/?stack={random.choice(STACKS)}", name="/?stack=[dimension]")
+
+    @task(4)
+    def workloads(self) -> None:
+        self.get("/workloads/")
+
+    @task(4)
+    def workload_detail(self) -> None:
+        workload = _pick("workload_ids")
+        if workload is not None:
+            self.get(f"/workloads/{workload}/", name="/workloads/[id]/")
+
+    @task(2)
+    def spend_csv(self) -> None:
+        self.get(f"/spend.csv?group_by={random.choice(GROUP_BY)}", name="/spend.csv?group_by=[g]")
+
+    @task(2)
+    def reconciliation(self) -> None:
+        self.get("/reconciliation/")
+
+    @task(3)
+    def recommendations(self) -> None:
+        self.get("/recommendations/")
+
+    @task(2)
+    def recommendation_detail(self) -> None:
+        recommendation = _pick("recommendation_ids")
+        if recommendation is not None:
+            self.get(f"/recommendations/{recommendation}/", name="/recommendations/[id]/")
+
+    @task(2)
+    def benchmarks(self) -> None:
+        self.get("/benchmarks/")
+
+    @task(1)
+    def benchmark_run(self) -> None:
+        run = _pick("run_ids")
+        if run is not None:
+            self.get(f"/benchmarks/runs/{run}/", name="/benchmarks/runs/[id]/")
+
+    @task(1)
+    def gate(self) -> None:
+        gate = _pick("gate_ids")
+        if gate is not None:
+            self.get(f"/benchmarks/gates/{gate}/", name="/benchmarks/gates/[id]/")
+
+    @task(2)
+    def uploads(self) -> None:
+        self.get("/uploads/")
+
+    @task(1)
+    def upload_detail(self) -> None:
+        upload = _pick("upload_ids")
+        if upload is not None:
+            self.get(f"/uploads/{upload}/", name="/uploads/[id]/")
+
+    @task(1)
+    def audit_trail(self) -> None:
+        # Administrators only (the page is for staff); others look at the overview instead.
+        if self.is_admin:
+            self.get("/audit/")
+        else:
+            self.get("/")
+
+
+class ApiUser(AuditUser):
+    """A script or notebook reading the API with its own token."""
+
+    weight = 2
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.auth = f"Token {self.account['token']}"
+
+    def api(self, path: str, name: str | None = None) -> None:
+        self.get(f"/api/v1/{path}", name=f"/api/v1/{name or path}", Authorization=self.auth)
+
+    @task(4)
+    def spend(self) -> None:
+        self.api(f"spend/?group_by={random.choice(GROUP_BY)}", "spend/?group_by=[g]")
+
+    @task(3)
+    def workloads(self) -> None:
+        self.api("workloads/")
+
+    @task(3)
+    def workload_detail(self) -> None:
+        workload = _pick("workload_ids")
+        if workload is not None:
+            self.api(f"workloads/{workload}/", "workloads/[id]/")
+
+    @task(2)
+    def recommendations(self) -> None:
+        self.api("recommendations/")
+
+    @task(1)
+    def recommendation_detail(self) -> None:
+        recommendation = _pick("recommendation_ids")
+        if recommendation is not None:
+            self.api(f"recommendations/{recommendation}/", "recommendations/[id]/")
+
+    @task(2)
+    def uploads(self) -> None:
+        self.api("uploads/")
+
+    @task(1)
+    def upload_detail(self) -> None:
+        upload = _pick("upload_ids")
+        if upload is not None:
+            self.api(f"uploads/{upload}/", "uploads/[id]/")
+
+    @task(2)
+    def benchmark_runs(self) -> None:
+        self.api("benchmark-runs/")
+
+    @task(1)
+    def benchmark_run(self) -> None:
+        run = _pick("run_ids")
+        if run is not None:
+            self.api(f"benchmark-runs/{run}/", "benchmark-runs/[id]/")
+
+    @task(1)
+    def gate(self) -> None:
+        gate = _pick("gate_ids")
+        if gate is not None:
+            self.api(f"gates/{gate}/", "gates/[id]/")
+
+    @task(1)
+    def reconciliation(self) -> None:
+        self.api("reconciliation/")
+
+    @task(1)
+    def pools(self) -> None:
+        self.api("pools/")
+
+    @task(1)
+    def me(self) -> None:
+        self.api("me/")
+
+    @task(1)
+    def audit_events(self) -> None:
+        # Administrators only; others ask who they are instead.
+        self.api("audit-events/" if self.is_admin else "me/")

@@ -1,0 +1,390 @@
+"""Read speed at scale: a year of hourly rollups for 200 workloads, on PostgreSQL.
+
+The database `audit_scale` is filled once (1,752,000 hourly rollups with three latency
+histograms each, and the daily rollups derived from them) and reused while its marker matches
+GENERATION; then each page and API endpoint is requested 3 times to warm up and 50 times timed,
+in-process through Django's test client with production settings (DEBUG off), so the figure is
+server time: URL routing, queries, pricing, histogram merging, charts and rendering.
+
+Each endpoint is timed with its default filters (the 30 days ending on the last data day) and
+over the whole year. Set BENCH_SCALE_REQUESTS to change the 50, BENCH_SCALE_DATABASE_URL to use
+another database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.report import markdown_table, write_section
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_DIR = REPO / "var" / "bench"
+PG_ADMIN_URL = "postgresql://postgres:postgres@127.0.0.1:5432/postgres"
+PG_SCALE_URL = "postgres://postgres:postgres@127.0.0.1:5432/audit_scale"
+WORKLOADS = 200
+DAYS = 365
+GENERATION = f"scale-v2-{WORKLOADS}x{DAYS}"
+TARGET_MS = 250.0
+
+CHILD_FILL = r"""
+import json, sys, time
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+import numpy as np
+import django
+django.setup()
+from django.db import connection, transaction
+from django.utils import timezone
+from audit_app.histograms import LatencyHistogram, bin_indices
+from audit_app.models import DailyRollup, HourlyRollup, PriceCard, Upload, Workload
+
+generation, n_workloads, n_days = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+marker = Upload.objects.filter(sha256=generation, status=Upload.Status.SUCCEEDED).first()
+if marker is not None and HourlyRollup.objects.filter(upload=marker).exists():
+    print(json.dumps({"reused": True, "hourly": HourlyRollup.objects.count(),
+                      "daily": DailyRollup.objects.count()}))
+    sys.exit(0)
+t0 = time.perf_counter()
+Upload.objects.all().delete()
+Workload.objects.all().delete()
+rng = np.random.default_rng(7)
+last_day = timezone.now().date()
+first_day = last_day - timedelta(days=n_days - 1)
+cards = sorted({(c.provider, c.model) for c in PriceCard.objects.all()})[:8]
+teams = [f"team-{i:02d}" for i in range(12)]
+upload = Upload.objects.create(
+    kind=Upload.Kind.TOKEN_LOG, format="litellm", status=Upload.Status.SUCCEEDED,
+    file=f"bench/{generation}.csv", original_name=f"{generation}.csv", sha256=generation,
+    finished_at=timezone.now(),
+)
+purposes = ["chat", "rag", "eval", "embed", "agent"]
+names = [f"wl-{i:03d}-{purposes[i % 5]}" for i in range(n_workloads)]
+Workload.objects.bulk_create([Workload(name=n) for n in names])
+
+# A pool of hourly histograms per latency scale: each a real histogram of 10..60 lognormal
+# samples, kept as JSON text (hourly rows) and as dense counts (to sum a day exactly).
+WINDOW = 2400
+def pool(median_ms, size=48):
+    out = []
+    for _ in range(size):
+        n = int(rng.integers(10, 61))
+        values = rng.lognormal(np.log(median_ms), 0.6, n)
+        h = LatencyHistogram.from_values(values)
+        dense = np.zeros(WINDOW, dtype=np.int64)
+        idx = bin_indices(values) + WINDOW // 2
+        np.add.at(dense, idx, 1)
+        out.append((json.dumps(h.to_json()), dense, n, float(h.total)))
+    return out
+pools = {s: (pool(s * 0.25), pool(s), pool(s / 60.0)) for s in (400, 1500, 6000)}
+
+hourly_cols = ["upload_id", "hour", "workload", "team", "provider", "model", "pool", "operation",
+    "batch_api", "requests", "errors", "streaming_requests", "input_tokens", "output_tokens",
+    "cached_input_tokens", "logged_requests", "logged_cost_usd", "unlogged_input_tokens",
+    "unlogged_cached_input_tokens", "unlogged_output_tokens", "distinct_end_users",
+    "ttft_histogram", "latency_histogram", "tpot_histogram"]
+daily_cols = [c for c in hourly_cols if c not in ("hour", "distinct_end_users")] + ["day"]
+raw = connection.cursor().cursor
+hourly_rows = daily_rows = 0
+all_daily = []
+with transaction.atomic():
+    with raw.copy(f"COPY audit_app_hourlyrollup ({', '.join(hourly_cols)}) FROM STDIN") as copy_h:
+      for w, name in enumerate(names):
+        provider, model = cards[w % len(cards)]
+        team = teams[w % len(teams)]
+        scale = (400, 1500, 6000)[w % 3]
+        ttft_pool, e2e_pool, tpot_pool = pools[scale]
+        logged = w % 2 == 0
+        batch = name.endswith("embed") and w % 4 == 0
+        daily = []
+        for d in range(n_days):
+            day = first_day + timedelta(days=d)
+            picks = rng.integers(0, len(e2e_pool), size=(24, 3))
+            sums = dict(requests=0, errors=0, streaming_requests=0, input_tokens=0,
+                        output_tokens=0, cached_input_tokens=0, logged_requests=0,
+                        logged_cost_usd=Decimal(0), unlogged_input_tokens=0,
+                        unlogged_cached_input_tokens=0, unlogged_output_tokens=0)
+            dense = [np.zeros(WINDOW, dtype=np.int64) for _ in range(3)]
+            totals = [0.0, 0.0, 0.0]
+            for h in range(24):
+                parts = [ttft_pool[picks[h, 0]], e2e_pool[picks[h, 1]], tpot_pool[picks[h, 2]]]
+                n = parts[1][2]
+                inp = n * int(rng.integers(300, 3000))
+                out = n * int(rng.integers(50, 600))
+                cost = Decimal(0)
+                if logged:
+                    cost = Decimal(inp) * Decimal("0.0000025") + Decimal(out) * Decimal("0.00001")
+                    cost = cost.quantize(Decimal("0.000000001"))
+                row = dict(requests=n, errors=n // 50, streaming_requests=n if scale < 6000 else 0,
+                           input_tokens=inp, output_tokens=out, cached_input_tokens=inp // 10,
+                           logged_requests=n if logged else 0, logged_cost_usd=cost,
+                           unlogged_input_tokens=0 if logged else inp,
+                           unlogged_cached_input_tokens=0 if logged else inp // 10,
+                           unlogged_output_tokens=0 if logged else out)
+                for k, v in row.items():
+                    sums[k] += v
+                hour = datetime(day.year, day.month, day.day, h, tzinfo=UTC)
+                copy_h.write_row([upload.pk, hour, name, team, provider, model, "", "completion",
+                    batch, row["requests"], row["errors"], row["streaming_requests"],
+                    row["input_tokens"], row["output_tokens"], row["cached_input_tokens"],
+                    row["logged_requests"], row["logged_cost_usd"], row["unlogged_input_tokens"],
+                    row["unlogged_cached_input_tokens"], row["unlogged_output_tokens"], n // 3,
+                    parts[0][0], parts[1][0], parts[2][0]])
+                hourly_rows += 1
+                for m in range(3):
+                    dense[m] += parts[m][1]
+                    totals[m] += parts[m][3]
+            hists = []
+            for m in range(3):
+                nz = np.nonzero(dense[m])[0]
+                merged = LatencyHistogram()
+                merged.bins = dict(zip((nz - WINDOW // 2).tolist(), dense[m][nz].tolist()))
+                merged.count = int(dense[m].sum())
+                merged.total = totals[m]
+                hists.append(merged.to_bytes())
+            daily.append([upload.pk, name, team, provider, model, "", "completion", batch,
+                *sums.values(), *hists, day])
+        daily_rows += len(daily)
+        all_daily.extend(daily)
+    with raw.copy(f"COPY audit_app_dailyrollup ({', '.join(daily_cols)}) FROM STDIN") as copy_d:
+        for row in all_daily:
+            copy_d.write_row(row)
+raw.execute("ANALYZE audit_app_hourlyrollup")
+raw.execute("ANALYZE audit_app_dailyrollup")
+print(json.dumps({"reused": False, "hourly": hourly_rows, "daily": daily_rows,
+                  "seconds": time.perf_counter() - t0}))
+"""
+
+# The daily rows above are built by the bench itself (summing the hourly ones it wrote); this
+# checks them against the application's own derivation on a sample of workload-days.
+CHILD_VERIFY = r"""
+import json
+import django
+django.setup()
+from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+from audit_app.histograms import LatencyHistogram
+from audit_app.models import DailyRollup, HourlyRollup
+checked = 0
+for daily in DailyRollup.objects.order_by("?")[:5]:
+    hourly = HourlyRollup.objects.filter(upload_id=daily.upload_id, workload=daily.workload,
+        model=daily.model, hour__date=daily.day).values("hour", *KEY_FIELDS, *SUM_FIELDS,
+        *HISTOGRAM_FIELDS)
+    [derived] = daily_from_hourly(hourly)
+    for f in SUM_FIELDS:
+        assert derived[f] == getattr(daily, f), (f, derived[f], getattr(daily, f))
+    for f in HISTOGRAM_FIELDS:
+        stored = LatencyHistogram.from_bytes(getattr(daily, f))
+        assert LatencyHistogram.from_bytes(derived[f]) == stored, f
+    checked += 1
+print(json.dumps({"checked": checked}))
+"""
+
+CHILD_TIME = r"""
+import json, os, statistics, sys, time
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.test.utils import setup_test_environment
+from audit_app.models import DailyRollup, Workload
+from audit_app.services.tokens import api_token_issue
+from audit_app.selectors import data_date_range
+from audit_app.results_cache import data_changed
+import config.wsgi  # noqa: F401  (loads every view and freezes the GC, as gunicorn does)
+
+requests_per, cold_per = int(sys.argv[1]), int(sys.argv[2])
+User = get_user_model()
+admin, _ = User.objects.get_or_create(username="scale-admin", defaults={"is_staff": True})
+admin.is_superuser = True
+admin.save()
+client = Client(HTTP_HOST="127.0.0.1")
+client.force_login(admin)
+key = api_token_issue(user=admin, name="scale bench").key
+api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Token {key}")
+first, last = data_date_range()
+year = f"start={first}&end={last}"
+top = DailyRollup.objects.values_list("workload", flat=True).order_by("-requests")[0]
+busiest = Workload.objects.get(name=top)
+endpoints = [
+    ("overview", client, "/"),
+    ("workloads list", client, "/workloads/"),
+    ("workload detail", client, f"/workloads/{busiest.pk}/"),
+    ("spend API", api, "/api/v1/spend/?group_by=workload"),
+    ("workloads API", api, "/api/v1/workloads/"),
+    ("workload detail API", api, f"/api/v1/workloads/{busiest.pk}/"),
+]
+results = []
+for window, suffix in (("30 days", ""), ("365 days", year)):
+    for name, who, url in endpoints:
+        full = url + (("&" if "?" in url else "?") + suffix if suffix else "")
+        for _ in range(3):
+            r = who.get(full, secure=True)
+            assert r.status_code == 200, (full, r.status_code, r.content[:300])
+        times = []
+        for _ in range(requests_per):
+            t0 = time.perf_counter()
+            r = who.get(full, secure=True)
+            times.append((time.perf_counter() - t0) * 1000)
+            assert r.status_code == 200, (full, r.status_code)
+        times.sort()
+        p95 = times[min(len(times) - 1, int(round(0.95 * len(times))) - 1)]
+        cold = []
+        for _ in range(cold_per if window == "30 days" else 1):
+            data_changed()  # a new data version: nothing cached, as right after an ingest
+            t0 = time.perf_counter()
+            r = who.get(full, secure=True)
+            cold.append((time.perf_counter() - t0) * 1000)
+            assert r.status_code == 200, (full, r.status_code)
+        results.append({"window": window, "endpoint": name, "url": full,
+                        "p50": statistics.median(times), "p95": p95, "max": times[-1],
+                        "cold": statistics.median(cold), "cold_n": len(cold)})
+print(json.dumps(results))
+"""
+
+
+def _database_url() -> str:
+    configured = os.environ.get("BENCH_SCALE_DATABASE_URL")
+    if configured:
+        return configured
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_scale'")
+        if exists.fetchone() is None:
+            conn.execute("CREATE DATABASE audit_scale")
+    return PG_SCALE_URL
+
+
+def _env(database_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": "bench-only-" + "x" * 50,
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DATABASE_URL": database_url,
+            "DJANGO_VAR_DIR": str(BENCH_DIR / "scale"),
+            "DJANGO_LOG_LEVEL": "WARNING",
+            "PYTHONPATH": str(REPO),
+        }
+    )
+    return env
+
+
+def _child(code: str, *args: str, env: dict[str, str]) -> object:
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr[-4000:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run() -> list[str]:
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    env = _env(_database_url())
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=1800,
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=600,
+    )
+    started = time.perf_counter()
+    fill = _child(CHILD_FILL, GENERATION, str(WORKLOADS), str(DAYS), env=env)
+    assert isinstance(fill, dict)
+    verify = _child(CHILD_VERIFY, env=env)
+    requests_per = int(os.environ.get("BENCH_SCALE_REQUESTS", "50"))
+    cold_per = int(os.environ.get("BENCH_SCALE_COLD_REQUESTS", "5"))
+    results = _child(CHILD_TIME, str(requests_per), str(cold_per), env=env)
+    assert isinstance(results, list)
+    how = "reused" if fill["reused"] else f"filled in {time.perf_counter() - started:.0f} s"
+    lines = [
+        f"scale (PostgreSQL, {WORKLOADS} workloads x {DAYS} days: {fill['hourly']:,} hourly "
+        f"and {fill['daily']:,} daily rollups, {how}; daily rows match the app's derivation on "
+        f"{verify['checked']} sampled workload-days); {requests_per} requests each after 3 "
+        "warm-up, server time in ms:",
+        f"  {'window':<9} {'endpoint':<20} {'p50':>7} {'p95':>7} {'max':>7} {'cold':>8}  "
+        f"target p95 <= {TARGET_MS:.0f}",
+    ]
+    table = []
+    for r in results:
+        verdict = "met" if r["p95"] <= TARGET_MS else "MISSED"
+        lines.append(
+            f"  {r['window']:<9} {r['endpoint']:<20} {r['p50']:>7.1f} {r['p95']:>7.1f} "
+            f"{r['max']:>7.1f} {r['cold']:>8.0f}  {verdict}"
+        )
+        table.append(
+            [
+                r["window"],
+                r["endpoint"],
+                f"`{r['url']}`",
+                f"{r['p50']:.1f}",
+                f"{r['p95']:.1f}",
+                f"{r['max']:.1f}",
+                f"{r['cold']:.0f}",
+                verdict,
+            ]
+        )
+    body = "\n".join(
+        [
+            "## Scale",
+            "",
+            "Written by `make bench` (`bench/scale.py`). PostgreSQL on this machine (2 cores), "
+            f"{WORKLOADS} workloads with a year of data: {fill['hourly']:,} hourly rollups "
+            f"(three latency histograms each) and the {fill['daily']:,} daily rollups derived "
+            f"from them. Each endpoint: 3 warm-up requests, then {requests_per} timed, in-process "
+            "through Django's test client with DEBUG off (server time, no network). The default "
+            "window is the 30 days ending on the last data day; the 365-day rows pass "
+            "`start`/`end` for the whole year. Target: p95 <= 250 ms.",
+            "",
+            "Pages compute spend and percentiles from the daily rollups and keep the results "
+            "until the data changes (`audit_app/results_cache.py`: a new data version whenever "
+            "an upload lands or is deleted, or a price card or serving pool changes), and the "
+            "worker computes the default views right after each ingest. The p50/p95/max columns "
+            "are those cached reads. *cold* is the median of requests made right after a new "
+            f"data version (nothing cached: {cold_per} per endpoint for 30 days, 1 for the "
+            "year), what the first visitor of a non-default filter waits; the workloads list "
+            "is the slowest because it merges every workload's daily latency histograms.",
+            "",
+            markdown_table(
+                [
+                    "window",
+                    "endpoint",
+                    "request",
+                    "p50 ms",
+                    "p95 ms",
+                    "max ms",
+                    "cold ms",
+                    "p95 target",
+                ],
+                table,
+            ),
+            "",
+        ]
+    )
+    write_section("scale", body)
+    return lines
+
+
+if __name__ == "__main__":
+    for line in run():
+        print(line)

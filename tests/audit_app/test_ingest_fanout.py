@@ -1,0 +1,426 @@
+"""Ingest fan-out: a file cut into parts lands exactly what one pass over it lands.
+
+Each case ingests the same bytes twice: once in one pass (`upload_ingest(fan_out=False)`), once
+through the `audit_app.ingest_upload` task with a tiny `INGEST_FANOUT_MIN_BYTES` (the test
+settings run tasks eagerly, so the part tasks run inline and the last one lands). Rollups, day
+shapes, totals, counts and rejects must be identical; histogram sums are compared to 1e-9
+relative because a float sum depends on how rows were grouped into chunks (counts and bins
+are exact), as it already does between chunk sizes of one pass.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.storage import default_storage
+from django.test import override_settings
+
+from audit_app.histograms import LatencyHistogram
+from audit_app.importers import split
+from audit_app.models import DailyRollup, HourlyRollup, Upload, WorkloadDay
+from audit_app.services import ingest_fanout
+from audit_app.services.ingest import upload_ingest
+from audit_app.services.uploads import upload_create
+from audit_app.tasks import ingest_upload
+from tests.audit_app.ingest_samples import SAMPLE_CSV
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PART_COUNTS = (1, 2, 3, 7)
+UPLOAD_FIELDS = (
+    "status",
+    "format",
+    "error",
+    "rows_read",
+    "rows_accepted",
+    "rows_rejected",
+    "rejects",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "logged_cost_usd",
+    "bytes_read",
+)
+
+
+# --- Files -------------------------------------------------------------------------------------
+
+
+def _litellm_csv(*, rows: int = 1200, crlf: bool = False, bom: bool = False) -> bytes:
+    """The LiteLLM fixture's rows over several days, with quoted values holding newlines and
+    commas (every fifth row) and a few malformed rows; about 300 bytes a row."""
+    lines = (FIXTURES / "litellm" / "spend_logs.csv").read_bytes().decode().splitlines()
+    header, body = lines[0], lines[1:]
+    out = [header]
+    for i in range(rows):
+        row = body[i % len(body)].replace("req-0", f"r{i}-", 1)
+        row = row.replace("2024-05-01", f"2024-05-{1 + i % 9:02d}")
+        if i % 5 == 0:
+            # `user` (the end user) quoted, with a newline, a comma and a doubled quote inside
+            row = row.replace(",u-1,", ',"u-1\nsecond line, with ""comma""",', 1)
+            row = row.replace(",,success", ',"multi\nline, id",success', 1)
+        if i % 97 == 13:
+            row = row + ",one-field-too-many"
+        out.append(row)
+    newline = "\r\n" if crlf else "\n"
+    text = newline.join(out) + newline
+    if crlf:
+        # A newline inside a quoted value stays as written (csv keeps it); make it CRLF too
+        text = text.replace("u-1\nsecond", "u-1\r\nsecond")
+    data = text.encode()
+    return (b"\xef\xbb\xbf" + data) if bom else data
+
+
+def _generic_csv(rows: int = 900) -> bytes:
+    lines = SAMPLE_CSV.decode().splitlines()
+    header, body = lines[0], lines[1:]
+    out = [header]
+    for i in range(rows):
+        row = body[i % len(body)].replace(",r", f",g{i}-", 1)
+        row = row.replace("2026-11-02", f"2026-11-{2 + i % 6:02d}")
+        if i % 7 == 3:
+            row = row.replace(",chat,web,", ',chat,"web\nteam, two",', 1)
+        out.append(row)
+        if i % 50 == 10:
+            out.append("")  # blank lines are skipped but still counted as lines
+    return ("\n".join(out) + "\n").encode()
+
+
+def _jsonl(rows: int = 700) -> bytes:
+    lines = (FIXTURES / "generic" / "requests.jsonl").read_bytes().decode().splitlines()
+    out = []
+    for i in range(rows):
+        out.append(lines[i % len(lines)].replace('"c-1"', f'"c{i}"'))
+        if i % 40 == 7:
+            out.append("")
+        if i % 60 == 21:
+            out.append('{"started_at": "2024-05-03T10:00:00Z", broken')
+        if i % 90 == 44:
+            out.append("[1, 2]")
+    return ("\n".join(out) + "\n").encode()
+
+
+def _litellm_jsonl(rows: int = 400) -> bytes:
+    lines = (FIXTURES / "litellm" / "spend_logs.jsonl").read_bytes().decode().splitlines()
+    return ("\n".join(lines[i % len(lines)] for i in range(rows)) + "\n").encode()
+
+
+CASES = {
+    "litellm_csv": lambda: _litellm_csv(),
+    "litellm_csv_crlf_bom": lambda: _litellm_csv(crlf=True, bom=True),
+    "litellm_csv_columnar": lambda: _litellm_csv(rows=2400),
+    "generic_csv": lambda: _generic_csv(),
+    "generic_jsonl": lambda: _jsonl(),
+    "litellm_jsonl": lambda: _litellm_jsonl(),
+}
+
+
+# --- Helpers -----------------------------------------------------------------------------------
+
+
+def _create(content: bytes, name: str = "log.csv") -> Upload:
+    return upload_create(source=io.BytesIO(content), original_name=name, enqueue=False)
+
+
+def _split_histogram(value: Any) -> tuple[Any, float]:
+    """A stored histogram (JSON dict, or the compact binary form) without its float sum."""
+    if not value:
+        return {}, 0.0
+    if isinstance(value, bytes | memoryview):
+        value = LatencyHistogram.from_bytes(bytes(value)).to_json()
+    rest = dict(value)
+    return rest, float(rest.pop("sum"))
+
+
+def _snapshot(upload: Upload) -> dict[str, Any]:
+    upload.refresh_from_db()
+    tables: dict[str, Any] = {}
+    sums: list[float] = []
+    for model in (HourlyRollup, DailyRollup, WorkloadDay):
+        rows = []
+        for row in model.objects.filter(upload=upload).values():
+            row.pop("id")
+            row.pop("upload_id")
+            for name in ("ttft_histogram", "latency_histogram", "tpot_histogram"):
+                if name in row:
+                    row[name], total = _split_histogram(row[name])
+                    sums.append(total)
+            rows.append(row)
+        rows.sort(key=repr)
+        tables[model.__name__] = rows
+    return {
+        "upload": {name: getattr(upload, name) for name in UPLOAD_FIELDS},
+        "tables": tables,
+        "sums": sorted(sums),
+    }
+
+
+def _assert_same(fanned: dict[str, Any], single: dict[str, Any]) -> None:
+    assert fanned["upload"] == single["upload"]
+    for name, rows in single["tables"].items():
+        assert fanned["tables"][name] == rows, name
+    assert len(fanned["sums"]) == len(single["sums"])
+    for a, b in zip(fanned["sums"], single["sums"], strict=True):
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _single_pass(content: bytes, name: str) -> dict[str, Any]:
+    upload = upload_ingest(upload_id=_create(content, name).pk, fan_out=False, refresh=False)
+    snapshot = _snapshot(upload)
+    Upload.objects.filter(pk=upload.pk).delete()  # the same bytes are refused twice
+    return snapshot
+
+
+@pytest.fixture
+def saved_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(upload, part index) of every part result stored."""
+    saved: list[tuple[int, int]] = []
+    original = ingest_fanout._save_part
+
+    def spy(upload_id: int, index: int, result: ingest_fanout.PartResult) -> None:
+        saved.append((upload_id, index))
+        original(upload_id, index, result)
+
+    monkeypatch.setattr(ingest_fanout, "_save_part", spy)
+    return saved
+
+
+def _no_part_files(upload_id: int) -> bool:
+    directory = f"{ingest_fanout.PARTS_DIR}/{upload_id}"
+    if not default_storage.exists(directory):
+        return True
+    return default_storage.listdir(directory) == ([], [])
+
+
+# --- Exactness ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fanned_out_ingest_lands_exactly_what_one_pass_lands(
+    case: str, saved_parts: list[tuple[int, int]]
+) -> None:
+    content = CASES[case]()
+    name = "log.jsonl" if "jsonl" in case else "log.csv"
+    single = _single_pass(content, name)
+    assert single["upload"]["status"] == Upload.Status.SUCCEEDED
+    assert single["upload"]["rows_read"] > 300
+    for parts in PART_COUNTS:
+        saved_parts.clear()
+        with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=parts):
+            upload = _create(content, name)
+            ingest_upload.delay(upload.pk)  # eager: the parts run inline
+        assert sorted(index for _, index in saved_parts) == list(range(parts)), parts
+        _assert_same(_snapshot(upload), single)
+        assert _no_part_files(upload.pk)
+        Upload.objects.filter(pk=upload.pk).delete()
+
+
+def test_some_split_points_fall_inside_quoted_values() -> None:
+    """The LiteLLM case really needs the quote parity: a plain "next newline" would cut
+    inside a quoted value at some of the part counts tested."""
+    content = _litellm_csv(crlf=True, bom=True)
+    stream = io.BytesIO(content)
+    layout = split.find_layout(stream, kind=split.CSV)
+    assert layout is not None
+    moved = 0
+    for parts in PART_COUNTS:
+        planned = split.plan_parts(stream, size=len(content), parts=parts, layout=layout)
+        body = len(content) - layout.prefix_end
+        for k, part in enumerate(planned[1:], start=1):
+            target = layout.prefix_end + body * k // parts
+            naive = content.index(b"\n", target - 1) + 1
+            moved += naive != part.start
+    assert moved > 0
+
+
+def test_the_cli_and_other_callers_keep_one_pass(saved_parts: list[tuple[int, int]]) -> None:
+    with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=3):
+        upload = upload_ingest(upload_id=_create(_generic_csv()).pk)
+    assert upload.status == Upload.Status.SUCCEEDED
+    assert saved_parts == []
+
+
+def test_json_documents_and_otel_are_not_split(saved_parts: list[tuple[int, int]]) -> None:
+    with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=3):
+        for path in (FIXTURES / "litellm" / "spend_logs.json", *(FIXTURES / "otel").iterdir()):
+            upload = _create(path.read_bytes(), path.name)
+            ingest_upload.delay(upload.pk)
+            upload.refresh_from_db()
+            assert upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED)
+    assert saved_parts == []
+
+
+def test_small_files_are_not_split(saved_parts: list[tuple[int, int]]) -> None:
+    with override_settings(INGEST_FANOUT_MIN_BYTES=10**9, INGEST_FANOUT_PARTS=3):
+        upload = _create(_generic_csv())
+        ingest_upload.delay(upload.pk)
+    upload.refresh_from_db()
+    assert upload.status == Upload.Status.SUCCEEDED
+    assert saved_parts == []
+
+
+# --- Redelivery and failure --------------------------------------------------------------------
+
+
+def test_a_redelivered_part_does_not_count_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    content = _litellm_csv()
+    single = _single_pass(content, "log.csv")
+    queued: list[tuple[int, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        "audit_app.tasks.ingest_part.apply_async",
+        lambda args, **options: queued.append(tuple(args)),
+    )
+    with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=3):
+        upload = _create(content)
+        ingest_upload.delay(upload.pk)
+    assert len(queued) == 3
+    assert Upload.objects.get(pk=upload.pk).status == Upload.Status.RUNNING
+    (_, first), (_, second), (_, third) = queued
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=first) == "stored"
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=first) == "stored"  # redelivered
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=third) == "stored"
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=second) == "landed"
+    # Delivered again after the upload landed: nothing changes, nothing is left behind.
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=second) == "skipped"
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=first) == "skipped"
+    _assert_same(_snapshot(upload), single)
+    assert _no_part_files(upload.pk)
+
+
+def test_a_part_that_cannot_be_read_fails_the_upload_like_one_pass() -> None:
+    content = bytearray(_generic_csv())
+    bad_at = len(content) * 2 // 3
+    bad_at = content.index(b"\n", bad_at) + 5
+    content[bad_at] = 0xFF  # invalid UTF-8 deep in the file
+    single = _single_pass(bytes(content), "log.csv")
+    assert single["upload"]["status"] == Upload.Status.FAILED
+    for parts in (2, 3):
+        with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=parts):
+            upload = _create(bytes(content))
+            ingest_upload.delay(upload.pk)
+        upload.refresh_from_db()
+        assert upload.status == Upload.Status.FAILED
+        assert upload.error == single["upload"]["error"]
+        assert not HourlyRollup.objects.filter(upload=upload).exists()
+        assert _no_part_files(upload.pk)
+        Upload.objects.filter(pk=upload.pk).delete()
+
+
+# --- The boundary finder -----------------------------------------------------------------------
+
+
+def _boundaries(content: bytes, targets: list[int], kind: str, block: int) -> list[tuple[int, int]]:
+    return split.find_boundaries(
+        io.BytesIO(content), size=len(content), targets=targets, kind=kind, block_bytes=block
+    )
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 1 << 20])
+def test_boundary_finder_counts_quote_parity_and_newlines(block: int) -> None:
+    content = b'h1,h2\na,"x\ny"\n"p""\nq",r\nlast,1\n'
+    starts = [0, 6, 14, 24]  # where the records begin
+    assert [content[s - 1 : s] for s in starts[1:]] == [b"\n"] * 3
+    every = list(range(1, len(content)))
+    cuts = _boundaries(content, every, split.CSV, block)
+    assert cuts == [(6, 1), (14, 3), (24, 5)]
+    # A target inside a quoted value moves to the end of its record.
+    assert _boundaries(content, [9], split.CSV, block) == [(14, 3)]
+    assert _boundaries(content, [17, 19], split.CSV, block) == [(24, 5)]
+    # A target exactly at a record start stays there.
+    assert _boundaries(content, [14], split.CSV, block) == [(14, 3)]
+    # JSONL: every newline ends a record, quotes or not.
+    assert _boundaries(content, [9], split.JSONL, block) == [(11, 2)]
+    # Nothing at or past the last record's end, nothing for targets out of range.
+    assert _boundaries(content, [25, 0, len(content)], split.CSV, block) == []
+
+
+def test_boundary_finder_matches_the_csv_module_on_a_realistic_file() -> None:
+    import csv
+
+    content = _litellm_csv(rows=300, crlf=True, bom=True)
+    text = content.decode("utf-8-sig")
+    record_ends = set()
+    reader = csv.reader(io.StringIO(text, newline=""))
+    offset_of_line = [0]
+    for line in content.splitlines(keepends=True):
+        offset_of_line.append(offset_of_line[-1] + len(line))
+    for _ in reader:
+        record_ends.add(offset_of_line[reader.line_num])
+    cuts = _boundaries(content, list(range(1, len(content))), split.CSV, 4096)
+    assert {offset for offset, _ in cuts} == record_ends - {len(content)}
+    for offset, lines in cuts:
+        assert lines == content.count(b"\n", 0, offset)
+
+
+def test_layout_finds_the_header_and_the_first_jsonl_record() -> None:
+    layout = split.find_layout(io.BytesIO(b"\xef\xbb\xbf\n  \na,b\n1,2\n"), kind=split.CSV)
+    assert layout == split.Layout(kind=split.CSV, prefix_end=11, prefix_lines=3)
+    layout = split.find_layout(io.BytesIO(b'\n{"a": 1}\n{"a": 2}\n'), kind=split.JSONL)
+    assert layout == split.Layout(kind=split.JSONL, prefix_end=10, prefix_lines=2)
+    assert split.find_layout(io.BytesIO(b"not json\n{}\n"), kind=split.JSONL) is None
+
+
+# --- A real worker -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_part_still_lands_exact_totals(redis_url: str, tmp_path: Path) -> None:
+    """Parts go to the ingest task's own queue; a part whose process dies is redelivered and
+    the upload lands the same totals as one pass, with the ingest task itself run once."""
+    import os
+    import signal
+    import time
+
+    from tests.audit_app.test_ingest_worker import _generic_csv, _pool_children, _wait
+    from tests.integration_support import tasks_sent_to_broker, worker_environment
+    from tests.support.processes import celery_worker
+
+    content, expected = _generic_csv(60_000, seed=7)
+    upload = _create(content, "big.csv")
+    env = {
+        **worker_environment(redis_url),
+        "INGEST_FANOUT_MIN_BYTES": "1",
+        "INGEST_FANOUT_PARTS": "4",
+    }
+    with (
+        celery_worker(env=env, tmp_path=tmp_path, pool="prefork") as worker,
+        tasks_sent_to_broker(),
+    ):
+        ingest_upload.apply_async(args=[upload.pk], queue=worker.queue)
+
+        def mid_part() -> bool:
+            current = Upload.objects.get(pk=upload.pk)
+            return current.status == Upload.Status.RUNNING and current.rows_read > 0
+
+        _wait(mid_part, 60, "a part to be under way")
+        children = _pool_children(worker.process.pid)
+        assert len(children) == 1, children
+        os.kill(children[0], signal.SIGKILL)
+        started = time.monotonic()
+        _wait(
+            lambda: Upload.objects.get(pk=upload.pk).status == Upload.Status.SUCCEEDED,
+            180,
+            f"the parts to land; worker log:\n{worker.log()}",
+        )
+        log = worker.log()
+        assert time.monotonic() - started < 180
+
+    landed = Upload.objects.get(pk=upload.pk)
+    assert landed.attempts == 1, log  # the ingest task was not run again; a part was
+    assert "WorkerLostError" in log or "exited prematurely" in log
+    assert log.count("audit_app.ingest_part[") >= 5, log
+    assert landed.rows_read == landed.rows_accepted == expected["requests"]
+    assert landed.requests == expected["requests"]
+    assert landed.input_tokens == expected["input_tokens"]
+    assert landed.output_tokens == expected["output_tokens"]
+    rollups = HourlyRollup.objects.filter(upload=landed)
+    assert sum(r.requests for r in rollups) == expected["requests"]
+    assert _no_part_files(upload.pk)

@@ -1,0 +1,147 @@
+"""bench/load.py's reading of locust's CSV files and its PASS/FAIL rule (no load is run here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import load
+from bench.report import read_sections, write_section
+
+# Written by hand in the shape of locust 2.x `--csv` output (the columns it writes).
+STATS_CSV = """\
+Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,\
+Min Response Time,Max Response Time,Average Content Size,Requests/s,Failures/s,\
+50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%
+GET,/,10,0,120,130.5,80.1,410.9,46000,0.5,0.0,\
+120,130,140,150,200,400,410,410,410,410,410
+GET,/api/v1/spend/?group_by=[g],4,1,35,40.0,20.0,95.2,2000,0.2,0.05,\
+35,40,40,95,95,95,95,95,95,95,95
+POST,login (POST),0,0,0,0,0,0,0,0.0,0.0,\
+N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A
+,Aggregated,14,1,100,105.0,20.0,410.9,33428.6,0.7,0.05,\
+100,120,130,140,200,400,410,410,410,410,410
+"""
+
+FAILURES_CSV = """\
+Method,Name,Error,Occurrences,First Seen,Last Seen
+GET,/api/v1/spend/?group_by=[g],HTTP 503,1,1700000000,1700000000
+GET,/workloads/,HTTP 302 -> /accounts/login/?next=/workloads/,2,1700000000,1700000001
+GET,/,ConnectionRefusedError(111),3,1700000000,1700000002
+"""
+
+EXCEPTIONS_CSV = """\
+Count,Message,Traceback,Nodes
+2,KeyError('token'),"Traceback ...",local
+1,ZeroDivisionError,"Traceback ...",local
+"""
+
+
+def test_parse_stats_reads_rows_and_the_aggregated_total() -> None:
+    rows, total = load.parse_stats(STATS_CSV)
+    assert [(r.method, r.name) for r in rows] == [
+        ("GET", "/"),
+        ("GET", "/api/v1/spend/?group_by=[g]"),
+        ("POST", "login (POST)"),
+    ]
+    home = rows[0]
+    assert (home.requests, home.failures) == (10, 0)
+    assert (home.p50_ms, home.p95_ms, home.max_ms, home.rps) == (120.0, 400.0, 410.9, 0.5)
+    spend = rows[1]
+    assert (spend.requests, spend.failures, spend.p50_ms, spend.p95_ms) == (4, 1, 35.0, 95.0)
+    login = rows[2]
+    assert login.p50_ms is None and login.p95_ms is None  # "N/A": no request made
+    assert total is not None
+    assert (total.requests, total.failures, total.p50_ms, total.p95_ms) == (14, 1, 100.0, 400.0)
+    assert total.rps == 0.7
+
+
+def test_parse_failures_reads_the_status_from_the_message() -> None:
+    failures = load.parse_failures(FAILURES_CSV)
+    assert [(f.name, f.occurrences, f.status) for f in failures] == [
+        ("/api/v1/spend/?group_by=[g]", 1, 503),
+        ("/workloads/", 2, 302),
+        ("/", 3, None),
+    ]
+
+
+def test_parse_exceptions_adds_the_counts() -> None:
+    assert load.parse_exceptions(EXCEPTIONS_CSV) == 3
+    assert load.parse_exceptions("Count,Message,Traceback,Nodes\n") == 0
+
+
+def test_verdict_passes_only_a_clean_run() -> None:
+    rows, total = load.parse_stats(STATS_CSV)
+    clean_rows = [r for r in rows if r.failures == 0]
+    clean_total = load.EndpointStats("", "Aggregated", 10, 0, 120.0, 400.0, 410.9, 0.5)
+    assert load.verdict(clean_rows, clean_total, []) == load.Verdict(passed=True, reasons=[])
+
+    result = load.verdict(rows, total, load.parse_failures(FAILURES_CSV), exceptions=3)
+    assert not result.passed
+    assert result.reasons == [
+        "1 of 14 requests failed",
+        "1 answers were 5xx",
+        "the locustfile raised 3 exceptions",
+    ]
+
+
+def test_verdict_without_a_total_sums_the_rows_and_fails_an_empty_run() -> None:
+    rows, _ = load.parse_stats(STATS_CSV)
+    assert load.verdict(rows, None, []).reasons == ["1 of 14 requests failed"]
+    assert load.verdict([], None, []).reasons == ["no request was made"]
+
+
+def test_a_5xx_alone_fails_even_if_locust_counted_no_failure() -> None:
+    rows, _ = load.parse_stats(STATS_CSV)
+    clean = [r for r in rows if r.failures == 0]
+    failures = [load.FailureRow("GET", "/", "HTTP 500", 2)]
+    assert load.verdict(clean, None, failures).reasons == ["2 answers were 5xx"]
+
+
+def test_table_rows_are_sorted_and_end_with_the_total() -> None:
+    rows, total = load.parse_stats(STATS_CSV)
+    table = load.table_rows(rows, total)
+    assert table == [
+        ["GET /", "10", "0", "120", "400", "411", "0.50"],
+        ["GET /api/v1/spend/?group_by=[g]", "4", "1", "35", "95", "95", "0.20"],
+        ["POST login (POST)", "0", "0", "-", "-", "0", "0.00"],
+        ["total", "14", "1", "100", "400", "411", "0.70"],
+    ]
+    text = load.text_table(table).splitlines()
+    assert text[0].split() == ["endpoint", "requests", "failures", "p50", "ms", "p95", "ms"] + [
+        "max",
+        "ms",
+        "req/s",
+    ]
+    assert text[-1].split() == ["total", "14", "1", "100", "400", "411", "0.70"]
+    assert len({len(line) for line in text}) == 1  # columns line up
+
+
+def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> None:
+    rows, total = load.parse_stats(STATS_CSV)
+    failures = load.parse_failures(FAILURES_CSV)
+    result = load.verdict(rows, total, failures)
+    body = load.markdown(
+        load.Config(),
+        load.table_rows(rows, total),
+        result,
+        {"requests": 117_815, "workloads": 13},
+        failures,
+        load.CpuUse(machine=1.9, gunicorn=1.2, locust=0.1),
+    )
+    assert body.startswith("## Load\n")
+    assert "`make load`" in body
+    assert "2 workers x 8 threads" in body and "50 users" in body and "60 s" in body
+    assert "117,815 requests" in body
+    assert "| total | 14 | 1 | 100 | 400 | 411 | 0.70 |" in body
+    assert "**FAIL** (1 of 14 requests failed; 1 answers were 5xx)" in body
+    assert "other process 0.60" in body
+    doc = tmp_path / "reliability.md"
+    write_section("load", body, path=doc)
+    assert read_sections(doc.read_text())["load"] == body
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("60s", 60), ("90", 90), ("2m", 120)])
+def test_run_time(text: str, seconds: int) -> None:
+    assert load._seconds(text) == seconds
