@@ -355,3 +355,8 @@ the confined runs model.
 """,
     )
     return lines
+
+
+if __name__ == "__main__":
+    for line in run():
+        print(line)
