@@ -380,9 +380,6 @@ def test_write_reliability_doc() -> None:
             "",
             "Questionable behaviour the test allows (no crash, clear message):",
             "",
-            "- `*_year_1900_9999` token logs: one row in year 9999 fails the whole upload "
-            "(pandas nanosecond bounds) instead of rejecting that row; the good rows are lost.",
-            "- `focus_csv_year_1900_9999`: billing periods in 1900 and 9999 are accepted.",
             "- `*_duplicate_request_ids` / `cur_csv_duplicate_line_ids`: repeated ids are all "
             "accepted and counted again.",
             "- `*_gzip_bomb`: the ~4 MiB file is stored as uploaded (and kept) before it is "
