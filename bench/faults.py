@@ -459,6 +459,53 @@ def scenario_sigkill(setup: Setup) -> str:
         _delete_upload(upload_id)
 
 
+# The big CSV (34 MiB) is below the default INGEST_FANOUT_MIN_BYTES; the *-part scenarios lower
+# the threshold for their worker so the same file is cut into parts (audit_app.ingest_part).
+FANOUT_MIN_BYTES = 4 * 2**20
+FANOUT_PARTS = 8
+
+
+def _fanout_env(setup: Setup) -> dict[str, str]:
+    return {
+        **setup.env,
+        "INGEST_FANOUT_MIN_BYTES": str(FANOUT_MIN_BYTES),
+        "INGEST_FANOUT_PARTS": str(FANOUT_PARTS),
+    }
+
+
+def scenario_sigkill_part(setup: Setup) -> str:
+    from audit_app.models import Upload
+
+    worker = Worker(_fanout_env(setup))
+    upload_id = None
+    try:
+        upload_id = _create_upload(setup.big, "faults-sigkill-part.csv")
+        _wait_until(_mid_ingest(upload_id), 120, "the parts to be under way")
+        rows_at_kill = Upload.objects.get(pk=upload_id).rows_read
+        children = worker.pool_children()
+        check(len(children) == 1, f"expected one pool process, found {children}")
+        killed = time.monotonic()
+        os.kill(children[0], signal.SIGKILL)
+        _wait_until(_status_is(upload_id, Upload.Status.SUCCEEDED), 300, "the parts to land")
+        seconds = time.monotonic() - killed
+        log = worker.text()
+        check(
+            "WorkerLostError" in log or "exited prematurely" in log,
+            "the worker log does not show the lost process",
+        )
+        parts = len(set(re.findall(r"ingest_part\[([0-9a-f-]+)\] received", log)))
+        check(parts >= 2, f"{parts} part tasks in the worker log: the file was not cut into parts")
+        summary = _check_exact(upload_id, setup.big_expected, setup.reference_rows)
+        return (
+            f"killed the pool process during a part at {rows_at_kill:,} rows read; the part was "
+            f"handed back and run again, the upload `succeeded` {seconds:.1f} s after the kill "
+            f"({parts} part tasks); {summary}"
+        )
+    finally:
+        worker.stop()
+        _delete_upload(upload_id)
+
+
 def _other_pg_clients() -> list[str]:
     import psycopg
 
@@ -515,6 +562,47 @@ def scenario_postgres_restart(setup: Setup) -> str:
             f"{summary}"
         )
         return observed
+    finally:
+        worker.stop()
+        with contextlib.suppress(Exception):
+            _wait_until(lambda: _delete_upload(upload_id) is None, 60, "PostgreSQL to be back")
+
+
+def scenario_postgres_restart_part(setup: Setup) -> str:
+    from audit_app.models import Upload
+
+    worker = Worker(_fanout_env(setup))
+    upload_id = None
+    try:
+        upload_id = _create_upload(setup.big, "faults-postgres-part.csv")
+        _wait_until(_mid_ingest(upload_id), 120, "the parts to be under way")
+        rows_at_restart = Upload.objects.get(pk=upload_id).rows_read
+        restarted = time.monotonic()
+        result = subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", *PG_CLUSTER, "restart"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        check(result.returncode == 0, f"pg_ctlcluster failed: {result.stderr.strip()[-300:]}")
+        _wait_until(
+            lambda: _status_is(upload_id, Upload.Status.SUCCEEDED)(), 300, "the parts to land"
+        )
+        seconds = time.monotonic() - restarted
+        log = worker.text()
+        check(worker.process.poll() is None, "the worker process died")
+        parts = len(set(re.findall(r"ingest_part\[([0-9a-f-]+)\] received", log)))
+        check(parts >= 2, f"{parts} part tasks in the worker log: the file was not cut into parts")
+        retries = len(re.findall(r"ingest_(?:part|upload)\[[0-9a-f-]+\] retry: Retry in", log))
+        errors = sorted(set(re.findall(r"\b(OperationalError|InterfaceError)\b", log)))
+        # A part between two database calls may not notice the restart at all (connections are
+        # health-checked before reuse), so retries are reported, not required.
+        summary = _check_exact(upload_id, setup.big_expected, setup.reference_rows)
+        return (
+            f"restarted PostgreSQL during the parts at {rows_at_restart:,} rows read; tasks saw "
+            f"{'/'.join(errors) or 'no error'} and retried {retries}x; `succeeded` {seconds:.1f} s "
+            f"after the restart began ({parts} part tasks); worker stayed up; {summary}"
+        )
     finally:
         worker.stop()
         with contextlib.suppress(Exception):
@@ -749,6 +837,21 @@ SCENARIOS = [
         expected="the task fails with OperationalError/InterfaceError and retries by itself; "
         "`succeeded`, exact; the worker stays up",
         run=scenario_postgres_restart,
+    ),
+    Scenario(
+        name="sigkill-part",
+        done=f"SIGKILL to the worker's pool process while it parses one of {FANOUT_PARTS} parts "
+        f"of the big CSV (fan-out: INGEST_FANOUT_MIN_BYTES {FANOUT_MIN_BYTES // 2**20} MiB)",
+        expected="the part is handed back and run again; the last part lands; `succeeded`, exact",
+        run=scenario_sigkill_part,
+    ),
+    Scenario(
+        name="postgres-restart-part",
+        done=f"`pg_ctlcluster {' '.join(PG_CLUSTER)} restart` while the worker parses parts of the "
+        f"big CSV cut into {FANOUT_PARTS}",
+        expected="part tasks fail with OperationalError/InterfaceError and retry; `succeeded`, "
+        "exact; the worker stays up",
+        run=scenario_postgres_restart_part,
     ),
     Scenario(
         name="redis-down",
