@@ -213,25 +213,13 @@ class LatencyHistogram:
 
     def quantile(self, q: float) -> float | None:
         """Quantile q in [0, 1] with np.percentile's default linear interpolation."""
-        # Written so that NaN fails the check too.
-        if not 0.0 <= q <= 1.0:
-            raise ValueError(f"quantile {q!r} outside [0, 1]")
-        if self.count == 0:
-            return None
-        indices = sorted(self.bins)
-        values = _representatives(indices)
-        cumulative = np.cumsum([self.zero_count] + [self.bins[i] for i in indices])
-        # numpy's "linear" method: position (n-1)q between order statistics floor and ceil.
-        position = (self.count - 1) * q
-        lo, hi = math.floor(position), math.ceil(position)
-        # The k-th (0-based) order statistic sits in the first bin whose cumulative count > k.
-        x_lo, x_hi = values[np.searchsorted(cumulative, [lo, hi], side="right")]
-        return float(x_lo + (x_hi - x_lo) * (position - lo))
+        return self.percentiles((q,))[q]
 
     def percentiles(self, qs: Sequence[float] = (0.5, 0.95, 0.99)) -> dict[float, float | None]:
-        """{q: quantile(q)} for each q, e.g. the dashboard's p50 / p95 / p99: the bins are
-        sorted and summed once for all of them (same arithmetic as `quantile`)."""
+        """{q: quantile(q)} for each q, e.g. the dashboard's p50 / p95 / p99; the bins are
+        sorted and summed once for all of them."""
         for q in qs:
+            # Written so that NaN fails the check too.
             if not 0.0 <= q <= 1.0:
                 raise ValueError(f"quantile {q!r} outside [0, 1]")
         if self.count == 0:
@@ -241,8 +229,10 @@ class LatencyHistogram:
         cumulative = np.cumsum([self.zero_count] + [self.bins[i] for i in indices])
         out: dict[float, float | None] = {}
         for q in qs:
+            # numpy's "linear" method: position (n-1)q between order statistics floor and ceil.
             position = (self.count - 1) * q
             lo, hi = math.floor(position), math.ceil(position)
+            # The k-th (0-based) order statistic sits in the first bin whose cumulative count > k.
             x_lo, x_hi = values[np.searchsorted(cumulative, [lo, hi], side="right")]
             out[q] = float(x_lo + (x_hi - x_lo) * (position - lo))
         return out

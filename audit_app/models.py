@@ -136,16 +136,10 @@ class PriceCard(models.Model):
         return f"{self.provider}/{self.model} from {self.valid_from}"
 
 
-class HourlyRollup(models.Model):
-    """Requests of one upload aggregated per hour and key; dashboards read only these.
+class RollupColumns(models.Model):
+    """The key and the sums every rollup carries (hourly and daily rollups add their time and
+    their histograms). `audit_app.daily` lists the same names for code without models."""
 
-    Cost is kept in two parts so price-card edits apply without re-ingesting: what the log
-    itself said (``logged_cost_usd``) and the tokens of requests whose log carried no cost
-    (``unlogged_*``), priced at read time from the price cards.
-    """
-
-    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="rollups")
-    hour = models.DateTimeField()
     workload = models.CharField(max_length=200)
     team = models.CharField(max_length=200, blank=True)
     provider = models.CharField(max_length=64, blank=True)
@@ -164,6 +158,22 @@ class HourlyRollup(models.Model):
     unlogged_input_tokens = models.BigIntegerField(default=0)
     unlogged_cached_input_tokens = models.BigIntegerField(default=0)
     unlogged_output_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class HourlyRollup(RollupColumns):
+    """Requests of one upload aggregated per hour and key; dashboards never read request rows,
+    only these and their sums per day (`DailyRollup`).
+
+    Cost is kept in two parts so price-card edits apply without re-ingesting: what the log
+    itself said (``logged_cost_usd``) and the tokens of requests whose log carried no cost
+    (``unlogged_*``), priced at read time from the price cards.
+    """
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="rollups")
+    hour = models.DateTimeField()
     distinct_end_users = models.IntegerField(default=0)
     ttft_histogram = models.JSONField(default=dict)
     latency_histogram = models.JSONField(default=dict)
@@ -181,7 +191,7 @@ class HourlyRollup(models.Model):
         return f"{self.workload} {self.model} {self.hour:%Y-%m-%d %H}:00"
 
 
-class DailyRollup(models.Model):
+class DailyRollup(RollupColumns):
     """The hourly rollups of one upload summed per UTC day and key, histograms merged.
 
     Derived from `HourlyRollup` when an upload lands (and backfilled by migration), so pages
@@ -191,24 +201,6 @@ class DailyRollup(models.Model):
 
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="daily_rollups")
     day = models.DateField()
-    workload = models.CharField(max_length=200)
-    team = models.CharField(max_length=200, blank=True)
-    provider = models.CharField(max_length=64, blank=True)
-    model = models.CharField(max_length=200)
-    pool = models.CharField(max_length=100, blank=True)
-    operation = models.CharField(max_length=64, blank=True)
-    batch_api = models.BooleanField(default=False)
-    requests = models.BigIntegerField(default=0)
-    errors = models.BigIntegerField(default=0)
-    streaming_requests = models.BigIntegerField(default=0)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cached_input_tokens = models.BigIntegerField(default=0)
-    logged_requests = models.BigIntegerField(default=0)
-    logged_cost_usd = models.DecimalField(max_digits=24, decimal_places=9, default=0)
-    unlogged_input_tokens = models.BigIntegerField(default=0)
-    unlogged_cached_input_tokens = models.BigIntegerField(default=0)
-    unlogged_output_tokens = models.BigIntegerField(default=0)
     # Merged latency histograms in LatencyHistogram's compact binary form (`to_bytes`): pages
     # merge thousands of these per request, and decoding bytes is far cheaper than JSON.
     ttft_histogram = models.BinaryField(default=b"")

@@ -182,8 +182,14 @@ class IngestAggregate:
             shape_for(day, workload).requests += int(n)
 
     def merge(self, other: IngestAggregate) -> IngestAggregate:
+        """Add ``other`` into this aggregate. Keys only ``other`` has are taken over as they are
+        (not copied and added), so ``other`` must not be used afterwards: parts of one file
+        cover mostly different hours, so most keys move without any arithmetic."""
         for key, theirs in other.rollups.items():
-            mine = self._totals(key)
+            if key not in self.rollups:
+                self.rollups[key] = theirs
+                continue
+            mine = self.rollups[key]
             for column in _SUMMED:
                 setattr(mine, column, getattr(mine, column) + getattr(theirs, column))
             mine.end_users |= theirs.end_users
@@ -191,7 +197,10 @@ class IngestAggregate:
             mine.latency.merge(theirs.latency)
             mine.tpot.merge(theirs.tpot)
         for key, shape in other.days.items():
-            target = self.days.setdefault(key, DayShape())
+            if key not in self.days:
+                self.days[key] = shape
+                continue
+            target = self.days[key]
             target.requests += shape.requests
             target.minute_counts += shape.minute_counts
             target.hour_counts += shape.hour_counts

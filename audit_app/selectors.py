@@ -140,8 +140,12 @@ def rollups_in_range(
         queryset = queryset.filter(
             hour__lt=datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
         )
-    clean = {k: v for k, v in filters.items() if v not in (None, "")}
-    return queryset.filter(**clean)
+    return _filtered(queryset, filters)
+
+
+def _filtered(queryset: QuerySet[Any], filters: dict[str, Any]) -> QuerySet[Any]:
+    """The queryset narrowed by the filters that have a value (empty ones mean "all")."""
+    return queryset.filter(**{k: v for k, v in filters.items() if v not in (None, "")})
 
 
 Rollups = QuerySet[HourlyRollup] | QuerySet[DailyRollup]
@@ -157,8 +161,7 @@ def daily_rollups(
         queryset = queryset.filter(day__gte=start)
     if end is not None:
         queryset = queryset.filter(day__lte=end)
-    clean = {k: v for k, v in filters.items() if v not in (None, "")}
-    return queryset.filter(**clean)
+    return _filtered(queryset, filters)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -473,24 +473,10 @@ def _merge(upload: Upload, results: list[PartResult]) -> ParseResult:
     )
     for index, result in enumerate(results):
         if index:
-            _merge_into(merged.aggregate, result.aggregate)
+            merged.aggregate.merge(result.aggregate)
         merged.rows_read += result.rows_read
         merged.rows_rejected += result.rows_rejected
         room = MAX_STORED_REJECTS - len(merged.rejects)
         if room > 0:
             merged.rejects.extend(result.rejects[:room])
     return merged
-
-
-def _merge_into(target: IngestAggregate, other: IngestAggregate) -> None:
-    """`target.merge(other)`, taking over (not adding up) the keys only `other` has: parts are
-    mostly disjoint stretches of time, so most keys move as they are."""
-    shared = IngestAggregate(
-        rollups={k: v for k, v in other.rollups.items() if k in target.rollups},
-        days={k: v for k, v in other.days.items() if k in target.days},
-    )
-    target.merge(shared)
-    for key, totals in other.rollups.items():
-        target.rollups.setdefault(key, totals)
-    for key, shape in other.days.items():
-        target.days.setdefault(key, shape)
