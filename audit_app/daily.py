@@ -34,16 +34,23 @@ def _day(hour: datetime) -> date:
     return hour.date()  # hours are stored in UTC, so the date is the UTC day
 
 
+def _blob(value: Any) -> bytes | memoryview:
+    """A stored hourly histogram as `to_bytes` bytes: bytes as stored now, or the JSON dict
+    hourly rollups held before migration 0012 (the 0010 backfill still reads those)."""
+    if isinstance(value, bytes | memoryview):
+        return value
+    return LatencyHistogram.from_json(value).to_bytes() if value else b""
+
+
 def daily_from_hourly(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Sum hourly rollup values per (UTC day, key); histograms merge bin by bin.
 
-    Each row needs ``hour`` and the key, sum and histogram fields (histograms as `to_json`
-    dicts or as LatencyHistogram objects); the result has ``day`` in place of ``hour``, in
-    first-seen order, with histograms in the compact binary form of `DailyRollup`
-    (`LatencyHistogram.to_bytes`, b"" when empty).
+    Each row needs ``hour`` and the key, sum and histogram fields (histograms in the binary
+    form, or `to_json` dicts); the result has ``day`` in place of ``hour``, in first-seen order,
+    with histograms in the compact binary form (`LatencyHistogram.to_bytes`, b"" when empty).
     """
     sums: dict[tuple[Any, ...], dict[str, Any]] = {}
-    histograms: dict[tuple[Any, ...], dict[str, LatencyHistogram]] = {}
+    blobs: dict[tuple[Any, ...], dict[str, list[bytes | memoryview]]] = {}
     for row in rows:
         key = (_day(row["hour"]), *(row[f] for f in KEY_FIELDS))
         total = sums.get(key)
@@ -51,18 +58,18 @@ def daily_from_hourly(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
             total = sums[key] = {"day": key[0], **{f: row[f] for f in KEY_FIELDS}}
             for f in SUM_FIELDS:
                 total[f] = Decimal(0) if f == "logged_cost_usd" else 0
-            histograms[key] = {f: LatencyHistogram() for f in HISTOGRAM_FIELDS}
+            blobs[key] = {f: [] for f in HISTOGRAM_FIELDS}
         for f in SUM_FIELDS:
             total[f] += row[f]
         for f in HISTOGRAM_FIELDS:
-            value = row[f]
-            if isinstance(value, LatencyHistogram):  # ingest passes its histograms as they are
-                histograms[key][f].merge(value)
-            elif value:
-                histograms[key][f].merge(LatencyHistogram.from_json(value))
+            if row[f]:
+                blobs[key][f].append(_blob(row[f]))
     out = []
     for key, total in sums.items():
-        for f, histogram in histograms[key].items():
-            total[f] = histogram.to_bytes()
+        for f, items in blobs[key].items():
+            if len(items) == 1:
+                total[f] = bytes(items[0])
+            else:
+                total[f] = LatencyHistogram.merge_bytes(items).to_bytes()
         out.append(total)
     return out

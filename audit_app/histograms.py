@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -160,35 +159,6 @@ class LatencyHistogram:
         result = cls()
         for histogram in histograms:
             result.merge(histogram)
-        return result
-
-    @classmethod
-    def merge_json(cls, items: Iterable[dict[str, Any]]) -> LatencyHistogram:
-        """One histogram from many `to_json` dicts (empty dicts skipped), merged with numpy in
-        one pass instead of one dict update per bin: what pages do with thousands of stored
-        histograms. Same result as `merge_all(from_json(i) for i in items)`."""
-        items = [item for item in items if item]
-        if any(item.get("version") != _JSON_VERSION for item in items):
-            return cls.merge_all(cls.from_json(item) for item in items)  # old layout: slow path
-        result = cls()
-        if not items:
-            return result
-        for item in items:
-            if (item["alpha"], item["min_value_ms"]) != (ALPHA, MIN_VALUE_MS):
-                raise ValueError("histogram layout does not match this module's")
-        # chain + one np.array call: the lists are copied in C, not yielded one int at a time.
-        indices = np.array(list(chain.from_iterable(i["index"] for i in items)), dtype=np.int64)
-        counts = np.array(list(chain.from_iterable(i["counts"] for i in items)), dtype=np.int64)
-        if indices.size:
-            unique, inverse = np.unique(indices, return_inverse=True)
-            summed = np.zeros(unique.size, dtype=np.int64)
-            np.add.at(summed, inverse, counts)
-            result.bins = dict(zip(unique.tolist(), summed.tolist(), strict=True))
-        result.zero_count = sum(int(item["zero_count"]) for item in items)
-        result.count = sum(int(item["count"]) for item in items)
-        result.total = math.fsum(float(item["sum"]) for item in items)
-        if result.count != result.zero_count + int(counts.sum()):
-            raise ValueError("histogram count does not match its bins")
         return result
 
     @classmethod

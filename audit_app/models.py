@@ -137,8 +137,8 @@ class PriceCard(models.Model):
 
 
 class RollupColumns(models.Model):
-    """The key and the sums every rollup carries (hourly and daily rollups add their time and
-    their histograms). `audit_app.daily` lists the same names for code without models."""
+    """The key, the sums and the latency histograms every rollup carries (hourly and daily
+    rollups add their time). `audit_app.daily` lists the same names for code without models."""
 
     workload = models.CharField(max_length=200)
     team = models.CharField(max_length=200, blank=True)
@@ -158,6 +158,12 @@ class RollupColumns(models.Model):
     unlogged_input_tokens = models.BigIntegerField(default=0)
     unlogged_cached_input_tokens = models.BigIntegerField(default=0)
     unlogged_output_tokens = models.BigIntegerField(default=0)
+    # Latency histograms in LatencyHistogram's compact binary form (`to_bytes`, b"" when the
+    # rows had none): pages merge thousands per request and decoding bytes is far cheaper than
+    # JSON, and ingest writes them with COPY as raw bytes (`audit_app.bulk`).
+    ttft_histogram = models.BinaryField(default=b"")
+    latency_histogram = models.BinaryField(default=b"")
+    tpot_histogram = models.BinaryField(default=b"")
 
     class Meta:
         abstract = True
@@ -175,9 +181,6 @@ class HourlyRollup(RollupColumns):
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="rollups")
     hour = models.DateTimeField()
     distinct_end_users = models.IntegerField(default=0)
-    ttft_histogram = models.JSONField(default=dict)
-    latency_histogram = models.JSONField(default=dict)
-    tpot_histogram = models.JSONField(default=dict)
 
     class Meta:
         indexes = [
@@ -201,11 +204,6 @@ class DailyRollup(RollupColumns):
 
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="daily_rollups")
     day = models.DateField()
-    # Merged latency histograms in LatencyHistogram's compact binary form (`to_bytes`): pages
-    # merge thousands of these per request, and decoding bytes is far cheaper than JSON.
-    ttft_histogram = models.BinaryField(default=b"")
-    latency_histogram = models.BinaryField(default=b"")
-    tpot_histogram = models.BinaryField(default=b"")
 
     class Meta:
         indexes = [

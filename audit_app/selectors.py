@@ -413,10 +413,7 @@ def _summary(histogram: LatencyHistogram) -> LatencySummary:
 
 
 def _merged(rows: Iterable[dict[str, Any]], field: str) -> LatencyHistogram:
-    values = [row[field] for row in rows]
-    if values and isinstance(values[0], bytes | memoryview):  # daily rollups
-        return LatencyHistogram.merge_bytes(values)
-    return LatencyHistogram.merge_json(values)
+    return LatencyHistogram.merge_bytes(row[field] for row in rows)
 
 
 def workload_stats(*, queryset: Rollups) -> list[WorkloadStats]:

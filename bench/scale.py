@@ -28,7 +28,7 @@ PG_ADMIN_URL = "postgresql://postgres:postgres@127.0.0.1:5432/postgres"
 PG_SCALE_URL = "postgres://postgres:postgres@127.0.0.1:5432/audit_scale"
 WORKLOADS = 200
 DAYS = 365
-GENERATION = f"scale-v2-{WORKLOADS}x{DAYS}"
+GENERATION = f"scale-v3-{WORKLOADS}x{DAYS}"
 TARGET_MS = 250.0
 
 CHILD_FILL = r"""
@@ -67,7 +67,8 @@ names = [f"wl-{i:03d}-{purposes[i % 5]}" for i in range(n_workloads)]
 Workload.objects.bulk_create([Workload(name=n) for n in names])
 
 # A pool of hourly histograms per latency scale: each a real histogram of 10..60 lognormal
-# samples, kept as JSON text (hourly rows) and as dense counts (to sum a day exactly).
+# samples, kept in its stored binary form (hourly rows) and as dense counts (to sum a day
+# exactly).
 WINDOW = 2400
 def pool(median_ms, size=48):
     out = []
@@ -78,7 +79,7 @@ def pool(median_ms, size=48):
         dense = np.zeros(WINDOW, dtype=np.int64)
         idx = bin_indices(values) + WINDOW // 2
         np.add.at(dense, idx, 1)
-        out.append((json.dumps(h.to_json()), dense, n, float(h.total)))
+        out.append((h.to_bytes(), dense, n, float(h.total)))
     return out
 pools = {s: (pool(s * 0.25), pool(s), pool(s / 60.0)) for s in (400, 1500, 6000)}
 
@@ -254,9 +255,26 @@ def _database_url() -> str:
 
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_scale'")
+        if exists.fetchone() is not None and not _current(PG_SCALE_URL):
+            # Filled by an older bench: the fill would delete it all anyway, so drop it rather
+            # than have `migrate` convert 1.7M rows first.
+            conn.execute("DROP DATABASE audit_scale WITH (FORCE)")
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_scale'")
         if exists.fetchone() is None:
             conn.execute("CREATE DATABASE audit_scale")
     return PG_SCALE_URL
+
+
+def _current(url: str) -> bool:
+    """The database holds this GENERATION's data (an empty or new one counts as current)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
+        try:
+            uploads = conn.execute("SELECT sha256 FROM audit_app_upload").fetchall()
+        except psycopg.errors.UndefinedTable:
+            return True
+    return not uploads or (GENERATION,) in uploads
 
 
 def _env(database_url: str) -> dict[str, str]:

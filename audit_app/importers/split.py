@@ -212,10 +212,38 @@ def iter_boundaries(
         block_start = block_end
 
 
+# From this many parts on, they shrink along the file (see `part_targets`); fewer are equal,
+# since then a worker may get a single part and unequal parts would leave it idle.
+GUIDED_MIN_PARTS = 6
+
+
+def part_targets(*, size: int, parts: int, layout: Layout) -> list[int]:
+    """Where the cuts aim (each moves on to the next record boundary after it).
+
+    The body after the prefix is cut into `parts` pieces. From GUIDED_MIN_PARTS on they shrink
+    in equal steps from 1.5x to 0.5x the average, in file order: workers take parts in order,
+    so the big ones go first and the small ones last, and when one worker takes the final
+    part the others finish theirs soon after instead of idling for up to a whole average part
+    (guided self-scheduling). Fewer parts are equal."""
+    body = size - layout.prefix_end
+    if parts <= 1:
+        return []
+    if parts < GUIDED_MIN_PARTS:
+        weights = [1] * parts
+    else:  # 1.5 ... 0.5 of the average, in units of 1 / (2 * (parts - 1))
+        weights = [3 * (parts - 1) - 2 * k for k in range(parts)]
+    total = sum(weights)
+    cuts, done = [], 0
+    for weight in weights[:-1]:
+        done += weight
+        cuts.append(layout.prefix_end + body * done // total)
+    return cuts
+
+
 def plan_parts(
     stream: BinaryIO, *, size: int, parts: int, layout: Layout, block_bytes: int = SCAN_BLOCK_BYTES
 ) -> list[Part]:
-    """Up to `parts` ranges of about equal size, cut at record boundaries after the prefix."""
+    """Up to `parts` ranges, cut at record boundaries after the prefix (`part_targets`)."""
     return list(iter_parts(stream, size=size, parts=parts, layout=layout, block_bytes=block_bytes))
 
 
@@ -224,8 +252,7 @@ def iter_parts(
 ) -> Iterator[Part]:
     """`plan_parts`, yielding each part as soon as its end is known (the last one ends at
     `size`), so its work can start while the rest of the file is scanned."""
-    body = size - layout.prefix_end
-    targets = [layout.prefix_end + body * k // parts for k in range(1, parts)]
+    targets = part_targets(size=size, parts=parts, layout=layout)
     index, start, lines_before = 0, 0, 0
     for offset, lines in iter_boundaries(
         stream, size=size, targets=targets, kind=layout.kind, block_bytes=block_bytes

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
@@ -22,8 +23,8 @@ from django.utils import timezone
 
 from audit_app import billing, importers
 from audit_app.billing.base import BillingLine, BillingReject
-from audit_app.daily import KEY_FIELDS, SUM_FIELDS, daily_from_hourly
-from audit_app.histograms import LatencyHistogram
+from audit_app.bulk import insert_all
+from audit_app.daily import daily_from_hourly
 from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
 from audit_app.models import (
@@ -208,12 +209,14 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
         HourlyRollup.objects.filter(upload=upload).delete()
         DailyRollup.objects.filter(upload=upload).delete()
         WorkloadDay.objects.filter(upload=upload).delete()
+        # COPY on PostgreSQL (`audit_app.bulk`): landing is the one step of a fanned-out
+        # ingest that no other worker shares.
         hourly = list(_rollup_rows(upload, aggregate))
-        HourlyRollup.objects.bulk_create(hourly, batch_size=BULK_BATCH)
-        DailyRollup.objects.bulk_create(
-            _daily_rows(upload, hourly, aggregate), batch_size=BULK_BATCH
+        insert_all(HourlyRollup, hourly)
+        insert_all(
+            DailyRollup, ({**row, "upload_id": upload.pk} for row in daily_from_hourly(hourly))
         )
-        WorkloadDay.objects.bulk_create(_day_rows(upload, aggregate), batch_size=BULK_BATCH)
+        insert_all(WorkloadDay, _day_rows(upload, aggregate))
         names = {key.workload[:200] for key in aggregate.rollups}
         Workload.objects.bulk_create(
             [Workload(name=name) for name in sorted(names)], ignore_conflicts=True
@@ -233,72 +236,50 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
     return upload
 
 
-def _histogram_json(histogram: LatencyHistogram) -> dict[str, object]:
-    return histogram.to_json() if histogram.count else {}
-
-
-def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[HourlyRollup]:
+def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
+    """Hourly rollup rows as `audit_app.bulk.insert_all` takes them."""
     for key, t in aggregate.rollups.items():
-        yield HourlyRollup(
-            upload=upload,
-            hour=key.hour,
-            workload=key.workload[:200],
-            team=key.team[:200],
-            provider=key.provider[:64],
-            model=key.model[:200],
-            pool=key.pool[:100],
-            operation=key.operation[:64],
-            batch_api=key.batch_api,
-            requests=t.requests,
-            errors=t.errors,
-            streaming_requests=t.streaming_requests,
-            input_tokens=t.input_tokens,
-            output_tokens=t.output_tokens,
-            cached_input_tokens=t.cached_input_tokens,
-            logged_requests=t.logged_requests,
-            logged_cost_usd=t.logged_cost_usd,
-            unlogged_input_tokens=t.unlogged_input_tokens,
-            unlogged_cached_input_tokens=t.unlogged_cached_input_tokens,
-            unlogged_output_tokens=t.unlogged_output_tokens,
-            distinct_end_users=len(t.end_users),
-            ttft_histogram=_histogram_json(t.ttft),
-            latency_histogram=_histogram_json(t.latency),
-            tpot_histogram=_histogram_json(t.tpot),
-        )
-
-
-def _daily_rows(
-    upload: Upload, hourly: list[HourlyRollup], aggregate: IngestAggregate
-) -> Iterator[DailyRollup]:
-    """Daily rows from the hourly ones just built (same order as `aggregate.rollups`), merging
-    the aggregate's histogram objects rather than parsing their JSON back."""
-    fields = ("hour", *KEY_FIELDS, *SUM_FIELDS)
-    rows = (
-        {
-            **{f: getattr(r, f) for f in fields},
-            "ttft_histogram": t.ttft,
-            "latency_histogram": t.latency,
-            "tpot_histogram": t.tpot,
+        yield {
+            "upload_id": upload.pk,
+            "hour": key.hour,
+            "workload": key.workload[:200],
+            "team": key.team[:200],
+            "provider": key.provider[:64],
+            "model": key.model[:200],
+            "pool": key.pool[:100],
+            "operation": key.operation[:64],
+            "batch_api": key.batch_api,
+            "requests": t.requests,
+            "errors": t.errors,
+            "streaming_requests": t.streaming_requests,
+            "input_tokens": t.input_tokens,
+            "output_tokens": t.output_tokens,
+            "cached_input_tokens": t.cached_input_tokens,
+            "logged_requests": t.logged_requests,
+            "logged_cost_usd": t.logged_cost_usd,
+            "unlogged_input_tokens": t.unlogged_input_tokens,
+            "unlogged_cached_input_tokens": t.unlogged_cached_input_tokens,
+            "unlogged_output_tokens": t.unlogged_output_tokens,
+            "distinct_end_users": len(t.end_users),
+            "ttft_histogram": t.ttft.to_bytes(),
+            "latency_histogram": t.latency.to_bytes(),
+            "tpot_histogram": t.tpot.to_bytes(),
         }
-        for r, t in zip(hourly, aggregate.rollups.values(), strict=True)
-    )
-    for row in daily_from_hourly(rows):
-        yield DailyRollup(upload=upload, **row)
 
 
-def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[WorkloadDay]:
+def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
     for (day, workload), shape in aggregate.days.items():
         assert isinstance(day, date)
-        yield WorkloadDay(
-            upload=upload,
-            day=day,
-            workload=workload[:200],
-            requests=shape.requests,
-            minute_counts=shape.minute_counts.tolist(),
-            hour_counts=shape.hour_counts.tolist(),
-            end_user_hashes=distinct_sketch(shape.end_users),
-            callers=sorted(shape.callers),
-        )
+        yield {
+            "upload_id": upload.pk,
+            "day": day,
+            "workload": workload[:200],
+            "requests": shape.requests,
+            "minute_counts": shape.minute_counts.tolist(),
+            "hour_counts": shape.hour_counts.tolist(),
+            "end_user_hashes": distinct_sketch(shape.end_users),
+            "callers": sorted(shape.callers),
+        }
 
 
 # --- Billing exports ---------------------------------------------------------------------------

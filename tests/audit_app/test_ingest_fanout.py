@@ -231,12 +231,24 @@ def test_some_split_points_fall_inside_quoted_values() -> None:
     moved = 0
     for parts in PART_COUNTS:
         planned = split.plan_parts(stream, size=len(content), parts=parts, layout=layout)
-        body = len(content) - layout.prefix_end
-        for k, part in enumerate(planned[1:], start=1):
-            target = layout.prefix_end + body * k // parts
+        targets = split.part_targets(size=len(content), parts=parts, layout=layout)
+        for part in planned[1:]:
+            target = max(t for t in targets if t <= part.start)
             naive = content.index(b"\n", target - 1) + 1
             moved += naive != part.start
     assert moved > 0
+
+
+def test_many_parts_shrink_along_the_file_and_few_are_equal() -> None:
+    layout = split.Layout(kind=split.CSV, prefix_end=100, prefix_lines=1)
+    # 8 parts of a 1,600-byte body: weights 21, 19, ..., 7 (1.5x to 0.5x the average of 200).
+    cuts = split.part_targets(size=1700, parts=8, layout=layout)
+    sizes = [b - a for a, b in zip([100, *cuts], [*cuts, 1700], strict=True)]
+    assert sizes == [300, 271, 243, 214, 186, 157, 129, 100]
+    assert sizes == sorted(sizes, reverse=True) and sum(sizes) == 1600
+    # Below GUIDED_MIN_PARTS, equal parts: with two workers each may get just one.
+    assert split.part_targets(size=1700, parts=2, layout=layout) == [900]
+    assert split.part_targets(size=1700, parts=1, layout=layout) == []
 
 
 def test_the_cli_and_other_callers_keep_one_pass(saved_parts: list[tuple[int, int]]) -> None:

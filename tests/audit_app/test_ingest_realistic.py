@@ -95,7 +95,7 @@ def test_every_request_token_and_cent_is_accounted_for(
     # End-to-end p95 per workload from merged hourly histograms, within 1 % of numpy.
     for workload, group in frame.groupby("workload"):
         merged = LatencyHistogram.merge_all(
-            LatencyHistogram.from_json(h)
+            LatencyHistogram.from_bytes(bytes(h))
             for h in HourlyRollup.objects.filter(upload=upload, workload=workload).values_list(
                 "latency_histogram", flat=True
             )

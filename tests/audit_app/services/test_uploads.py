@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from audit_app.histograms import LatencyHistogram
 from audit_app.models import HourlyRollup, Upload, WorkloadDay
 from audit_app.selectors import rollups_in_range, spend_breakdown
 from audit_app.services.ingest import upload_ingest
@@ -107,7 +108,7 @@ def test_ingest_lands_every_good_row_and_lists_bad_ones() -> None:
     assert HourlyRollup.objects.filter(upload=upload).count() == 3
     chat = HourlyRollup.objects.get(upload=upload, workload="chat")
     assert (chat.requests, chat.streaming_requests, chat.distinct_end_users) == (2, 1, 2)
-    assert chat.ttft_histogram["count"] == 1
+    assert LatencyHistogram.from_bytes(bytes(chat.ttft_histogram)).count == 1
     assert WorkloadDay.objects.filter(upload=upload).count() == 3
 
 
