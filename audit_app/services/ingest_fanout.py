@@ -65,6 +65,7 @@ from audit_app.services.ingest import (
     _fail,
     _land,
     after_ingest,
+    gc_paused,
 )
 
 logger = logging.getLogger(__name__)
@@ -72,8 +73,9 @@ logger = logging.getLogger(__name__)
 PARTS_DIR = "ingest-parts"
 INGEST_TASK = "audit_app.ingest_upload"
 SPLITTABLE_FORMATS = ("litellm", "generic")
-# Pickle of the part files; bumped when PartResult changes shape.
-PART_VERSION = 1
+# Pickle of the part files; bumped when PartResult changes shape (2: histograms pickled in
+# their binary form, end users as an array).
+PART_VERSION = 2
 
 
 def in_ingest_task() -> bool:
@@ -412,7 +414,7 @@ def _land_if_complete(upload_id: int, *, refresh: bool, own: PartResult | None =
         return "stored"
     landed = False
     try:
-        with transaction.atomic():
+        with gc_paused(), transaction.atomic():
             upload = Upload.objects.select_for_update().filter(pk=upload_id).first()
             if upload is None:
                 outcome = "skipped"  # the upload was deleted meanwhile

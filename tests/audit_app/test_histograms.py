@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -234,3 +235,31 @@ def test_histograms_stored_in_the_first_layout_still_load() -> None:
     assert h.bins == {10: 1, -5: 1} and h.zero_count == 1 and h.count == 3
     with pytest.raises(ValueError, match="does not match"):
         LatencyHistogram.from_json({**stored, "version": 9})
+
+
+def test_pickled_histograms_keep_their_binary_form_until_changed() -> None:
+    h = LatencyHistogram.from_values([0.0, 3.0, 3.0, 250.0, 9000.0])
+    back = pickle.loads(pickle.dumps(h))
+    assert back._blob == h.to_bytes()  # not decoded yet
+    assert back.to_bytes() == h.to_bytes()
+    assert back == h and back._blob is None  # reading the bins decodes them
+    # A change after unpickling shows in to_bytes (the blob no longer stands for it).
+    changed = pickle.loads(pickle.dumps(h))
+    changed.merge(LatencyHistogram.from_values([3.0]))
+    assert (
+        changed.to_bytes()
+        == LatencyHistogram.from_values([0.0, 3.0, 3.0, 3.0, 250.0, 9000.0]).to_bytes()
+    )
+    added = pickle.loads(pickle.dumps(h))
+    added.add_many([0.0])  # only the zero bucket: no bin touched, still not the old blob
+    assert LatencyHistogram.from_bytes(added.to_bytes()).zero_count == 2
+    empty = pickle.loads(pickle.dumps(LatencyHistogram()))
+    assert empty.count == 0 and empty.bins == {} and empty.to_bytes() == b""
+
+
+def test_histograms_pickled_before_the_binary_form_still_load() -> None:
+    # What pickle does with an instance pickled by attributes (the layout before __reduce__).
+    old = LatencyHistogram.__new__(LatencyHistogram)
+    old.__setstate__({"bins": {10: 2, 11: 1}, "zero_count": 1, "count": 4, "total": 33.0})
+    assert old.bins == {10: 2, 11: 1} and old.count == 4 and old.quantile(0.0) == 0.0
+    assert LatencyHistogram.from_bytes(old.to_bytes()) == old

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -9,6 +10,7 @@ from decimal import Decimal
 
 import numpy as np
 
+from audit_app.histograms import LatencyHistogram
 from audit_app.importers.base import CanonicalRequest
 from audit_app.importers.frame import requests_to_frame
 from audit_app.rollups import IngestAggregate, RollupKey
@@ -181,6 +183,34 @@ def test_merging_aggregates_equals_one_aggregate() -> None:
         )
         assert other.latency == totals.latency
         assert other.end_users == totals.end_users
+
+
+def test_parts_merged_after_a_pickle_round_trip_equal_one_aggregate() -> None:
+    """Fan-out pickles each part's aggregate: end users travel as an array (a set again only
+    where two parts share a rollup) and histograms in their binary form."""
+    requests = sorted(_requests(1500, seed=4), key=lambda r: r.started_at)
+    whole = IngestAggregate()
+    whole.add_frame(requests_to_frame(requests))
+    parts = []
+    for piece in (requests[:500], requests[500:1000], requests[1000:]):
+        part = IngestAggregate()
+        part.add_frame(requests_to_frame(piece))
+        parts.append(pickle.loads(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)))
+    first = next(iter(parts[0].rollups.values()))
+    assert isinstance(first.end_users, np.ndarray)
+    merged = parts[0].merge(parts[1]).merge(parts[2])
+    assert set(merged.rollups) == set(whole.rollups)
+    shared = 0
+    for key, totals in whole.rollups.items():
+        other = merged.rollups[key]
+        shared += isinstance(other.end_users, set)
+        assert other.requests == totals.requests
+        assert sorted(np.asarray(list(other.end_users)).tolist()) == sorted(totals.end_users)
+        assert other.latency == totals.latency
+        # What lands (sums may differ in the last bits: float addition order).
+        assert LatencyHistogram.from_bytes(other.latency.to_bytes()) == totals.latency
+    assert shared > 0  # some hours straddle the cuts: merged as sets
+    assert merged.days.keys() == whole.days.keys()
 
 
 def test_distinct_users_sketch_is_exact_when_small_and_close_when_large() -> None:
