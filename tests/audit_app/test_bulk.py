@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import DataError, connection, transaction
+from django.db import DataError, OperationalError, connection, transaction
 
 from audit_app.bulk import insert_all
 from audit_app.histograms import LatencyHistogram
@@ -104,3 +104,19 @@ def test_postgresql_still_checks_lengths(postgres_db: None) -> None:
     with pytest.raises(DataError), transaction.atomic():
         insert_all(HourlyRollup, [row])
     assert not HourlyRollup.objects.exists()
+
+
+def test_a_lost_connection_during_copy_is_django_operational_error(
+    postgres_db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest task retries on django.db's OperationalError (PostgreSQL restarted while an
+    upload lands), so COPY must surface psycopg's error as that, as bulk_create does."""
+    import psycopg
+
+    def server_gone(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    row = _hourly(UploadFactory(), 1)
+    monkeypatch.setattr(psycopg.Cursor, "copy", server_gone)
+    with pytest.raises(OperationalError, match="server closed"):
+        insert_all(HourlyRollup, [row])
