@@ -24,13 +24,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bench import ingest as bench_ingest
-from bench.report import write_section
+from bench.report import machine_scaling, write_section
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "bench"
@@ -186,25 +185,6 @@ def _child(code: str, *args: str, env: dict[str, str]) -> str:
     return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
 
 
-SPIN = "x = 0\nfor i in range(20_000_000):\n    x += i\n"
-
-
-def _machine_scaling() -> float:
-    """How much faster two processes of pure CPU work finish than one, right now (2.0 on two
-    idle cores): the ceiling any two-worker figure can reach on this machine at this moment."""
-
-    def spin(count: int) -> float:
-        started = time.perf_counter()
-        processes = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
-        for process in processes:
-            process.wait()
-        return time.perf_counter() - started
-
-    one = min(spin(1) for _ in range(2))
-    two = min(spin(2) for _ in range(2))
-    return 2 * one / two
-
-
 def _cpu_seconds(pids: list[int]) -> float:
     """CPU time (user + system) used so far by these processes and their pool children."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -336,7 +316,7 @@ def run() -> list[str]:
         (ceiling_label, 2, single_env, True, both),
     ]
     load_before = os.getloadavg()[0]
-    scaling_before = _machine_scaling()
+    scaling_before = machine_scaling()
     best: dict[str, dict] = {}
     for _ in range(repeat):  # interleaved, best of `repeat`: other load on the machine varies
         for label, workers, env, pin, paths in runs:
@@ -351,7 +331,7 @@ def run() -> list[str]:
         broker_url=broker_url,
     )
     load_after = os.getloadavg()[0]
-    scaling_after = _machine_scaling()
+    scaling_after = machine_scaling()
     results = [(label, workers, best[label]) for label, workers, _, _, _ in runs]
     reference = results[0][2]
     for label, _, result in results:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -448,6 +449,8 @@ class CpuUse:
     machine: float
     gunicorn: float
     locust: float
+    # Pure CPU work in 2 processes vs 1, before and after the run (`bench.report`).
+    scaling: tuple[float, float] | None = None
 
     @property
     def other(self) -> float:
@@ -646,11 +649,19 @@ def run_load(config: Config) -> tuple[list[EndpointStats], EndpointStats | None,
 
 def cpu_line(cpu: CpuUse) -> str:
     cores = os.cpu_count() or 0
-    return (
+    line = (
         f"CPU during the run (average cores busy): machine {cpu.machine:.2f} of {cores}, "
         f"gunicorn {cpu.gunicorn:.2f} (start-up included), locust {cpu.locust:.2f}, "
         f"PostgreSQL, Redis and any other process {cpu.other:.2f}."
     )
+    if cpu.scaling is not None:
+        before, after = cpu.scaling
+        line += (
+            f" As a yardstick for the machine itself, two processes of pure CPU work finished "
+            f"{before:.2f}x as fast as one before the run and {after:.2f}x after (2.00x on two "
+            "idle cores; less when the host's other guests hold the cores)."
+        )
+    return line
 
 
 def markdown(
@@ -700,8 +711,13 @@ def markdown(
 
 def main() -> int:
     sys.path.insert(0, str(REPO))
+    from bench.report import machine_scaling
+
     config = Config.from_env()
+    scaling = [machine_scaling()]
     rows, total, result, extra = run_load(config)
+    scaling.append(machine_scaling())
+    extra["cpu"] = dataclasses.replace(extra["cpu"], scaling=(scaling[0], scaling[1]))
     table = table_rows(rows, total)
     print()
     print(text_table(table))

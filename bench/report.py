@@ -8,6 +8,9 @@ erases another's figures. Sections appear in SECTIONS order; unknown names go la
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,3 +50,23 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+SPIN = "x = 0\nfor i in range(20_000_000):\n    x += i\n"
+
+
+def machine_scaling() -> float:
+    """How much faster two processes of pure CPU work finish than one, right now (2.0 on two
+    idle cores): the ceiling any two-process figure can reach on this machine at this moment.
+    On a shared virtual machine it moves with what the host's other guests are doing."""
+
+    def spin(count: int) -> float:
+        started = time.perf_counter()
+        processes = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
+        for process in processes:
+            process.wait()
+        return time.perf_counter() - started
+
+    one = min(spin(1) for _ in range(2))
+    two = min(spin(2) for _ in range(2))
+    return 2 * one / two
