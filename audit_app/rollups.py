@@ -103,7 +103,10 @@ class RollupTotals:
     # most of the time of reading the parts back.
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["end_users"] = np.fromiter(self.users_set(), np.int64, len(self.end_users)).tobytes()
+        users = self.end_users
+        if isinstance(users, set):
+            users = np.fromiter(users, np.int64, len(users))
+        state["end_users"] = users.tobytes()
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:

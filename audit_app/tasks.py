@@ -7,6 +7,17 @@ from django.db import InterfaceError, OperationalError
 
 from audit_app.services.ingest import upload_ingest
 
+# Ingest tasks: acknowledged only when done, handed back if the worker dies, and retried with
+# backoff while the database is away (a restart, a failover).
+_INGEST_TASK = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "max_retries": 8,
+}
+
 
 @shared_task(name="audit_app.ping")
 def ping() -> str:
@@ -14,30 +25,14 @@ def ping() -> str:
     return "pong"
 
 
-@shared_task(
-    name="audit_app.ingest_upload",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=8,
-)
+@shared_task(name="audit_app.ingest_upload", **_INGEST_TASK)
 def ingest_upload(upload_id: int) -> str:
     """Ingest one upload; idempotent, so a redelivered or retried task is harmless."""
     upload = upload_ingest(upload_id=upload_id)
     return upload.status
 
 
-@shared_task(
-    name="audit_app.ingest_part",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=8,
-)
+@shared_task(name="audit_app.ingest_part", **_INGEST_TASK)
 def ingest_part(upload_id: int, spec: dict[str, object]) -> str:
     """Parse one byte range of a large upload (see audit_app.services.ingest_fanout); the part
     that completes the set lands the upload. Idempotent: a redelivered part rewrites its file."""

@@ -19,7 +19,6 @@ of BENCH_FANOUT_REPEAT (default 3) interleaved runs. BENCH_FANOUT_ROWS sets the 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -156,8 +155,8 @@ def _workers(count: int, env: dict[str, str], *, pin: bool = False) -> Iterator[
                     stderr=subprocess.STDOUT,
                 )
             )
-        ready = _child(CHILD_PING, str(count), env=env).strip()
-        if int(ready or 0) < count:
+        ready = bench_ingest.run_child(CHILD_PING, str(count), env=env)
+        if ready < count:
             raise RuntimeError(f"fanout: only {ready} of {count} workers answered a ping")
         yield [process.pid for process in processes]
     finally:
@@ -169,20 +168,6 @@ def _workers(count: int, env: dict[str, str], *, pin: bool = False) -> Iterator[
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def _child(code: str, *args: str, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(result.stderr[-3000:])
-    return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -225,23 +210,12 @@ def _measure(
     with ExitStack() as stack:
         pids = stack.enter_context(_workers(workers, env, pin=pin))
         cpu_before = _cpu_seconds(pids)
-        result = json.loads(_child(CHILD_RUN, *map(str, paths), env=env))
+        result = bench_ingest.run_child(CHILD_RUN, *map(str, paths), env=env)
         result["cpu_seconds"] = _cpu_seconds(pids) - cpu_before
     for upload in result["uploads"]:
         if upload["status"] != "succeeded":
             raise RuntimeError(f"fanout: an upload did not land: {upload}")
     return result
-
-
-def _second_file(rows: int) -> Path:
-    """Another LiteLLM export of `rows` rows (other seed: the same bytes would be refused as a
-    duplicate upload), for the ceiling run."""
-    from audit_app.demo_data import bench_litellm_csv
-
-    path = BENCH_DIR / f"litellm-{rows}-seed2.csv"
-    if not path.exists():
-        bench_litellm_csv(path, rows=rows, seed=2)
-    return path
 
 
 def _generic_runs(
@@ -303,7 +277,7 @@ def run() -> list[str]:
     size_mib = path.stat().st_size / 2**20
     repeat = max(int(os.environ.get("BENCH_FANOUT_REPEAT", "") or DEFAULT_REPEAT), 1)
     single_env = _env(database_url, broker_url, parts=0)
-    both = [path, _second_file(rows)]
+    both = [path, bench_ingest._export(rows, seed=2)]
     ceiling_label = "2 files at once, single pass each, 2 workers on 1 core each"
     runs = [
         ("single pass, 1 worker", 1, single_env, False, [path]),

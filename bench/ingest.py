@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "bench"
@@ -88,7 +89,9 @@ def _child_env(database_url: str) -> dict[str, str]:
     return env
 
 
-def _run(code: str, *args: str, env: dict[str, str]) -> dict[str, object]:
+def run_child(code: str, *args: str, env: dict[str, str], timeout: float | None = None) -> Any:
+    """Run `code` in a fresh Python (the benchmarks' children) and return the JSON of the last
+    line it printed; its stderr's end if it fails."""
     result = subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=REPO,
@@ -96,19 +99,22 @@ def _run(code: str, *args: str, env: dict[str, str]) -> dict[str, object]:
         capture_output=True,
         text=True,
         check=False,
+        timeout=timeout,
     )
     if result.returncode != 0:
-        raise RuntimeError(result.stderr[-3000:])
+        raise RuntimeError(result.stderr[-4000:])
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _export(rows: int) -> Path:
+def _export(rows: int, *, seed: int = 1) -> Path:
+    """The LiteLLM export of `rows` rows (written once); another seed gives other rows, for a
+    second file the upload path does not refuse as a duplicate."""
     from audit_app.demo_data import bench_litellm_csv
 
-    path = BENCH_DIR / f"litellm-{rows}.csv"
+    path = BENCH_DIR / (f"litellm-{rows}.csv" if seed == 1 else f"litellm-{rows}-seed{seed}.csv")
     if not path.exists():
         started = time.perf_counter()
-        bench_litellm_csv(path, rows=rows, seed=1)
+        bench_litellm_csv(path, rows=rows, seed=seed)
         print(
             f"ingest: wrote {path.name} ({path.stat().st_size / 2**20:.0f} MiB) "
             f"in {time.perf_counter() - started:.1f} s"
@@ -135,8 +141,8 @@ def run() -> list[str]:
     peaks: dict[int, float] = {}
     for rows in sizes:
         path = _export(rows)
-        bare = _run(CHILD_BARE, str(path), env=env)
-        result = _run(CHILD_INGEST, str(path), env=env)
+        bare = run_child(CHILD_BARE, str(path), env=env)
+        result = run_child(CHILD_INGEST, str(path), env=env)
         if result["status"] != "succeeded" or result["accepted"] != rows:
             raise RuntimeError(f"ingest of {path.name} did not land whole: {result}")
         ingest_s = float(result["ingest_s"])

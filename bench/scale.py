@@ -13,13 +13,13 @@ another database.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from bench.ingest import run_child
 from bench.report import markdown_table, write_section
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,13 +254,14 @@ def _database_url() -> str:
     import psycopg
 
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_scale'")
-        if exists.fetchone() is not None and not _current(PG_SCALE_URL):
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_scale'")
+        exists = found.fetchone() is not None
+        if exists and not _current(PG_SCALE_URL):
             # Filled by an older bench: the fill would delete it all anyway, so drop it rather
             # than have `migrate` convert 1.7M rows first.
             conn.execute("DROP DATABASE audit_scale WITH (FORCE)")
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_scale'")
-        if exists.fetchone() is None:
+            exists = False
+        if not exists:
             conn.execute("CREATE DATABASE audit_scale")
     return PG_SCALE_URL
 
@@ -294,45 +295,24 @@ def _env(database_url: str) -> dict[str, str]:
     return env
 
 
-def _child(code: str, *args: str, env: dict[str, str]) -> object:
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=3600,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(result.stderr[-4000:])
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def run() -> list[str]:
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     env = _env(_database_url())
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
-        cwd=REPO,
-        env=env,
-        check=True,
-        timeout=1800,
-    )
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-        cwd=REPO,
-        env=env,
-        check=True,
-        timeout=600,
-    )
+    for command in ("migrate", "collectstatic"):
+        subprocess.run(
+            [sys.executable, "manage.py", command, "--noinput", "-v0"],
+            cwd=REPO,
+            env=env,
+            check=True,
+            timeout=1800,
+        )
     started = time.perf_counter()
-    fill = _child(CHILD_FILL, GENERATION, str(WORKLOADS), str(DAYS), env=env)
+    fill = run_child(CHILD_FILL, GENERATION, str(WORKLOADS), str(DAYS), env=env, timeout=3600)
     assert isinstance(fill, dict)
-    verify = _child(CHILD_VERIFY, env=env)
+    verify = run_child(CHILD_VERIFY, env=env, timeout=3600)
     requests_per = int(os.environ.get("BENCH_SCALE_REQUESTS", "50"))
     cold_per = int(os.environ.get("BENCH_SCALE_COLD_REQUESTS", "5"))
-    results = _child(CHILD_TIME, str(requests_per), str(cold_per), env=env)
+    results = run_child(CHILD_TIME, str(requests_per), str(cold_per), env=env, timeout=3600)
     assert isinstance(results, list)
     how = "reused" if fill["reused"] else f"filled in {time.perf_counter() - started:.0f} s"
     lines = [

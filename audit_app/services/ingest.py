@@ -99,14 +99,7 @@ def _ingest(upload_id: int) -> Upload:
     upload = Upload.objects.get(pk=upload_id)
     if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
         return upload
-    Upload.objects.filter(pk=upload_id).update(
-        status=Upload.Status.RUNNING,
-        started_at=timezone.now(),
-        attempts=F("attempts") + 1,
-        bytes_read=0,
-        rows_read=0,
-        error="",
-    )
+    mark_running(upload_id)
     try:
         if upload.kind == Upload.Kind.BILLING:
             return _ingest_billing(upload)
@@ -124,6 +117,19 @@ def _ingest(upload_id: int) -> Upload:
         logger.exception("ingest of upload %s failed", upload_id)
         BillingCharge.objects.filter(upload_id=upload_id).delete()
         return _fail(upload_id, f"The file could not be ingested ({type(exc).__name__}: {exc})")
+
+
+def mark_running(upload_id: int, **fields: Any) -> None:
+    """Start an attempt: `running`, counters back to zero, one more attempt (plus `fields`)."""
+    Upload.objects.filter(pk=upload_id).update(
+        status=Upload.Status.RUNNING,
+        started_at=timezone.now(),
+        attempts=F("attempts") + 1,
+        bytes_read=0,
+        rows_read=0,
+        error="",
+        **fields,
+    )
 
 
 def _fail(upload_id: int, message: str) -> Upload:

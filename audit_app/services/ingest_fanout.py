@@ -49,7 +49,6 @@ from django.core.files.storage import default_storage
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.db.models.functions import Least
-from django.utils import timezone
 
 from audit_app import importers
 from audit_app.importers import litellm_columnar, split
@@ -66,6 +65,7 @@ from audit_app.services.ingest import (
     _land,
     after_ingest,
     gc_paused,
+    mark_running,
 )
 
 logger = logging.getLogger(__name__)
@@ -118,15 +118,7 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
         if planned is None:
             return None
         detected, layout = planned
-        Upload.objects.filter(pk=upload_id).update(
-            status=Upload.Status.RUNNING,
-            started_at=timezone.now(),
-            attempts=F("attempts") + 1,
-            bytes_read=0,
-            rows_read=0,
-            error="",
-            format=detected,
-        )
+        mark_running(upload_id, format=detected)
         _delete_parts(upload_id)  # what an earlier attempt left
         from audit_app.tasks import ingest_part
 
