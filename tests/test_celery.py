@@ -46,7 +46,7 @@ def test_ping_round_trip_on_the_embedded_broker(tmp_path: Path) -> None:
     with celery_worker(env=env, tmp_path=tmp_path) as worker:
         out = run_python(SEND_PING, env={**env, "TEST_QUEUE": worker.queue})
         assert out.strip() == "pong"
-        assert "audit_app.ping" in worker.log() and "succeeded" in worker.log()
+        assert "audit_app.ping" in worker.wait_for_log("succeeded")
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from audit_app.models import Upload
 from tests.factories import TEST_PASSWORD
@@ -49,6 +50,23 @@ def _spend_traces(page: Any) -> int:
     return page.locator("#spend-per-day .barlayer .trace").count()
 
 
+def _progress(page: Any) -> int:
+    """The progress bar's value, or -1 while there is none. The page reloads itself once the
+    upload has finished; a read that races that reload waits for the new page and reads again."""
+    script = (
+        "document.querySelector('#upload-progress')"
+        " ? document.querySelector('#upload-progress').value : -1"
+    )
+    for _attempt in range(20):
+        try:
+            return int(page.evaluate(script))
+        except PlaywrightError as error:
+            if "context was destroyed" not in str(error):
+                raise
+            page.wait_for_load_state("load")
+    raise AssertionError("the upload page kept navigating")
+
+
 def test_upload_progress_and_overview_chart(
     browser_page: Any, live_server: Any, engineer_user: Any, redis_url: str, tmp_path: Path
 ) -> None:
@@ -75,7 +93,7 @@ def test_upload_progress_and_overview_chart(
             page.get_by_label("File").set_input_files(str(log))
             page.get_by_role("button", name="Upload").click()
             page.wait_for_url("**/uploads/*/")
-            seen = page.evaluate("document.querySelector('#upload-progress').value")
+            seen = _progress(page)
             assert seen < 100  # the page came back before the ingest finished
             # Poll from Python: wait_for_function evaluates a string in the page, which the
             # site's content security policy (no eval) rightly refuses.
@@ -83,17 +101,12 @@ def test_upload_progress_and_overview_chart(
             deadline = time.monotonic() + 120
             while seen_values[-1] != 100 and time.monotonic() < deadline:
                 page.wait_for_timeout(250)
-                seen_values.append(
-                    page.evaluate(
-                        "document.querySelector('#upload-progress')"
-                        " ? document.querySelector('#upload-progress').value : -1"
-                    )
-                )
+                seen_values.append(_progress(page))
             assert seen_values[-1] == 100, seen_values[-10:]
             page.wait_for_selector("text=succeeded", timeout=30_000)
         finally:
             app.conf.task_default_queue = "celery"
-        assert "succeeded" in worker.log()
+        assert "succeeded" in worker.wait_for_log("succeeded")
 
     upload = Upload.objects.get()
     assert upload.status == Upload.Status.SUCCEEDED

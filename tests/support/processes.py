@@ -26,6 +26,12 @@ class RunningWorker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def wait_for_log(self, needle: str, *, timeout: float = 30.0) -> str:
+        """The log once it holds `needle`. A worker logs a task's end after the task's own writes
+        (its database rows, its result) are visible, so read the log only after waiting."""
+        wait_for_log(self.log_path, needle, process=self.process, timeout=timeout)
+        return self.log()
+
 
 def child_env(extra: Mapping[str, str]) -> dict[str, str]:
     env = dict(os.environ)
