@@ -10,8 +10,18 @@ Record boundaries are found by counting bytes, never by parsing:
 - CSV: a newline ends a record only if the number of `"` bytes before it is even. RFC 4180
   doubles a quote inside a quoted value, so the parity is right for every well-formed file.
 
+Two ways to cut:
+- By targets, with no scan (the default): each part finds its own start and end as the first
+  newline at or after an agreed target offset (`record_start`), and counts the newlines and
+  quotes of its own bytes while it reads them (`Counts`). When all parts are in, the counts
+  give each part's newlines before it and show whether every CSV cut had an even number of
+  quotes before it (`lines_before_parts`); if one did not, the cut fell inside a quoted value
+  spanning lines and the file is cut again by a scan. Files that show such values in their
+  first bytes (`quoted_newline_near_start`) are scanned from the start.
+- By a scan of the whole file (`iter_parts`), which counts quote parity up to each cut.
+
 Line numbers: every reader numbers physical lines (`\n`), so a part knows a file-global line
-number from the count of newlines before its first byte (`Part.lines_before`).
+number from the count of newlines before its first byte.
 """
 
 from __future__ import annotations
@@ -274,6 +284,7 @@ class _PartRaw(io.RawIOBase):
         self.start = start
         self.length = len(prefix) + (end - start)
         self.position = 0
+        self.counter: _Counter | None = None
 
     def readable(self) -> bool:
         return True
@@ -310,11 +321,14 @@ class _PartRaw(io.RawIOBase):
             view[: len(piece)] = piece
             written = len(piece)
         while written < want:
-            self.source.seek(self.start + self.position + written - prefix_len)
+            offset = self.start + self.position + written - prefix_len
+            self.source.seek(offset)
             # Straight into the caller's buffer: one copy, made with the GIL released.
             count = self.source.readinto(view[written:want])  # type: ignore[attr-defined]
             if not count:
                 break
+            if self.counter is not None:
+                self.counter.add(offset, view[written : written + count])
             written += count
         self.position += written
         return written
@@ -323,12 +337,119 @@ class _PartRaw(io.RawIOBase):
 def part_stream(source: BinaryIO, *, part: Part, layout: Layout) -> io.BufferedReader:
     """The stream an importer reads for `part`: the file's prefix (for every part but the
     first, which starts at byte 0 anyway) followed by the part's bytes."""
+    return io.BufferedReader(_part_raw(source, part=part, layout=layout), buffer_size=1 << 20)
+
+
+def _part_raw(source: BinaryIO, *, part: Part, layout: Layout) -> _PartRaw:
     prefix = b""
     if part.start > 0:
         source.seek(0)
         prefix = source.read(layout.prefix_end)
-    raw = _PartRaw(source, prefix=prefix, start=part.start, end=part.end)
-    return io.BufferedReader(raw, buffer_size=1 << 20)
+    return _PartRaw(source, prefix=prefix, start=part.start, end=part.end)
+
+
+class CountedPart:
+    """`part_stream` that also counts the newlines and quotes of the part's own bytes as the
+    importer reads them (each byte once, however the importer seeks); `counts()` reads and
+    counts whatever the importer left unread."""
+
+    def __init__(self, source: BinaryIO, *, part: Part, layout: Layout) -> None:
+        self.source = source
+        self.part = part
+        self.raw = _part_raw(source, part=part, layout=layout)
+        self.raw.counter = _Counter(part.start)
+        self.stream = io.BufferedReader(self.raw, buffer_size=1 << 20)
+
+    def counts(self) -> Counts:
+        counter = self.raw.counter
+        assert counter is not None
+        self.source.seek(counter.counted_to)
+        while counter.counted_to < self.part.end:
+            block = self.source.read(min(SCAN_BLOCK_BYTES, self.part.end - counter.counted_to))
+            if not block:
+                break
+            counter.add(counter.counted_to, block)
+        return Counts(newlines=counter.newlines, quotes=counter.quotes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Counts:
+    """Newlines and `"` bytes in a part's own bytes."""
+
+    newlines: int
+    quotes: int
+
+
+class _Counter:
+    def __init__(self, start: int) -> None:
+        self.counted_to = start  # source bytes before this offset are counted
+        self.newlines = 0
+        self.quotes = 0
+
+    def add(self, offset: int, data: bytes | memoryview) -> None:
+        """Count data (the source's bytes from `offset`) where it extends what is counted."""
+        skip = self.counted_to - offset
+        if skip < 0 or skip >= len(data):
+            return  # a gap before it (counted later) or nothing new
+        raw = np.frombuffer(data, np.uint8)[skip:]
+        self.newlines += int(np.count_nonzero(raw == LF_BYTE))
+        self.quotes += int(np.count_nonzero(raw == QUOTE_BYTE))
+        self.counted_to = offset + len(data)
+
+
+def record_start(stream: BinaryIO, target: int, *, size: int, layout: Layout) -> int:
+    """Where a part cut at `target` starts: just after the first newline at or after
+    max(target - 1, the prefix's end), or `size` if there is none. An offset just after a
+    newline maps to itself, so a cut found by a scan is kept as it is. (For CSV the newline
+    ends a record only with an even number of quotes before it: `lines_before_parts`.)"""
+    if target <= 0:
+        return 0
+    position = max(target - 1, layout.prefix_end)
+    stream.seek(position)
+    step = 1 << 16
+    while position < size:
+        block = stream.read(min(step, size - position))
+        if not block:
+            break
+        found = block.find(LF)
+        if found >= 0:
+            return position + found + 1
+        position += len(block)
+        step = min(step * 2, SCAN_BLOCK_BYTES)
+    return size
+
+
+def lines_before_parts(counts: Sequence[Counts], *, kind: str) -> list[int] | None:
+    """The newlines before each part, from the counts of every part in file order; None when
+    a CSV part starts after an odd number of quotes (inside a quoted value)."""
+    lines, quotes, before = 0, 0, []
+    for part_counts in counts:
+        if kind == CSV and quotes % 2:
+            return None
+        before.append(lines)
+        lines += part_counts.newlines
+        quotes += part_counts.quotes
+    return before
+
+
+QUOTED_NEWLINE_SAMPLE_BYTES = 4 << 20
+
+
+def quoted_newline_near_start(
+    stream: BinaryIO, *, layout: Layout, sample_bytes: int | None = None
+) -> bool:
+    """True if a newline inside a quoted value shows up in the first `sample_bytes` (by
+    default QUOTED_NEWLINE_SAMPLE_BYTES) after a CSV header: cutting at any newline would then
+    likely cut such a value, so scan instead."""
+    if sample_bytes is None:
+        sample_bytes = QUOTED_NEWLINE_SAMPLE_BYTES
+    if layout.kind != CSV or sample_bytes <= 0:
+        return False
+    stream.seek(layout.prefix_end)
+    raw = np.frombuffer(stream.read(sample_bytes), np.uint8)
+    quotes = np.flatnonzero(raw == QUOTE_BYTE)
+    newlines = np.flatnonzero(raw == LF_BYTE)
+    return bool((np.searchsorted(quotes, newlines) % 2).any())
 
 
 def part_prefix_lines(part: Part, layout: Layout) -> int:

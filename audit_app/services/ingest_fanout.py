@@ -3,18 +3,23 @@
 `audit_app.ingest_upload` calls `upload_ingest`, which (inside that task) hands a large file in
 a splittable format here: LiteLLM or generic CSV, or their JSONL variants, of at least
 `INGEST_FANOUT_MIN_BYTES`. A single JSON document or an OpenTelemetry export is read in one
-pass as before. The file is cut into up to `INGEST_FANOUT_PARTS` byte ranges at record
-boundaries (`audit_app.importers.split`), the upload is marked `running` and one
-`audit_app.ingest_part` task is queued per part as soon as the scan finds its end (so the first
-parts are parsed while the rest of the file is scanned); before the last part is queued the
-count is written to `ingest-parts/<upload_id>/plan.json`. The ingest task then returns.
+pass as before. The file is cut into `INGEST_FANOUT_PARTS` byte ranges at record boundaries
+(`audit_app.importers.split`), the upload is marked `running` and one `audit_app.ingest_part`
+task is queued per part. The ingest task reads only the file's head: each part finds its own
+start and end from agreed target offsets and counts its own newlines and quotes. (A CSV whose
+first bytes hold a quoted value spanning lines is cut by a scan of the whole file instead, and
+each part is queued as soon as the scan finds its end.) The plan (an id, and the count of parts
+once known) is written to `ingest-parts/<upload_id>/plan.json`. The ingest task then returns.
 
-Each part parses its range into a partial result (aggregate, first rejects, row counts) with
-file-global line numbers, and pickles it to the media storage under
-`ingest-parts/<upload_id>/<index>.pkl` (written under a temporary name, then renamed), where
-workers on other machines find it the way they find the upload's file. The part that finds
-every part present merges them in part order and lands them with the ingest service's own
-`_land`, in one transaction, so exactly-once holds as before:
+Each part parses its range into a partial result (aggregate, first rejects, row counts, its
+newline and quote counts), with line numbers counted from its own start, and pickles it to the
+media storage under `ingest-parts/<upload_id>/<index>.pkl` (written under a temporary name, then
+renamed), where workers on other machines find it the way they find the upload's file. The part
+that finds every part present adds up the newline counts into each part's first line number and
+checks that no CSV cut fell inside a quoted value (an odd count of quotes before it); if one did,
+it cuts the file again by a scan and queues those parts instead (the results of the first cut
+are dropped). Otherwise it merges the parts in order and lands them with the ingest service's
+own `_land`, in one transaction, so exactly-once holds as before:
 - a killed part is redelivered (acks_late) and overwrites its own pickle;
 - parts finishing together serialise on the upload row (select_for_update); the second finds
   the upload no longer `running` and does nothing;
@@ -39,8 +44,9 @@ import pickle
 import re
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from celery import current_task
 from django.conf import settings
@@ -74,8 +80,8 @@ PARTS_DIR = "ingest-parts"
 INGEST_TASK = "audit_app.ingest_upload"
 SPLITTABLE_FORMATS = ("litellm", "generic")
 # Pickle of the part files; bumped when PartResult changes shape (2: histograms pickled in
-# their binary form, end users as an array).
-PART_VERSION = 2
+# their binary form, end users as an array; 3: parts locate themselves and count their lines).
+PART_VERSION = 3
 
 
 def in_ingest_task() -> bool:
@@ -91,9 +97,12 @@ class PartResult:
 
     version: int = PART_VERSION
     plan: tuple[int, int, int]  # (index, start, end)
-    error: str = ""
+    plan_id: str | None = None
+    error: str = ""  # an unexpected error, in final words
+    file_error: str = ""  # an ImportFileError about the part stream (its line numbers)
+    counts: split.Counts | None = None  # newlines and quotes in [start, end)
     aggregate: IngestAggregate = field(default_factory=IngestAggregate)
-    rejects: list[RowReject] = field(default_factory=list)
+    rejects: list[RowReject] = field(default_factory=list)  # lines counted from the part's start
     rows_read: int = 0
     rows_rejected: int = 0
 
@@ -120,30 +129,76 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
         detected, layout = planned
         mark_running(upload_id, format=detected)
         _delete_parts(upload_id)  # what an earlier attempt left
-        from audit_app.tasks import ingest_part
-
-        # Each part is queued as soon as its end is found, so workers start on the first parts
-        # while this task is still scanning the rest of the file.
-        parts = split.iter_parts(stream, size=upload.size_bytes, parts=wanted, layout=layout)
-        options = _same_queue()
-        for part in parts:
-            if part.end == upload.size_bytes:
-                # Before the last part is queued: whichever part finishes last sees the count.
-                _save_plan(upload_id, parts=part.index + 1)
-                logger.info("upload %s: ingesting in %s parts", upload_id, part.index + 1)
-            spec = {
-                "index": part.index,
-                "start": part.start,
-                "end": part.end,
-                "lines_before": part.lines_before,
-                "kind": layout.kind,
-                "prefix_end": layout.prefix_end,
-                "prefix_lines": layout.prefix_lines,
-                "format": detected,
-                "refresh": refresh,
-            }
-            ingest_part.apply_async(args=[upload_id, spec], **options)
+        size = upload.size_bytes
+        if split.quoted_newline_near_start(stream, layout=layout):
+            _queue_scanned(
+                upload_id, stream, size=size, layout=layout, format=detected, refresh=refresh
+            )
+        else:
+            targets = split.part_targets(size=size, parts=wanted, layout=layout)
+            cuts = zip([0, *targets], [*targets, size], strict=True)
+            _queue_parts(
+                upload_id,
+                cuts,
+                size=size,
+                layout=layout,
+                format=detected,
+                refresh=refresh,
+                scanned=False,
+            )
     return Upload.objects.get(pk=upload_id)
+
+
+def _queue_scanned(
+    upload_id: int, stream: Any, *, size: int, layout: split.Layout, format: str, refresh: bool
+) -> None:
+    """Cut by a scan of the whole file; each part is queued as soon as its end is found, so
+    workers start on the first parts while the rest of the file is scanned."""
+    parts = split.iter_parts(stream, size=size, parts=settings.INGEST_FANOUT_PARTS, layout=layout)
+    cuts = ((part.start, part.end) for part in parts)
+    _queue_parts(
+        upload_id, cuts, size=size, layout=layout, format=format, refresh=refresh, scanned=True
+    )
+
+
+def _queue_parts(
+    upload_id: int,
+    cuts: Iterable[tuple[int, int]],
+    *,
+    size: int,
+    layout: split.Layout,
+    format: str,
+    refresh: bool,
+    scanned: bool,
+) -> None:
+    """One `ingest_part` task per (start, end) target pair, under a new plan id."""
+    from audit_app.tasks import ingest_part
+
+    plan_id = uuid.uuid4().hex
+    _save_plan(upload_id, plan_id=plan_id, parts=None, scanned=scanned)
+    options = _same_queue()
+    for index, (start, end) in enumerate(cuts):
+        if end >= size:
+            # Before the last part is queued: whichever part finishes last sees the count.
+            _save_plan(upload_id, plan_id=plan_id, parts=index + 1, scanned=scanned)
+            logger.info(
+                "upload %s: ingesting in %s parts%s",
+                upload_id,
+                index + 1,
+                " (cut by a scan)" if scanned else "",
+            )
+        spec = {
+            "index": index,
+            "start": start,
+            "end": end,
+            "plan": plan_id,
+            "kind": layout.kind,
+            "prefix_end": layout.prefix_end,
+            "prefix_lines": layout.prefix_lines,
+            "format": format,
+            "refresh": refresh,
+        }
+        ingest_part.apply_async(args=[upload_id, spec], **options)
 
 
 def _same_queue() -> dict[str, str]:
@@ -183,41 +238,67 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
     if upload is None or upload.status != Upload.Status.RUNNING:
         _delete_parts(upload_id)
         return "skipped"
-    part = split.Part(
-        index=spec["index"], start=spec["start"], end=spec["end"], lines_before=spec["lines_before"]
-    )
-    layout = split.Layout(
-        kind=spec["kind"], prefix_end=spec["prefix_end"], prefix_lines=spec["prefix_lines"]
-    )
-    plan = (part.index, part.start, part.end)
+    layout = _layout(spec)
+    index = spec["index"]
+    result = PartResult(plan=(index, spec["start"], spec["end"]), plan_id=spec.get("plan"))
     started, cpu_started = time.monotonic(), time.process_time()
     try:
-        result = _parse_part(upload, part=part, layout=layout, format=spec["format"], plan=plan)
+        with upload.file.open("rb") as source:
+            part = _locate(source, spec, size=upload.size_bytes, layout=layout)
+            result.plan = (part.index, part.start, part.end)
+            counted = split.CountedPart(source, part=part, layout=layout)
+            try:
+                _parse_part(upload, counted, layout=layout, format=spec["format"], result=result)
+            except ImportFileError as exc:
+                result.file_error = str(exc)  # in the part stream's numbers, until the merge
+            except (OperationalError, InterfaceError):
+                raise
+            except Exception as exc:
+                logger.exception("ingest of part %s of upload %s failed", index, upload_id)
+                result.error = f"The file could not be ingested ({type(exc).__name__}: {exc})"
+            result.counts = counted.counts()
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries
-    except ImportFileError as exc:
-        result = PartResult(plan=plan, error=_global_message(str(exc), part, layout))
     except Exception as exc:
-        logger.exception("ingest of part %s of upload %s failed", part.index, upload_id)
-        result = PartResult(
-            plan=plan, error=f"The file could not be ingested ({type(exc).__name__}: {exc})"
-        )
+        logger.exception("reading part %s of upload %s failed", index, upload_id)
+        result.error = f"The file could not be ingested ({type(exc).__name__}: {exc})"
+    if _current_plan(upload_id).get("plan") != result.plan_id:
+        return "skipped"  # the file was cut again meanwhile; this part is of the old cut
     try:
-        _save_part(upload_id, part.index, result)
+        _save_part(upload_id, index, result)
         logger.info(
             "upload %s part %s: %s rows in %.2f s (%.2f s CPU)",
             upload_id,
-            part.index,
+            index,
             result.rows_read,
             time.monotonic() - started,
             time.process_time() - cpu_started,
         )
     except Exception as exc:  # the media storage refused the file: nothing can land
-        logger.exception("storing part %s of upload %s failed", part.index, upload_id)
+        logger.exception("storing part %s of upload %s failed", index, upload_id)
         _fail(upload_id, f"The file could not be ingested ({type(exc).__name__}: {exc})")
         _delete_parts(upload_id)
         return "failed"
-    return _land_if_complete(upload_id, refresh=spec.get("refresh", True), own=result)
+    return _land_if_complete(upload_id, spec=spec, own=result)
+
+
+def _layout(spec: dict[str, Any]) -> split.Layout:
+    return split.Layout(
+        kind=spec["kind"], prefix_end=spec["prefix_end"], prefix_lines=spec["prefix_lines"]
+    )
+
+
+def _locate(source: Any, spec: dict[str, Any], *, size: int, layout: split.Layout) -> split.Part:
+    """The part's own bytes: from the record boundary at its start target to the one at its
+    end target (the next part starts there, found the same way). Line numbers are counted
+    from the part's start (`lines_before` 0) until the merge knows the newlines before it."""
+    start = split.record_start(source, spec["start"], size=size, layout=layout)
+    end = (
+        size
+        if spec["end"] >= size
+        else split.record_start(source, spec["end"], size=size, layout=layout)
+    )
+    return split.Part(index=spec["index"], start=start, end=max(start, end), lines_before=0)
 
 
 class _PartProgress:
@@ -249,21 +330,18 @@ class _PartProgress:
 
 def _parse_part(
     upload: Upload,
+    counted: split.CountedPart,
     *,
-    part: split.Part,
     layout: split.Layout,
     format: str,
-    plan: tuple[int, int, int],
-) -> PartResult:
-    result = PartResult(plan=plan)
+    result: PartResult,
+) -> None:
+    part = counted.part
     skip = split.part_prefix_lines(part, layout)  # lines whose rows belong to part 0
     shift = split.line_shift(part, layout)
     progress = _PartProgress(upload)
-    with (
-        upload.file.open("rb") as source,
-        litellm_columnar.memos_shared_under(("upload", upload.pk)),
-    ):
-        stream = split.part_stream(source, part=part, layout=layout)
+    with litellm_columnar.memos_shared_under(("upload", upload.pk)):
+        stream = counted.stream
         position = layout.prefix_end if part.start > 0 else 0
         for chunk in importers.read_requests(stream, format=format, chunk_rows=CHUNK_ROWS):
             frame, requests, rejects = chunk.frame, chunk.requests, chunk.rejects
@@ -289,7 +367,6 @@ def _parse_part(
             progress.add(bytes_read=max(chunk.bytes_read - position, 0), rows_read=rows)
             position = max(position, chunk.bytes_read)
     progress.flush()
-    return result
 
 
 _LINE_NUMBER = re.compile(r"\b(line )(\d+)")
@@ -356,16 +433,20 @@ def _plan_name(upload_id: int) -> str:
     return f"{_part_dir(upload_id)}/plan.json"
 
 
-def _save_plan(upload_id: int, *, parts: int) -> None:
-    _write_atomically(_plan_name(upload_id), json.dumps({"parts": parts}).encode())
+def _save_plan(upload_id: int, *, plan_id: str, parts: int | None, scanned: bool) -> None:
+    plan = {"plan": plan_id, "parts": parts, "scanned": scanned}
+    _write_atomically(_plan_name(upload_id), json.dumps(plan).encode())
 
 
-def _planned_parts(upload_id: int) -> int | None:
+def _current_plan(upload_id: int) -> dict[str, Any]:
+    """The plan being ingested: its id, its count of parts (None until the last part is
+    queued) and whether a scan cut it; {} if there is none."""
     try:
         with default_storage.open(_plan_name(upload_id), "rb") as stream:
-            return int(json.loads(stream.read())["parts"])
-    except (FileNotFoundError, ValueError, KeyError):
-        return None
+            plan = json.loads(stream.read())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return plan if isinstance(plan, dict) else {}
 
 
 def _load_part(upload_id: int, index: int) -> PartResult | None:
@@ -396,15 +477,17 @@ def _delete_parts(upload_id: int) -> None:
 # --- Landing (by the part that completes the set) -----------------------------------------------
 
 
-def _land_if_complete(upload_id: int, *, refresh: bool, own: PartResult | None = None) -> str:
-    """Land the upload if every part is stored; `own` is the caller's part result, already in
-    memory, used instead of reading its file back."""
-    parts = _planned_parts(upload_id)
-    if parts is None or not all(
+def _land_if_complete(upload_id: int, *, spec: dict[str, Any], own: PartResult) -> str:
+    """Land the upload if every part of the current plan is stored; `own` is the caller's part
+    result, already in memory, used instead of reading its file back."""
+    plan = _current_plan(upload_id)
+    parts = plan.get("parts")
+    if not isinstance(parts, int) or not all(
         default_storage.exists(_part_name(upload_id, i)) for i in range(parts)
     ):
         return "stored"
     landed = False
+    refresh = spec.get("refresh", True)
     try:
         with gc_paused(), transaction.atomic():
             upload = Upload.objects.select_for_update().filter(pk=upload_id).first()
@@ -415,17 +498,23 @@ def _land_if_complete(upload_id: int, *, refresh: bool, own: PartResult | None =
             else:
                 started = time.monotonic()
                 results = [
-                    own if own is not None and own.plan[0] == i else _load_part(upload_id, i)
-                    for i in range(parts)
+                    own if own.plan[0] == i else _load_part(upload_id, i) for i in range(parts)
                 ]
-                if not _complete(results, size=upload.size_bytes):
+                if not _complete(results, size=upload.size_bytes, plan_id=plan.get("plan")):
                     return "stored"  # a part file of another plan: the newer parts will land
-                errors = [r.error for r in results if r and r.error]
+                done = cast(list[PartResult], results)
+                layout = _layout(spec)
+                lines_before = _lines_before(done, layout=layout)
+                if lines_before is None and not plan.get("scanned"):
+                    _cut_again(upload, layout=layout, format=spec["format"], refresh=refresh)
+                    return "cut again"  # the new parts land; this cut's files are gone
+                _to_file_lines(done, lines_before)
+                errors = [_error(r, layout, lines_before) for r in done if r.error or r.file_error]
                 if errors:
                     _fail(upload_id, errors[0])
                     outcome = "failed"
                 else:
-                    merged = _merge(upload, results)  # type: ignore[arg-type]
+                    merged = _merge(upload, done)
                     merged_at = time.monotonic()
                     _land(upload_id, merged)
                     logger.info(
@@ -449,9 +538,9 @@ def _land_if_complete(upload_id: int, *, refresh: bool, own: PartResult | None =
     return outcome
 
 
-def _complete(results: list[PartResult | None], *, size: int) -> bool:
-    """Every part present, all of one plan, covering the file end to end."""
-    if any(r is None for r in results):
+def _complete(results: list[PartResult | None], *, size: int, plan_id: str | None) -> bool:
+    """Every part present, all of the current plan, covering the file end to end."""
+    if any(r is None or r.plan_id != plan_id for r in results):
         return False
     ranges = [(r.plan[1], r.plan[2]) for r in results if r]
     return (
@@ -459,6 +548,50 @@ def _complete(results: list[PartResult | None], *, size: int) -> bool:
         and ranges[-1][1] == size
         and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
     )
+
+
+def _lines_before(results: list[PartResult], *, layout: split.Layout) -> list[int] | None:
+    """Newlines before each part; None if a part could not count its bytes or a CSV cut fell
+    inside a quoted value."""
+    counts = [r.counts for r in results]
+    if any(c is None for c in counts):
+        return None
+    return split.lines_before_parts(cast(list[split.Counts], counts), kind=layout.kind)
+
+
+def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bool) -> None:
+    """A cut fell inside a quoted value spanning lines: drop this cut's results and cut the
+    file by a scan, which counts quote parity up to every cut."""
+    logger.info("upload %s: a cut fell inside a quoted value; cutting again by a scan", upload.pk)
+    _delete_parts(upload.pk)
+    Upload.objects.filter(pk=upload.pk).update(bytes_read=0, rows_read=0)
+    with upload.file.open("rb") as stream:
+        _queue_scanned(
+            upload.pk,
+            stream,
+            size=upload.size_bytes,
+            layout=layout,
+            format=format,
+            refresh=refresh,
+        )
+
+
+def _to_file_lines(results: list[PartResult], lines_before: list[int] | None) -> None:
+    """Rejects' line numbers from each part's start to the file's."""
+    if lines_before is None:
+        return
+    for result, before in zip(results, lines_before, strict=True):
+        if before:
+            result.rejects = [replace(r, line=r.line + before) for r in result.rejects]
+
+
+def _error(result: PartResult, layout: split.Layout, lines_before: list[int] | None) -> str:
+    if result.error:
+        return result.error
+    index, start, end = result.plan
+    before = lines_before[index] if lines_before is not None else 0
+    part = split.Part(index=index, start=start, end=end, lines_before=before)
+    return _global_message(result.file_error, part, layout)
 
 
 def _merge(upload: Upload, results: list[PartResult]) -> ParseResult:

@@ -52,16 +52,22 @@ UPLOAD_FIELDS = (
 # --- Files -------------------------------------------------------------------------------------
 
 
-def _litellm_csv(*, rows: int = 1200, crlf: bool = False, bom: bool = False) -> bytes:
+def _litellm_csv(
+    *, rows: int = 1200, crlf: bool = False, bom: bool = False, multiline: bool = True
+) -> bytes:
     """The LiteLLM fixture's rows over several days, with quoted values holding newlines and
-    commas (every fifth row) and a few malformed rows; about 300 bytes a row."""
-    lines = (FIXTURES / "litellm" / "spend_logs.csv").read_bytes().decode().splitlines()
+    commas (every fifth row, unless not `multiline`) and a few malformed rows; about 300 bytes
+    a row."""
+    text = (FIXTURES / "litellm" / "spend_logs.csv").read_bytes().decode()
+    if not multiline:  # the fixture's one metadata value on two lines, on one
+        text = text.replace(',\n ""user_api_key_alias""', ', ""user_api_key_alias""')
+    lines = text.splitlines()
     header, body = lines[0], lines[1:]
     out = [header]
     for i in range(rows):
         row = body[i % len(body)].replace("req-0", f"r{i}-", 1)
         row = row.replace("2024-05-01", f"2024-05-{1 + i % 9:02d}")
-        if i % 5 == 0:
+        if multiline and i % 5 == 0:
             # `user` (the end user) quoted, with a newline, a comma and a doubled quote inside
             row = row.replace(",u-1,", ',"u-1\nsecond line, with ""comma""",', 1)
             row = row.replace(",,success", ',"multi\nline, id",success', 1)
@@ -115,6 +121,7 @@ CASES = {
     "litellm_csv": lambda: _litellm_csv(),
     "litellm_csv_crlf_bom": lambda: _litellm_csv(crlf=True, bom=True),
     "litellm_csv_columnar": lambda: _litellm_csv(rows=2400),
+    "litellm_csv_one_line_records": lambda: _litellm_csv(rows=2400, multiline=False),
     "generic_csv": lambda: _generic_csv(),
     "generic_jsonl": lambda: _jsonl(),
     "litellm_jsonl": lambda: _litellm_jsonl(),
@@ -191,6 +198,32 @@ def saved_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     return saved
 
 
+@pytest.fixture
+def cuts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """How each plan was cut, in order: "targets", "scan" (the file's first bytes hold a quoted
+    value spanning lines) or "scan again" (a cut by targets fell inside such a value)."""
+    seen: list[str] = []
+    queue_parts = ingest_fanout._queue_parts
+    cut_again = ingest_fanout._cut_again
+
+    def spy_queue(*args: Any, scanned: bool, **kwargs: Any) -> None:
+        if not scanned:
+            seen.append("targets")
+        elif not seen or seen[-1] != "again":
+            seen.append("scan")
+        else:
+            seen[-1] = "scan again"
+        queue_parts(*args, scanned=scanned, **kwargs)
+
+    def spy_again(*args: Any, **kwargs: Any) -> None:
+        seen.append("again")
+        cut_again(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_fanout, "_queue_parts", spy_queue)
+    monkeypatch.setattr(ingest_fanout, "_cut_again", spy_again)
+    return seen
+
+
 def _no_part_files(upload_id: int) -> bool:
     directory = f"{ingest_fanout.PARTS_DIR}/{upload_id}"
     if not default_storage.exists(directory):
@@ -201,24 +234,63 @@ def _no_part_files(upload_id: int) -> bool:
 # --- Exactness ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("sample", ["first bytes sampled", "no sample"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_fanned_out_ingest_lands_exactly_what_one_pass_lands(
-    case: str, saved_parts: list[tuple[int, int]]
+    case: str,
+    sample: str,
+    saved_parts: list[tuple[int, int]],
+    cuts: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """With "no sample", a CSV is always cut by targets first, so where a cut falls inside a
+    quoted value the landing part must notice and cut the file again by a scan."""
+    if sample == "no sample":
+        monkeypatch.setattr(split, "QUOTED_NEWLINE_SAMPLE_BYTES", 0)
     content = CASES[case]()
     name = "log.jsonl" if "jsonl" in case else "log.csv"
+    multiline_csv = name == "log.csv" and case != "litellm_csv_one_line_records"
     single = _single_pass(content, name)
     assert single["upload"]["status"] == Upload.Status.SUCCEEDED
     assert single["upload"]["rows_read"] > 300
+    assert single["upload"]["rows_rejected"] > 0  # so line numbers of later parts are checked
     for parts in PART_COUNTS:
         saved_parts.clear()
+        cuts.clear()
         with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=parts):
             upload = _create(content, name)
             ingest_upload.delay(upload.pk)  # eager: the parts run inline
-        assert sorted(index for _, index in saved_parts) == list(range(parts)), parts
+        if len(cuts) == 1:  # one cut: every part stored once
+            assert sorted(index for _, index in saved_parts) == list(range(parts)), parts
+        if multiline_csv and sample == "first bytes sampled":
+            assert cuts == ["scan"], parts
+        elif multiline_csv:
+            assert cuts in (["targets"], ["targets", "scan again"]), parts
+        else:
+            assert cuts == ["targets"], parts
         _assert_same(_snapshot(upload), single)
         assert _no_part_files(upload.pk)
         Upload.objects.filter(pk=upload.pk).delete()
+
+
+def test_a_cut_inside_a_quoted_value_is_noticed_and_the_file_cut_again(
+    cuts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the sample, at least one of the part counts tested cuts inside a quoted value
+    (see the next test), and the upload still lands what one pass lands."""
+    monkeypatch.setattr(split, "QUOTED_NEWLINE_SAMPLE_BYTES", 0)
+    content = _litellm_csv(crlf=True, bom=True)
+    single = _single_pass(content, "log.csv")
+    seen = []
+    for parts in PART_COUNTS:
+        cuts.clear()
+        with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=parts):
+            upload = _create(content)
+            ingest_upload.delay(upload.pk)
+        seen.append(tuple(cuts))
+        _assert_same(_snapshot(upload), single)
+        Upload.objects.filter(pk=upload.pk).delete()
+    assert ("targets", "scan again") in seen, seen
 
 
 def test_some_split_points_fall_inside_quoted_values() -> None:
@@ -370,6 +442,98 @@ def test_boundary_finder_matches_the_csv_module_on_a_realistic_file() -> None:
         assert lines == content.count(b"\n", 0, offset)
 
 
+def test_a_part_starts_after_the_first_newline_at_or_after_its_target() -> None:
+    content = b'h1,h2\na,"x\ny"\n"p""\nq",r\nlast,1'
+    layout = split.Layout(kind=split.CSV, prefix_end=6, prefix_lines=1)
+    stream = io.BytesIO(content)
+
+    def start(target: int) -> int:
+        return split.record_start(stream, target, size=len(content), layout=layout)
+
+    assert start(0) == 0
+    # Never inside the prefix: the first cut after it ends the first body line.
+    assert [start(t) for t in (1, 5, 6, 7)] == [11, 11, 11, 11]
+    # A record start maps to itself (a cut found by a scan is kept); newlines alone decide,
+    # so a target in a quoted value stops at the newline inside it (the merge checks parity).
+    assert [start(t) for t in (11, 12, 14, 15, 19)] == [11, 14, 14, 19, 19]
+    assert [start(t) for t in (20, 24)] == [24, 24]
+    assert [start(t) for t in (25, len(content))] == [len(content)] * 2  # no newline left
+
+
+def test_counted_parts_count_each_byte_once_however_the_reader_seeks() -> None:
+    content = _litellm_csv(rows=400)
+    layout = split.find_layout(io.BytesIO(content), kind=split.CSV)
+    assert layout is not None
+    source = io.BytesIO(content)
+    a = split.record_start(source, len(content) // 3, size=len(content), layout=layout)
+    b = split.record_start(source, 2 * len(content) // 3, size=len(content), layout=layout)
+    for start, end in ((0, a), (a, b), (b, len(content))):
+        part = split.Part(index=int(start > 0), start=start, end=end, lines_before=0)
+        expected = split.Counts(
+            newlines=content.count(b"\n", start, end), quotes=content.count(b'"', start, end)
+        )
+        # Read it all, twice over with seeks back; read half; read nothing.
+        counted = split.CountedPart(source, part=part, layout=layout)
+        counted.stream.read(1000)
+        counted.stream.seek(10)
+        counted.stream.read()
+        counted.stream.seek(0)
+        counted.stream.read()
+        assert counted.counts() == expected
+        counted = split.CountedPart(source, part=part, layout=layout)
+        counted.stream.read((end - start) // 2)
+        assert counted.counts() == expected
+        assert split.CountedPart(source, part=part, layout=layout).counts() == expected
+
+
+def test_lines_before_each_part_and_cuts_inside_quoted_values() -> None:
+    counts = [split.Counts(newlines=5, quotes=4), split.Counts(newlines=3, quotes=2)]
+    last = split.Counts(newlines=1, quotes=0)
+    assert split.lines_before_parts([*counts, last], kind=split.CSV) == [0, 5, 8]
+    odd = [split.Counts(newlines=5, quotes=3), split.Counts(newlines=3, quotes=1), last]
+    assert split.lines_before_parts(odd, kind=split.CSV) is None
+    assert split.lines_before_parts(odd, kind=split.JSONL) == [0, 5, 8]  # quotes mean nothing
+    # An odd count in the last part only: no cut follows it.
+    assert split.lines_before_parts([*counts, odd[0]], kind=split.CSV) == [0, 5, 8]
+
+
+def test_quoted_newlines_in_the_first_bytes_are_noticed() -> None:
+    layout = split.Layout(kind=split.CSV, prefix_end=6, prefix_lines=1)
+    content = b'h1,h2\na,"x,""y"""\nb,c\n"p\nq",r\n'
+    stream = io.BytesIO(content)
+    assert split.quoted_newline_near_start(stream, layout=layout)
+    assert not split.quoted_newline_near_start(stream, layout=layout, sample_bytes=16)
+    assert not split.quoted_newline_near_start(stream, layout=layout, sample_bytes=0)
+    jsonl = split.Layout(kind=split.JSONL, prefix_end=6, prefix_lines=1)
+    assert not split.quoted_newline_near_start(stream, layout=jsonl)
+
+
+def test_a_part_of_an_earlier_cut_is_not_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part of the cut by targets delivered again after the file was cut again by a scan
+    does nothing: its file would take the place of the new cut's part of the same index."""
+    monkeypatch.setattr(split, "QUOTED_NEWLINE_SAMPLE_BYTES", 0)
+    content = _litellm_csv()
+    single = _single_pass(content, "log.csv")
+    queued: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        "audit_app.tasks.ingest_part.apply_async",
+        lambda args, **options: queued.append(args[1]),
+    )
+    with override_settings(INGEST_FANOUT_MIN_BYTES=1, INGEST_FANOUT_PARTS=7):
+        upload = _create(content)
+        ingest_upload.delay(upload.pk)
+        first_cut = list(queued)
+        outcomes = [ingest_fanout.part_ingest(upload_id=upload.pk, spec=s) for s in first_cut]
+    assert outcomes == ["stored"] * 6 + ["cut again"]
+    second_cut = queued[len(first_cut) :]
+    assert second_cut and {s["plan"] for s in second_cut}.isdisjoint({s["plan"] for s in first_cut})
+    assert ingest_fanout.part_ingest(upload_id=upload.pk, spec=first_cut[0]) == "skipped"
+    outcomes = [ingest_fanout.part_ingest(upload_id=upload.pk, spec=s) for s in second_cut]
+    assert outcomes[-1] == "landed"
+    _assert_same(_snapshot(upload), single)
+    assert _no_part_files(upload.pk)
+
+
 def test_layout_finds_the_header_and_the_first_jsonl_record() -> None:
     layout = split.find_layout(io.BytesIO(b"\xef\xbb\xbf\n  \na,b\n1,2\n"), kind=split.CSV)
     assert layout == split.Layout(kind=split.CSV, prefix_end=11, prefix_lines=3)
@@ -422,12 +586,15 @@ def test_a_worker_killed_mid_part_still_lands_exact_totals(redis_url: str, tmp_p
             180,
             f"the parts to land; worker log:\n{worker.log()}",
         )
-        log = worker.log()
         assert time.monotonic() - started < 180
+        # The landing part deletes the part files after its transaction commits: wait for it
+        # to finish before the worker is stopped.
+        log = worker.wait_for_log("'landed'")
+        log = worker.wait_for_log("exited prematurely")
 
     landed = Upload.objects.get(pk=upload.pk)
     assert landed.attempts == 1, log  # the ingest task was not run again; a part was
-    assert "WorkerLostError" in log or "exited prematurely" in log
+    assert "WorkerLostError" in log
     assert log.count("audit_app.ingest_part[") >= 5, log
     assert landed.rows_read == landed.rows_accepted == expected["requests"]
     assert landed.requests == expected["requests"]
@@ -435,4 +602,4 @@ def test_a_worker_killed_mid_part_still_lands_exact_totals(redis_url: str, tmp_p
     assert landed.output_tokens == expected["output_tokens"]
     rollups = HourlyRollup.objects.filter(upload=landed)
     assert sum(r.requests for r in rollups) == expected["requests"]
-    assert _no_part_files(upload.pk)
+    assert _no_part_files(upload.pk), default_storage.listdir(f"ingest-parts/{upload.pk}")
