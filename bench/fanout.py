@@ -399,7 +399,7 @@ Unconfined, two workers ingest {ratio:.2f}x the rate of one worker with the same
 {ratio_single:.2f}x the single-pass rate. That is the ceiling of a 2-core machine rather than of
 the design: one worker alone already keeps {one_cores:.2f} cores busy (pyarrow parses CSV blocks
 on several threads while the next block is read ahead), so a second worker can add at most
-{ceiling:.2f}x before the serial steps (the scan that cuts the file, and landing the merged
+{ceiling:.2f}x before the serial steps (planning the parts, and landing the merged
 parts in one transaction) take their share. Adding worker machines adds cores, which is what
 the confined runs model.
 {_generic_text(generic)}""",
