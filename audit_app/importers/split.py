@@ -356,13 +356,13 @@ class CountedPart:
     def __init__(self, source: BinaryIO, *, part: Part, layout: Layout) -> None:
         self.source = source
         self.part = part
-        self.raw = _part_raw(source, part=part, layout=layout)
-        self.raw.counter = _Counter(part.start)
-        self.stream = io.BufferedReader(self.raw, buffer_size=1 << 20)
+        self.counter = _Counter(part.start)
+        raw = _part_raw(source, part=part, layout=layout)
+        raw.counter = self.counter
+        self.stream = io.BufferedReader(raw, buffer_size=1 << 20)
 
     def counts(self) -> Counts:
-        counter = self.raw.counter
-        assert counter is not None
+        counter = self.counter
         self.source.seek(counter.counted_to)
         while counter.counted_to < self.part.end:
             block = self.source.read(min(SCAN_BLOCK_BYTES, self.part.end - counter.counted_to))

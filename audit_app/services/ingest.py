@@ -116,7 +116,7 @@ def _ingest(upload_id: int) -> Upload:
         # the raw file is kept.
         logger.exception("ingest of upload %s failed", upload_id)
         BillingCharge.objects.filter(upload_id=upload_id).delete()
-        return _fail(upload_id, f"The file could not be ingested ({type(exc).__name__}: {exc})")
+        return _fail(upload_id, unexpected_error(exc))
 
 
 def mark_running(upload_id: int, **fields: Any) -> None:
@@ -130,6 +130,11 @@ def mark_running(upload_id: int, **fields: Any) -> None:
         error="",
         **fields,
     )
+
+
+def unexpected_error(exc: Exception) -> str:
+    """The one sentence an upload fails with when something other than its content went wrong."""
+    return f"The file could not be ingested ({type(exc).__name__}: {exc})"
 
 
 def _fail(upload_id: int, message: str) -> Upload:

@@ -72,6 +72,7 @@ from audit_app.services.ingest import (
     after_ingest,
     gc_paused,
     mark_running,
+    unexpected_error,
 )
 
 logger = logging.getLogger(__name__)
@@ -255,13 +256,13 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
                 raise
             except Exception as exc:
                 logger.exception("ingest of part %s of upload %s failed", index, upload_id)
-                result.error = f"The file could not be ingested ({type(exc).__name__}: {exc})"
+                result.error = unexpected_error(exc)
             result.counts = counted.counts()
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries
     except Exception as exc:
         logger.exception("reading part %s of upload %s failed", index, upload_id)
-        result.error = f"The file could not be ingested ({type(exc).__name__}: {exc})"
+        result.error = unexpected_error(exc)
     if _current_plan(upload_id).get("plan") != result.plan_id:
         return "skipped"  # the file was cut again meanwhile; this part is of the old cut
     try:
@@ -276,7 +277,7 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
         )
     except Exception as exc:  # the media storage refused the file: nothing can land
         logger.exception("storing part %s of upload %s failed", index, upload_id)
-        _fail(upload_id, f"The file could not be ingested ({type(exc).__name__}: {exc})")
+        _fail(upload_id, unexpected_error(exc))
         _delete_parts(upload_id)
         return "failed"
     return _land_if_complete(upload_id, spec=spec, own=result)
@@ -293,11 +294,7 @@ def _locate(source: Any, spec: dict[str, Any], *, size: int, layout: split.Layou
     end target (the next part starts there, found the same way). Line numbers are counted
     from the part's start (`lines_before` 0) until the merge knows the newlines before it."""
     start = split.record_start(source, spec["start"], size=size, layout=layout)
-    end = (
-        size
-        if spec["end"] >= size
-        else split.record_start(source, spec["end"], size=size, layout=layout)
-    )
+    end = split.record_start(source, spec["end"], size=size, layout=layout)  # size for the last
     return split.Part(index=spec["index"], start=start, end=max(start, end), lines_before=0)
 
 
@@ -530,7 +527,7 @@ def _land_if_complete(upload_id: int, *, spec: dict[str, Any], own: PartResult) 
         raise
     except Exception as exc:
         logger.exception("landing upload %s failed", upload_id)
-        _fail(upload_id, f"The file could not be ingested ({type(exc).__name__}: {exc})")
+        _fail(upload_id, unexpected_error(exc))
         outcome = "failed"
     _delete_parts(upload_id)
     if landed and refresh:
