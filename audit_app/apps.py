@@ -12,14 +12,25 @@ class AuditAppConfig(AppConfig):
 
         # Registers the OpenAPI description of token auth with drf-spectacular.
         from audit_app.api import schema  # noqa: F401
-        from audit_app.models import PriceCard, ServingPool, Upload
+        from audit_app.models import (
+            HardwareTarget,
+            PriceCard,
+            ServingPool,
+            ThroughputAssumption,
+            Upload,
+            Workload,
+            WorkloadOverride,
+        )
 
-        # Cached results (audit_app.results_cache) start a new data version when what they are
-        # computed from changes: an upload that lands or goes, a price card, a serving pool.
+        # Cached results (audit_app.results_cache) and derived results (classes and
+        # recommendations, audit_app.services.derived) follow a new data version whenever what
+        # they are computed from changes: an upload that lands or goes, a price card, a serving
+        # pool, a hardware entry, a throughput assumption, a workload's SLO, an override.
         post_save.connect(_upload_saved, sender=Upload, dispatch_uid="results-upload")
-        for model in (PriceCard, ServingPool):
+        inputs = (PriceCard, ServingPool, HardwareTarget, ThroughputAssumption, WorkloadOverride)
+        for model in (*inputs, Workload):
             post_save.connect(_changed, sender=model, dispatch_uid=f"results-{model.__name__}")
-        for model in (Upload, PriceCard, ServingPool):
+        for model in (Upload, *inputs, Workload):
             post_delete.connect(_changed, sender=model, dispatch_uid=f"results-d-{model.__name__}")
 
 

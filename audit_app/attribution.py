@@ -10,6 +10,8 @@ of the tokens the pool served in that hour. What no workload used is **idle cost
 
 Money stays exact (Decimal) until the end; then `round_to_cents` rounds the final amounts with
 the largest-remainder method, so attributed plus idle equals the billed total to the cent.
+Rounding is done per UTC day and key (idle included), so sums by workload, by day or by any
+other part of the key all come from the same cents.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 CENT = Decimal("0.01")
 HOUR = timedelta(hours=1)
@@ -72,16 +74,23 @@ def spread_over_hours(
 
 
 @dataclass(frozen=True, kw_only=True)
-class PoolAttribution:
-    """One pool over a period: cents per workload and idle, plus how busy the pool was."""
+class PoolAttribution(Generic[K]):
+    """One pool over a period: cents per key (a workload, or any finer key the caller gives)
+    and idle, plus how busy the pool was.
+
+    Rounding happens once, on ``lines`` (per UTC day and key, idle included), with the largest
+    remainder method; every other figure is a sum of those cents. So any grouping of the lines
+    (by workload, by day, by model...) adds up to the same billed total to the cent.
+    """
 
     billed: Decimal  # the bill, rounded to the cent
-    by_workload: dict[str, Decimal]  # rounded; with `idle`, adds up to `billed` exactly
+    by_workload: dict[K, Decimal]  # rounded; with `idle`, adds up to `billed` exactly
     idle: Decimal
     hours_billed: int
     hours_with_traffic: int
     tokens: int
-    daily: dict[datetime, dict[str, Decimal]]  # day -> workload or IDLE -> exact amount
+    daily: dict[datetime, dict[K | str, Decimal]]  # day -> key or IDLE -> exact amount
+    lines: dict[tuple[datetime, K | str], Decimal]  # (day, key or IDLE) -> rounded cents
 
     @property
     def attributed(self) -> Decimal:
@@ -98,44 +107,48 @@ class PoolAttribution:
 def attribute_pool(
     *,
     hourly_cost: Mapping[datetime, Decimal],
-    hourly_tokens: Mapping[datetime, Mapping[str, int]],
+    hourly_tokens: Mapping[datetime, Mapping[K, int]],
     capacity_tokens_per_hour: int | None = None,
-) -> PoolAttribution:
+) -> PoolAttribution[K]:
     """Split each hour's cost by token share (see the module docstring)."""
-    exact: dict[str, Decimal] = defaultdict(Decimal)
-    daily: dict[datetime, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    exact: dict[tuple[datetime, K | str], Decimal] = defaultdict(Decimal)
     busy_hours = 0
     total_tokens = 0
     for hour, cost in hourly_cost.items():
         day = hour.replace(hour=0)
-        tokens = {w: n for w, n in hourly_tokens.get(hour, {}).items() if n > 0}
+        tokens = {key: n for key, n in hourly_tokens.get(hour, {}).items() if n > 0}
         hour_tokens = sum(tokens.values())
         total_tokens += hour_tokens
         if not hour_tokens:
-            exact[IDLE] += cost
-            daily[day][IDLE] += cost
+            exact[(day, IDLE)] += cost
             continue
         busy_hours += 1
         used = Decimal(1)
         if capacity_tokens_per_hour:
             used = min(Decimal(1), Decimal(hour_tokens) / Decimal(capacity_tokens_per_hour))
         used_cost = cost * used
-        for workload, n in tokens.items():
-            amount = used_cost * Decimal(n) / Decimal(hour_tokens)
-            exact[workload] += amount
-            daily[day][workload] += amount
+        for key, n in tokens.items():
+            exact[(day, key)] += used_cost * Decimal(n) / Decimal(hour_tokens)
         if used < 1:
-            exact[IDLE] += cost - used_cost
-            daily[day][IDLE] += cost - used_cost
-    rounded = round_to_cents(exact)
-    idle = rounded.pop(IDLE, Decimal("0.00"))
-    billed = sum(hourly_cost.values(), Decimal(0)).quantize(CENT, rounding=ROUND_HALF_EVEN)
+            exact[(day, IDLE)] += cost - used_cost
+    lines = round_to_cents(exact)
+    by_key: dict[K, Decimal] = defaultdict(Decimal)
+    idle = Decimal("0.00")
+    daily: dict[datetime, dict[K | str, Decimal]] = defaultdict(dict)
+    for (day, key), amount in sorted(exact.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+        daily[day][key] = amount
+    for (_, key), cents in lines.items():
+        if key == IDLE:
+            idle += cents
+        else:
+            by_key[key] += cents  # type: ignore[index]
     return PoolAttribution(
-        billed=billed,
-        by_workload=dict(sorted(rounded.items(), key=lambda item: -item[1])),
+        billed=sum(lines.values(), Decimal("0.00")),
+        by_workload=dict(sorted(by_key.items(), key=lambda item: (-item[1], str(item[0])))),
         idle=idle,
         hours_billed=len(hourly_cost),
         hours_with_traffic=busy_hours,
         tokens=total_tokens,
-        daily={day: dict(values) for day, values in sorted(daily.items())},
+        daily=dict(daily),
+        lines=lines,
     )

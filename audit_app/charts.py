@@ -24,6 +24,9 @@ _LAYOUT: dict[str, Any] = {
 }
 
 
+IDLE_COLOUR = "#b0b7c3"
+
+
 def figure_to_dict(figure: go.Figure) -> dict[str, Any]:
     """JSON-safe plain data (plotly's own encoder handles dates and numpy values)."""
     return json.loads(figure.to_json())
@@ -51,9 +54,15 @@ def _floats(values: Sequence[Decimal | float | int | None]) -> list[float | None
 
 
 def build_spend_per_day_figure(
-    *, days: Sequence[date], series: dict[str, Sequence[Decimal]], dimension_label: str
+    *,
+    days: Sequence[date],
+    series: dict[str, Sequence[Decimal]],
+    dimension_label: str,
+    idle: Sequence[Decimal] = (),
+    idle_label: str = "Idle GPU",
 ) -> dict[str, Any]:
-    """Stacked bars of daily spend, one trace per workload / team / model / provider."""
+    """Stacked bars of daily spend, one trace per workload / team / model / provider / pool,
+    and the serving pools' idle cost in grey on top when there is any."""
     figure = go.Figure()
     x = [d.isoformat() for d in days]
     for name, values in series.items():
@@ -62,6 +71,16 @@ def build_spend_per_day_figure(
                 name=name,
                 x=x,
                 y=_floats(values),
+                hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    if any(idle):
+        figure.add_trace(
+            go.Bar(
+                name=idle_label,
+                x=x,
+                y=_floats(list(idle)),
+                marker={"color": IDLE_COLOUR},
                 hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
             )
         )
@@ -99,14 +118,34 @@ def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]
 def build_daily_usage_figure(
     *,
     days: Sequence[date],
-    spend: Sequence[Decimal],
+    api_spend: Sequence[Decimal],
+    gpu_cost: Sequence[Decimal],
     input_tokens: Sequence[int],
     output_tokens: Sequence[int],
 ) -> dict[str, Any]:
-    """Daily spend (bars, left axis) with input and output tokens (lines, right axis)."""
+    """Daily spend (stacked bars, left axis: API spend, then the GPU share when there is one)
+    with input and output tokens (lines, right axis)."""
     x = [d.isoformat() for d in days]
     figure = go.Figure()
-    figure.add_trace(go.Bar(name="Spend (USD)", x=x, y=_floats(spend), yaxis="y"))
+    figure.add_trace(
+        go.Bar(
+            name="API spend (USD)",
+            x=x,
+            y=_floats(api_spend),
+            yaxis="y",
+            hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
+        )
+    )
+    if any(gpu_cost):
+        figure.add_trace(
+            go.Bar(
+                name="GPU share (USD)",
+                x=x,
+                y=_floats(gpu_cost),
+                yaxis="y",
+                hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
+            )
+        )
     figure.add_trace(
         go.Scatter(name="Input tokens", x=x, y=list(input_tokens), mode="lines", yaxis="y2")
     )
@@ -115,6 +154,7 @@ def build_daily_usage_figure(
     )
     figure.update_layout(
         **_LAYOUT,
+        barmode="stack",
         title={"text": "Daily spend and tokens"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
         yaxis={"title": {"text": "Spend (USD)"}, "tickprefix": "$", "rangemode": "tozero"},
@@ -169,9 +209,6 @@ def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> d
         yaxis={"title": {"text": "Milliseconds"}, "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
-
-
-IDLE_COLOUR = "#b0b7c3"
 
 
 def build_pool_attribution_figure(

@@ -31,6 +31,28 @@ class SpendFilters:
     team: str = ""
     provider: str = ""
     model: str = ""
+    workload: str = ""  # set by workload pages, not a URL parameter
+
+    @property
+    def narrowed(self) -> bool:
+        """True when a filter other than the dates is set: only part of the traffic is shown,
+        so idle GPU cost (which belongs to no workload, team or model) is left out."""
+        return bool(self.team or self.provider or self.model or self.workload)
+
+    def cache_key(self) -> str:
+        return "|".join(
+            (
+                self.start.isoformat(),
+                self.end.isoformat(),
+                self.team,
+                self.provider,
+                self.model,
+                self.workload,
+            )
+        )
+
+    def for_workload(self, name: str) -> SpendFilters:
+        return replace(self, workload=name)
 
     def queryset(self, **extra: Any) -> QuerySet[DailyRollup]:
         """Daily rollups in the range: what sums, spend and percentiles read."""
@@ -40,6 +62,7 @@ class SpendFilters:
             team=self.team,
             provider=self.provider,
             model=self.model,
+            workload=self.workload,
             **extra,
         )
 
@@ -51,6 +74,7 @@ class SpendFilters:
             team=self.team,
             provider=self.provider,
             model=self.model,
+            workload=self.workload,
             **extra,
         )
 
@@ -77,6 +101,15 @@ def _parse_date(params: Any, name: str) -> date | None:
         return date.fromisoformat(raw)
     except ValueError:
         raise FilterError(name, f"{name}={raw!r} is not a date (use YYYY-MM-DD)") from None
+
+
+def whole_range() -> SpendFilters:
+    """Every day with data (today alone when there is none): what the CLI shows by default."""
+    bounds = data_date_range()
+    if bounds is None:
+        today = timezone.now().date()
+        return SpendFilters(start=today, end=today)
+    return SpendFilters(start=bounds[0], end=bounds[1])
 
 
 def parse_filters(params: Any) -> SpendFilters:

@@ -219,14 +219,32 @@ class DailyRollup(RollupColumns):
 
 class DataVersion(models.Model):
     """One row whose number goes up, in the same transaction, whenever what the dashboards
-    compute from changes (an upload landed or deleted, a price card or serving pool edited), so
-    cached results (audit_app.results_cache) are keyed by data they cannot outlive."""
+    compute from changes (an upload landed or deleted, a price card, serving pool, hardware
+    entry or override edited), so cached results (audit_app.results_cache) are keyed by data
+    they cannot outlive.
+
+    ``token`` is a random value drawn anew with every change: cache keys use it, not the
+    number, so two databases (or a database restored from a backup) that reach the same
+    number never read each other's results."""
 
     version = models.BigIntegerField(default=0)
+    token = models.CharField(max_length=32, default="")
     changed_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"data version {self.version}"
+
+
+class DerivedState(models.Model):
+    """One row: the data version that workload classes and recommendations were last computed
+    from (`audit_app.services.derived`). Refreshes lock it, so two never run at once."""
+
+    data_token = models.CharField(max_length=32, blank=True)
+    data_version = models.BigIntegerField(default=0)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"derived results of data version {self.data_version}"
 
 
 class WorkloadDay(models.Model):
@@ -456,6 +474,12 @@ class Recommendation(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED)
     period_start = models.DateField()
     period_end = models.DateField()
+    # 1 for the workload's best option; 2, 3 for the alternatives grouped under it.
+    rank = models.PositiveSmallIntegerField(default=1)
+    # When the figures were computed, from which data version and which uploads.
+    computed_at = models.DateTimeField(null=True, blank=True)
+    data_version = models.BigIntegerField(default=0)
+    source_upload_ids = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -65,32 +65,8 @@ def upload_list(*, limit: int = 200) -> list[Upload]:
     return list(Upload.objects.select_related("uploaded_by")[:limit])
 
 
-# --- Spend -----------------------------------------------------------------------------------
-GROUP_BY_FIELDS = {
-    "workload": "workload",
-    "team": "team",
-    "model": "model",
-    "provider": "provider",
-    "pool": "pool",
-    "day": "day",
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class SpendRow:
-    key: str
-    requests: int
-    input_tokens: int
-    output_tokens: int
-    logged_cost_usd: Decimal  # the logs' own cost
-    estimated_cost_usd: Decimal  # tokens without a logged cost, priced from price cards
-    unpriced_requests: int  # no logged cost and no price card: not in any $ figure
-
-    @property
-    def spend_usd(self) -> Decimal:
-        return self.logged_cost_usd + self.estimated_cost_usd
-
-
+# --- Spend ---------------------------------------------------------------------------------
+# Money is read through `audit_app.selectors_spend` (the one read model); these are its parts.
 @dataclass(frozen=True, kw_only=True)
 class UnpricedModel:
     provider: str
@@ -98,17 +74,6 @@ class UnpricedModel:
     requests: int
     input_tokens: int
     output_tokens: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class SpendBreakdown:
-    group_by: str
-    rows: list[SpendRow]
-    unpriced_models: list[UnpricedModel]
-
-    @property
-    def total_usd(self) -> Decimal:
-        return sum((row.spend_usd for row in self.rows), Decimal(0))
 
 
 def price_book() -> PriceBook:
@@ -254,120 +219,6 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
     return out
 
 
-def _key_text(value: Any) -> str:
-    return value.isoformat() if isinstance(value, date) else str(value)
-
-
-def spend_breakdown(*, group_by: str, queryset: Rollups | None = None) -> SpendBreakdown:
-    """Spend per workload / team / model / provider / pool / day, priced at read time
-    (cached per data version)."""
-    if group_by not in GROUP_BY_FIELDS:
-        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_FIELDS)}")
-    rollups = daily_rollups() if queryset is None else queryset
-    return cached(
-        "spend_breakdown",
-        f"{group_by}|{query_key(rollups)}",
-        lambda: _spend_breakdown(group_by, rollups),
-    )
-
-
-def _spend_breakdown(group_by: str, queryset: Rollups) -> SpendBreakdown:
-    rows: dict[str, dict[str, Any]] = {}
-    unpriced: dict[tuple[str, str], list[int]] = {}
-    for group in priced_groups(queryset, [GROUP_BY_FIELDS[group_by]]):
-        row = rows.setdefault(
-            _key_text(group.dims[0]),
-            {
-                "requests": 0,
-                "input": 0,
-                "output": 0,
-                "logged": Decimal(0),
-                "estimated": Decimal(0),
-                "unpriced": 0,
-            },
-        )
-        row["requests"] += group.requests
-        row["input"] += group.input_tokens
-        row["output"] += group.output_tokens
-        row["logged"] += group.logged_cost_usd
-        row["estimated"] += group.estimated_cost_usd
-        row["unpriced"] += group.unpriced_requests
-        if group.unpriced_requests:
-            totals = unpriced.setdefault((group.provider, group.model), [0, 0, 0])
-            totals[0] += group.unpriced_requests
-            totals[1] += group.unpriced_input_tokens
-            totals[2] += group.unpriced_output_tokens
-    spend_rows = [
-        SpendRow(
-            key=key,
-            requests=v["requests"],
-            input_tokens=v["input"],
-            output_tokens=v["output"],
-            logged_cost_usd=v["logged"],
-            estimated_cost_usd=v["estimated"],
-            unpriced_requests=v["unpriced"],
-        )
-        for key, v in rows.items()
-    ]
-    if group_by == "day":
-        spend_rows.sort(key=lambda r: r.key)
-    else:
-        spend_rows.sort(key=lambda r: (-r.spend_usd, r.key))
-    unpriced_models = [
-        UnpricedModel(provider=p, model=m, requests=t[0], input_tokens=t[1], output_tokens=t[2])
-        for (p, m), t in sorted(unpriced.items(), key=lambda item: (-item[1][1], item[0]))
-    ]
-    return SpendBreakdown(group_by=group_by, rows=spend_rows, unpriced_models=unpriced_models)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SpendSeries:
-    """Spend per day, split by one dimension (for the stacked chart)."""
-
-    days: list[date]
-    series: dict[str, list[Decimal]]  # name -> one value per day, aligned with days
-
-
-def spend_per_day(
-    *,
-    dimension: str,
-    queryset: Rollups,
-    start: date,
-    end: date,
-    max_series: int = 8,
-) -> SpendSeries:
-    """Daily spend by ``dimension``; beyond the top ``max_series`` names, one "other" series
-    (cached per data version)."""
-    return cached(
-        "spend_per_day",
-        f"{dimension}|{start}|{end}|{max_series}|{query_key(queryset)}",
-        lambda: _spend_per_day(dimension, queryset, start, end, max_series),
-    )
-
-
-def _spend_per_day(
-    dimension: str, queryset: Rollups, start: date, end: date, max_series: int
-) -> SpendSeries:
-    field = GROUP_BY_FIELDS[dimension]
-    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
-    index = {day: i for i, day in enumerate(days)}
-    per_name: dict[str, list[Decimal]] = {}
-    for group in priced_groups(queryset, [field, "day"]):
-        name, day = _key_text(group.dims[0]) or "(none)", group.dims[1]
-        if day not in index:
-            continue
-        values = per_name.setdefault(name, [Decimal(0)] * len(days))
-        values[index[day]] += group.spend_usd
-    ranked = sorted(per_name, key=lambda n: (-sum(per_name[n]), n))
-    series = {name: per_name[name] for name in ranked[:max_series]}
-    if len(ranked) > max_series:
-        other = [Decimal(0)] * len(days)
-        for name in ranked[max_series:]:
-            other = [a + b for a, b in zip(other, per_name[name], strict=True)]
-        series["other"] = other
-    return SpendSeries(days=days, series=series)
-
-
 # --- Workloads --------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class LatencySummary:
@@ -378,7 +229,10 @@ class LatencySummary:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkloadStats:
+class WorkloadUsage:
+    """A workload's traffic in a window: volume, tokens and latency (money is in
+    `selectors_spend.WorkloadStats`, from the one read model)."""
+
     id: int | None
     name: str
     teams: list[str]
@@ -389,22 +243,12 @@ class WorkloadStats:
     streaming_requests: int
     input_tokens: int
     output_tokens: int
-    spend_usd: Decimal
-    unpriced_requests: int
     ttft: LatencySummary
     latency: LatencySummary
     tpot: LatencySummary
-    # Self-hosted GPU cost attributed to the workload (from pool bills, see selectors_billing).
-    gpu_cost_usd: Decimal = Decimal(0)
-
-    @property
-    def total_usd(self) -> Decimal:
-        return self.spend_usd + self.gpu_cost_usd
 
 
-def with_gpu_cost(stats: list[WorkloadStats], gpu: dict[str, Decimal]) -> list[WorkloadStats]:
-    """Workload stats with their attributed GPU cost filled in."""
-    return [replace(s, gpu_cost_usd=gpu.get(s.name, Decimal(0))) for s in stats]
+EMPTY_LATENCY = LatencySummary(p50_ms=None, p95_ms=None, p99_ms=None, count=0)
 
 
 def _summary(histogram: LatencyHistogram) -> LatencySummary:
@@ -416,19 +260,14 @@ def _merged(rows: Iterable[dict[str, Any]], field: str) -> LatencyHistogram:
     return LatencyHistogram.merge_bytes(row[field] for row in rows)
 
 
-def workload_stats(*, queryset: Rollups) -> list[WorkloadStats]:
-    """One line per workload: volume, tokens, spend and latency percentiles from rollups
-    (cached per data version: merging a month of histograms for hundreds of workloads is the
-    most expensive read the dashboard makes)."""
-    return cached("workload_stats", query_key(queryset), lambda: _workload_stats(queryset))
+def workload_usage(*, queryset: Rollups) -> list[WorkloadUsage]:
+    """One line per workload: volume, tokens and latency percentiles from rollups (cached per
+    data version: merging a month of histograms for hundreds of workloads is the most
+    expensive read the dashboard makes)."""
+    return cached("workload_usage", query_key(queryset), lambda: _workload_usage(queryset))
 
 
-def _workload_stats(queryset: Rollups) -> list[WorkloadStats]:
-    spend: dict[str, Decimal] = defaultdict(Decimal)
-    unpriced: dict[str, int] = defaultdict(int)
-    for group in priced_groups(queryset, ["workload"]):
-        spend[group.dims[0]] += group.spend_usd
-        unpriced[group.dims[0]] += group.unpriced_requests
+def _workload_usage(queryset: Rollups) -> list[WorkloadUsage]:
     sums = {
         row["workload"]: row
         for row in queryset.values("workload")
@@ -461,7 +300,7 @@ def _workload_stats(queryset: Rollups) -> list[WorkloadStats]:
     for name, row in sums.items():
         rows = histograms[name]
         out.append(
-            WorkloadStats(
+            WorkloadUsage(
                 id=ids.get(name),
                 name=name,
                 teams=sorted(labels[name]["team"]),
@@ -472,57 +311,13 @@ def _workload_stats(queryset: Rollups) -> list[WorkloadStats]:
                 streaming_requests=row["s"],
                 input_tokens=row["i"],
                 output_tokens=row["o"],
-                spend_usd=spend[name],
-                unpriced_requests=unpriced[name],
                 ttft=_summary(_merged(rows, "ttft_histogram")),
                 latency=_summary(_merged(rows, "latency_histogram")),
                 tpot=_summary(_merged(rows, "tpot_histogram")),
             )
         )
-    out.sort(key=lambda w: (-w.spend_usd, w.name))
+    out.sort(key=lambda w: w.name)
     return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class DailyUsage:
-    days: list[date]
-    spend_usd: list[Decimal]
-    input_tokens: list[int]
-    output_tokens: list[int]
-    requests: list[int]
-
-
-def daily_usage(*, queryset: Rollups, start: date, end: date) -> DailyUsage:
-    """Spend, tokens and requests per day over start..end (cached per data version)."""
-    return cached(
-        "daily_usage",
-        f"{start}|{end}|{query_key(queryset)}",
-        lambda: _daily_usage(queryset, start, end),
-    )
-
-
-def _daily_usage(queryset: Rollups, start: date, end: date) -> DailyUsage:
-    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
-    index = {day: i for i, day in enumerate(days)}
-    spend = [Decimal(0)] * len(days)
-    tokens_in = [0] * len(days)
-    tokens_out = [0] * len(days)
-    requests = [0] * len(days)
-    for group in priced_groups(queryset, ["day"]):
-        i = index.get(group.dims[0])
-        if i is None:
-            continue
-        spend[i] += group.spend_usd
-        tokens_in[i] += group.input_tokens
-        tokens_out[i] += group.output_tokens
-        requests[i] += group.requests
-    return DailyUsage(
-        days=days,
-        spend_usd=spend,
-        input_tokens=tokens_in,
-        output_tokens=tokens_out,
-        requests=requests,
-    )
 
 
 def hour_of_week_requests(*, queryset: QuerySet[HourlyRollup]) -> list[list[int]]:
@@ -577,12 +372,66 @@ def hourly_output_tokens(*, queryset: QuerySet[HourlyRollup], start: date, end: 
     return demand
 
 
+@dataclass(frozen=True, kw_only=True)
+class RecommendationGroup:
+    """One workload's recommendations: the one that leads, the alternatives under it, and the
+    closed ones (rejected, gate failed) kept for their history."""
+
+    workload: Workload
+    leader: Recommendation | None
+    alternatives: list[Recommendation]
+    closed: list[Recommendation]
+
+    @property
+    def open_savings(self) -> Decimal:
+        """What taking the leader would save a month, if it is still open (proposed or
+        approved for a pilot); alternatives are never added to it."""
+        if self.leader is not None and self.leader.status in OPEN_STATUSES:
+            return self.leader.savings_monthly_usd
+        return Decimal(0)
+
+
+OPEN_STATUSES = (Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED)
+DECIDED_ACTIVE = (Recommendation.Status.PILOT_APPROVED, Recommendation.Status.VERIFIED)
+CLOSED_STATUSES = (Recommendation.Status.REJECTED, Recommendation.Status.GATE_FAILED)
+
+
+def recommendation_groups() -> list[RecommendationGroup]:
+    """Recommendations per workload, largest open savings first. A pilot a manager approved
+    (or a gate verified) leads its workload; otherwise the recommender's best option does."""
+    by_workload: dict[int, list[Recommendation]] = defaultdict(list)
+    workloads: dict[int, Workload] = {}
+    for recommendation in Recommendation.objects.select_related("workload"):
+        by_workload[recommendation.workload_id].append(recommendation)
+        workloads[recommendation.workload_id] = recommendation.workload
+    groups = []
+    for workload_id, items in by_workload.items():
+        active = [r for r in items if r.status not in CLOSED_STATUSES]
+        decided = [r for r in active if r.status in DECIDED_ACTIVE]
+        pool = decided or active
+        leader = min(pool, key=lambda r: (r.rank, -r.savings_monthly_usd, r.pk)) if pool else None
+        groups.append(
+            RecommendationGroup(
+                workload=workloads[workload_id],
+                leader=leader,
+                alternatives=sorted(
+                    (r for r in active if r is not leader),
+                    key=lambda r: (-r.savings_monthly_usd, r.pk),
+                ),
+                closed=[r for r in items if r.status in CLOSED_STATUSES],
+            )
+        )
+    groups.sort(
+        key=lambda g: (
+            -g.open_savings,
+            -(g.leader.savings_monthly_usd if g.leader else Decimal(0)),
+            g.workload.name,
+        )
+    )
+    return groups
+
+
 def potential_monthly_savings() -> Decimal:
-    """Savings if every workload took its best open recommendation: alternatives for the same
-    workload are not added up (a workload moves to one target)."""
-    best: dict[int, Decimal] = {}
-    for workload_id, savings in Recommendation.objects.filter(
-        status__in=[Recommendation.Status.PROPOSED, Recommendation.Status.PILOT_APPROVED]
-    ).values_list("workload_id", "savings_monthly_usd"):
-        best[workload_id] = max(best.get(workload_id, Decimal(0)), savings)
-    return sum(best.values(), Decimal(0))
+    """Savings if every workload took its leading open recommendation: alternatives for the
+    same workload are not added up (a workload moves to one target)."""
+    return sum((group.open_savings for group in recommendation_groups()), Decimal(0))

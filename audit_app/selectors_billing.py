@@ -65,17 +65,29 @@ def pool_charges(pool: ServingPool, queryset: QuerySet[BillingCharge]) -> QueryS
     return queryset.filter(matches)
 
 
+# Who used a pool in an hour, as finely as the spend read model needs to group GPU cost.
+TrafficKey = tuple[str, str, str, str]  # (workload, team, provider, model)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PoolReport:
     pool: ServingPool
     currency: str
-    attribution: PoolAttribution
+    attribution: PoolAttribution[TrafficKey]
     instance_types: list[str]
     upload_ids: list[int]
 
+    @property
+    def by_workload(self) -> dict[str, Decimal]:
+        """Cents attributed to each workload (largest first), from the same rounded lines."""
+        totals: dict[str, Decimal] = defaultdict(Decimal)
+        for key, amount in self.attribution.by_workload.items():
+            totals[key[0]] += amount
+        return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
 
 def pool_reports(*, start: date, end: date) -> list[PoolReport]:
-    """Each pool's bill over start..end, spread hour by hour over the workloads it served
+    """Each pool's bill over start..end, spread hour by hour over the traffic it served
     (cached per data version: it reads every hourly charge and rollup of the pools)."""
     return cached("pool_reports", f"{start}|{end}", lambda: _pool_reports(start, end))
 
@@ -98,14 +110,15 @@ def _pool_reports(start: date, end: date) -> list[PoolReport]:
             if charge.instance_type:
                 instance_types.add(charge.instance_type)
             upload_ids.add(charge.upload_id)
-        tokens: dict[datetime, dict[str, int]] = defaultdict(dict)
+        tokens: dict[datetime, dict[TrafficKey, int]] = defaultdict(dict)
         for row in (
             pool_rollups(pool, rollups)
-            .values("hour", "workload")
+            .values("hour", "workload", "team", "provider", "model")
             .annotate(i=Sum("input_tokens"), o=Sum("output_tokens"))
             .order_by()
         ):
-            tokens[row["hour"]][row["workload"]] = row["i"] + row["o"]
+            key = (row["workload"], row["team"], row["provider"], row["model"])
+            tokens[row["hour"]][key] = row["i"] + row["o"]
         for currency, items in sorted(by_currency.items()):
             hourly = {h: c for h, c in spread_over_hours(items).items() if low <= h < high}
             reports.append(
@@ -122,16 +135,6 @@ def _pool_reports(start: date, end: date) -> list[PoolReport]:
                 )
             )
     return reports
-
-
-def attributed_gpu_cost_by_workload(reports: list[PoolReport]) -> dict[str, Decimal]:
-    """USD attributed to each workload across pools (other currencies are not converted)."""
-    totals: dict[str, Decimal] = defaultdict(Decimal)
-    for report in reports:
-        if report.currency == "USD":
-            for workload, amount in report.attribution.by_workload.items():
-                totals[workload] += amount
-    return dict(totals)
 
 
 # --- Reconciliation -----------------------------------------------------------------------------

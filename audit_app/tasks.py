@@ -32,6 +32,15 @@ def ingest_upload(upload_id: int) -> str:
     return upload.status
 
 
+@shared_task(name="audit_app.refresh_derived", **_INGEST_TASK)
+def refresh_derived() -> bool:
+    """Re-classify and re-price when the data changed since the last refresh (a no-op
+    otherwise, so duplicates are harmless); see audit_app.services.derived."""
+    from audit_app.services.derived import derived_refresh
+
+    return derived_refresh()
+
+
 @shared_task(name="audit_app.ingest_part", **_INGEST_TASK)
 def ingest_part(upload_id: int, spec: dict[str, object]) -> str:
     """Parse one byte range of a large upload (see audit_app.services.ingest_fanout); the part

@@ -110,7 +110,7 @@ class PoolListApi(APIView):
                 "hours_billed": r.attribution.hours_billed,
                 "hours_with_traffic": r.attribution.hours_with_traffic,
                 "tokens": r.attribution.tokens,
-                "by_workload": r.attribution.by_workload,
+                "by_workload": r.by_workload,
                 "instance_types": r.instance_types,
                 "bill_upload_ids": r.upload_ids,
             }

@@ -15,12 +15,13 @@ from rest_framework.views import APIView
 
 from audit_app.filters import FilterError, SpendFilters, parse_filters
 from audit_app.models import Workload
-from audit_app.selectors import (
+from audit_app.selectors import LatencySummary
+from audit_app.selectors_spend import (
     GROUP_BY_FIELDS,
-    LatencySummary,
+    SpendRow,
     WorkloadStats,
-    daily_usage,
-    spend_breakdown,
+    spend_report,
+    workload_list,
     workload_stats,
 )
 from audit_app.services.classification import class_summary
@@ -47,7 +48,15 @@ class SpendRowOutput(serializers.Serializer):
     requests = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
-    spend_usd = serializers.DecimalField(**MONEY)
+    spend_usd = serializers.DecimalField(
+        **MONEY, help_text="api_spend_usd + gpu_cost_usd: what this group cost."
+    )
+    api_spend_usd = serializers.DecimalField(
+        **MONEY, help_text="Token-priced usage: the logs' cost, else price cards."
+    )
+    gpu_cost_usd = serializers.DecimalField(
+        **MONEY, help_text="Share of serving-pool GPU bills, by tokens per hour."
+    )
     logged_cost_usd = serializers.DecimalField(**MONEY)
     estimated_cost_usd = serializers.DecimalField(**MONEY)
     unpriced_requests = serializers.IntegerField()
@@ -65,9 +74,23 @@ class SpendOutput(serializers.Serializer):
     group_by = serializers.CharField()
     start = serializers.DateField()
     end = serializers.DateField()
-    total_usd = serializers.DecimalField(**MONEY)
+    total_usd = serializers.DecimalField(**MONEY, help_text="Σ rows' spend_usd + idle_gpu_usd.")
+    api_spend_usd = serializers.DecimalField(**MONEY)
+    gpu_cost_usd = serializers.DecimalField(**MONEY)
+    idle_gpu_usd = serializers.DecimalField(
+        **MONEY,
+        help_text="Serving pools' idle cost: no workload's; 0 when team/provider/model is set.",
+    )
     rows = SpendRowOutput(many=True)
     unpriced_models = UnpricedModelOutput(many=True)
+
+
+def spend_row_payload(row: SpendRow) -> dict[str, Any]:
+    return {
+        **row.__dict__,
+        "spend_usd": row.spend_usd,
+        "api_spend_usd": row.api_spend_usd,
+    }
 
 
 class SpendApi(APIView):
@@ -87,13 +110,16 @@ class SpendApi(APIView):
                 {"group_by": [f"must be one of {', '.join(GROUP_BY_FIELDS)}, not {group_by!r}"]}
             )
         filters = _filters(request)
-        breakdown = spend_breakdown(group_by=group_by, queryset=filters.queryset())
+        breakdown = spend_report(filters).breakdown(group_by)
         data = {
             "group_by": group_by,
             "start": filters.start,
             "end": filters.end,
             "total_usd": breakdown.total_usd,
-            "rows": [{**row.__dict__, "spend_usd": row.spend_usd} for row in breakdown.rows],
+            "api_spend_usd": breakdown.api_spend_usd,
+            "gpu_cost_usd": breakdown.gpu_cost_usd,
+            "idle_gpu_usd": breakdown.idle_gpu_usd,
+            "rows": [spend_row_payload(row) for row in breakdown.rows],
             "unpriced_models": [m.__dict__ for m in breakdown.unpriced_models],
         }
         return Response(SpendOutput(data).data)
@@ -118,14 +144,15 @@ class WorkloadOutput(serializers.Serializer):
     streaming_requests = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
-    spend_usd = serializers.DecimalField(**MONEY)
+    spend_usd = serializers.DecimalField(**MONEY, help_text="api_spend_usd + gpu_cost_usd.")
+    api_spend_usd = serializers.DecimalField(**MONEY)
+    gpu_cost_usd = serializers.DecimalField(**MONEY)
     unpriced_requests = serializers.IntegerField()
     p95_ttft_ms = serializers.FloatField(allow_null=True)
     p95_e2e_ms = serializers.FloatField(allow_null=True)
     ttft = LatencyOutput()
     latency = LatencyOutput()
     tpot = LatencyOutput()
-    gpu_cost_usd = serializers.DecimalField(**MONEY)
     workload_class = serializers.CharField()
     computed_class = serializers.CharField()
     confidence = serializers.FloatField()
@@ -139,6 +166,8 @@ class DailyOutput(serializers.Serializer):
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
     spend_usd = serializers.DecimalField(**MONEY)
+    api_spend_usd = serializers.DecimalField(**MONEY)
+    gpu_cost_usd = serializers.DecimalField(**MONEY)
 
 
 class WorkloadDetailOutput(WorkloadOutput):
@@ -163,6 +192,7 @@ def workload_payload(
             for k in ("workload_class", "computed_class", "confidence", "evidence", "override")
         },
         **{k: v for k, v in stats.__dict__.items() if k not in ("ttft", "latency", "tpot")},
+        "spend_usd": stats.spend_usd,
         "url": reverse("api-workload-detail", args=[stats.id], request=request),
         "p95_ttft_ms": stats.ttft.p95_ms,
         "p95_e2e_ms": stats.latency.p95_ms,
@@ -173,12 +203,13 @@ def workload_payload(
 
 
 class WorkloadListApi(APIView):
-    """Workloads with requests, tokens, spend and p95 latency over a date range."""
+    """Workloads with requests, tokens, spend (API + GPU share) and p95 latency over a date
+    range."""
 
     @extend_schema(parameters=FILTER_PARAMETERS, responses=WorkloadOutput(many=True))
     def get(self, request: Request) -> Response:
         filters = _filters(request)
-        stats = [s for s in workload_stats(queryset=filters.queryset()) if s.id is not None]
+        stats = [s for s in workload_list(filters) if s.id is not None]
         workloads = (
             Workload.objects.select_related("classification")
             .prefetch_related("overrides__user")
@@ -197,45 +228,29 @@ class WorkloadDetailApi(APIView):
     @extend_schema(parameters=FILTER_PARAMETERS, responses=WorkloadDetailOutput)
     def get(self, request: Request, workload_id: int) -> Response:
         workload = get_object_or_404(Workload, pk=workload_id)
-        filters = _filters(request)
-        queryset = filters.queryset(workload=workload.name)
-        stats = workload_stats(queryset=queryset)
-        usage = daily_usage(queryset=queryset, start=filters.start, end=filters.end)
-        if stats:
-            payload = workload_payload(stats[0], request)
-        else:
-            empty = LatencySummary(p50_ms=None, p95_ms=None, p99_ms=None, count=0)
-            payload = workload_payload(
-                WorkloadStats(
-                    id=workload.pk,
-                    name=workload.name,
-                    teams=[],
-                    providers=[],
-                    models=[],
-                    requests=0,
-                    errors=0,
-                    streaming_requests=0,
-                    input_tokens=0,
-                    output_tokens=0,
-                    spend_usd=0,
-                    unpriced_requests=0,
-                    ttft=empty,
-                    latency=empty,
-                    tpot=empty,
-                ),
-                request,
-            )
+        filters = _filters(request).for_workload(workload.name)
+        payload = workload_payload(workload_stats(filters, workload_id=workload.pk), request)
+        daily = spend_report(filters).daily
         payload.update(
             start=filters.start,
             end=filters.end,
             daily=[
-                {"day": day, "requests": r, "input_tokens": i, "output_tokens": o, "spend_usd": s}
-                for day, r, i, o, s in zip(
-                    usage.days,
-                    usage.requests,
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.spend_usd,
+                {
+                    "day": day,
+                    "requests": r,
+                    "input_tokens": i,
+                    "output_tokens": o,
+                    "spend_usd": a + g,
+                    "api_spend_usd": a,
+                    "gpu_cost_usd": g,
+                }
+                for day, r, i, o, a, g in zip(
+                    daily.days,
+                    daily.requests,
+                    daily.input_tokens,
+                    daily.output_tokens,
+                    daily.api_spend_usd,
+                    daily.gpu_cost_usd,
                     strict=True,
                 )
             ],

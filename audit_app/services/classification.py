@@ -34,7 +34,7 @@ from audit_app.selectors import (
     daily_rollups,
     data_date_range,
     rollups_in_range,
-    workload_stats,
+    workload_usage,
 )
 from audit_app.services.audit import audit_record
 
@@ -108,7 +108,7 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
         )
         for d in sorted(minute)
     ]
-    stats = workload_stats(queryset=daily_rollups(start=start, end=end, workload=workload.name))
+    stats = workload_usage(queryset=daily_rollups(start=start, end=end, workload=workload.name))
     latency = stats[0] if stats else None
     return WorkloadSummary(
         workload=workload.name,

@@ -22,6 +22,7 @@ from audit_app.demo_data import (
 )
 from audit_app.models import ServingPool, Upload
 from audit_app.permissions import Role
+from audit_app.services.derived import derived_refresh
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
 
@@ -119,10 +120,13 @@ def demo_data_load(
                 "tag_value": pool.name,
             },
         )
+    # Classes and recommendations once everything is in (logs, the bill and its pools), before
+    # the command returns.
+    derived_refresh()
     return DemoDataResult(uploads=uploads, skipped=False, planted=summary.discrepancy)
 
 
 def _ingest_file(path: Path, *, kind: str) -> Upload:
     with open(path, "rb") as source:
         upload = upload_create(source=source, original_name=path.name, kind=kind, enqueue=False)
-    return upload_ingest(upload_id=upload.pk)
+    return upload_ingest(upload_id=upload.pk, refresh=False)

@@ -81,18 +81,11 @@ def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None 
 
 
 def after_ingest() -> None:
-    """What new traffic changes downstream: workload classes, then recommendations; then
-    the default pages' results are computed into the cache for the next visitor."""
-    from audit_app.results_cache import warm_defaults
-    from audit_app.services.classification import workloads_classify
-    from audit_app.services.recommendations import recommendations_refresh
+    """What a landed upload changes downstream: workload classes, then recommendations, then
+    the default pages' results are computed into the cache (`services.derived`)."""
+    from audit_app.services.derived import derived_refresh
 
-    workloads_classify()
-    recommendations_refresh()
-    try:
-        warm_defaults()
-    except Exception:  # a cold cache is slower, never wrong: the ingest has succeeded
-        logger.warning("could not warm the results cache", exc_info=True)
+    derived_refresh()
 
 
 def _ingest(upload_id: int) -> Upload:

@@ -2,23 +2,32 @@
 
 Targets (DESIGN §3.6): the batch tier of the same API model; cheaper providers of the same open
 model; dedicated throughput hardware (instance $/hour x assumed tokens/s, through the traffic
-cost model in `audit_app.costing`, scale-to-zero since nobody waits on async work). The best
-three targets with positive savings are kept. Throughput figures are assumptions until a
-benchmark gate confirms them, and every recommendation says so.
+cost model in `audit_app.costing`, scale-to-zero since nobody waits on async work).
+
+What a workload costs now comes from the one read model (`selectors_spend`: API spend plus its
+share of GPU pool bills), scaled from the window to a month. Options saving less than
+`RECOMMENDATION_MIN_SAVINGS_USD` a month are not proposed; of the rest, the best leads
+(rank 1) and up to two alternatives are kept under it (ranks 2, 3), never counted again in the
+savings total. Throughput figures are assumptions until a benchmark gate confirms them, and
+every recommendation says so.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
 
 from audit_app.costing import Deployment, ScalingMode, monthly_cost
+from audit_app.filters import SpendFilters
 from audit_app.models import (
     AuditEvent,
     HardwareTarget,
@@ -30,13 +39,15 @@ from audit_app.models import (
 )
 from audit_app.permissions import Role, has_role
 from audit_app.pricing import normalize_model, normalize_provider
+from audit_app.results_cache import current_version
 from audit_app.selectors import (
+    daily_rollups,
     hourly_output_tokens,
     price_book,
-    priced_groups,
     rollups_in_range,
 )
-from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
+from audit_app.selectors_billing import pool_reports
+from audit_app.selectors_spend import SpendLines, SpendRow, spend_lines
 from audit_app.services.audit import audit_record
 from audit_app.services.classification import analysis_window, effective_class
 
@@ -183,82 +194,120 @@ def _hardware_options(model: str, demand: list[int]) -> list[Option]:
     return options
 
 
+def workload_entries(lines: SpendLines) -> dict[str, dict[tuple[str, str], SpendRow]]:
+    """Workload -> (provider, model) -> its spend row, from the read model's lines."""
+    out: dict[str, dict[tuple[str, str], SpendRow]] = defaultdict(dict)
+    for (name, provider, model), row in lines.grouped("workload", "provider", "model").items():
+        out[name][(provider, model)] = row
+    return out
+
+
 def workload_options(
-    workload: Workload, *, start: date, end: date, gpu_cost: Decimal
+    workload: Workload,
+    *,
+    start: date,
+    end: date,
+    entries: dict[tuple[str, str], SpendRow] | None = None,
 ) -> tuple[Decimal, list[Option]]:
-    """(current monthly cost, the targets it could move to)."""
+    """(current monthly cost, the targets it could move to); ``entries`` are the workload's
+    spend rows per (provider, model) over the window (read here when not given)."""
     hours = ((end - start).days + 1) * 24
+    if entries is None:
+        lines = spend_lines(SpendFilters(start=start, end=end, workload=workload.name))
+        entries = workload_entries(lines).get(workload.name, {})
+    current = _month(sum((row.spend_usd for row in entries.values()), Decimal(0)), hours)
     queryset = rollups_in_range(start=start, end=end, workload=workload.name)
-    usage: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {
-            "spend": Decimal(0),
-            "requests": 0,
-            "batch": 0,
-            "input_tokens": 0,
-            "output_tokens": 0,
-        }
-    )
-    for group in priced_groups(queryset, ["provider", "model", "batch_api"]):
-        provider, model, batch = group.dims
-        entry = usage[(provider, model)]
-        entry.update(provider=provider, model=model, day=end)
-        entry["spend"] += group.spend_usd
-        entry["requests"] += group.requests
-        entry["batch"] += group.requests if batch else 0
-        entry["input_tokens"] += group.input_tokens
-        entry["output_tokens"] += group.output_tokens
-    current_api = sum((u["spend"] for u in usage.values()), Decimal(0))
-    current = _month(current_api + gpu_cost, hours)
+    batch_requests: dict[tuple[str, str], int] = defaultdict(int)
+    for row in (
+        queryset.filter(batch_api=True)
+        .values("provider", "model")
+        .annotate(n=Sum("requests"))
+        .order_by()
+    ):
+        batch_requests[(row["provider"], row["model"])] += row["n"]
     options: list[Option] = []
-    for entry in usage.values():
-        entry["batch_share"] = entry["batch"] / entry["requests"] if entry["requests"] else 0.0
-        # Self-hosted traffic costs what its pool's bill attributes to it; API traffic its spend.
-        is_self_hosted = gpu_cost > 0 and entry["spend"] == 0
-        replaced = _month(gpu_cost if is_self_hosted else entry["spend"], hours)
-        others = current - replaced  # the rest of the workload stays where it is
+    for (provider, model), row in sorted(entries.items()):
+        usage = {
+            "provider": provider,
+            "model": model,
+            "day": end,
+            "spend": row.api_spend_usd,  # what a batch tier discounts
+            "requests": row.requests,
+            "input_tokens": row.input_tokens,
+            "output_tokens": row.output_tokens,
+            "batch_share": batch_requests[(provider, model)] / row.requests
+            if row.requests
+            else 0.0,
+        }
+        # This provider/model's traffic moves; the rest of the workload stays where it is.
+        others = current - _month(row.spend_usd, hours)
         demand = hourly_output_tokens(
-            queryset=queryset.filter(provider=entry["provider"], model=entry["model"]),
-            start=start,
-            end=end,
+            queryset=queryset.filter(provider=provider, model=model), start=start, end=end
         )
         candidates = [
-            _batch_option(entry, hours),
-            *_provider_options(entry, hours),
-            *_hardware_options(entry["model"], demand),
+            _batch_option(usage, hours),
+            *_provider_options(usage, hours),
+            *_hardware_options(model, demand),
         ]
         for option in candidates:
             if option is not None:
-                options.append(
-                    Option(
-                        **{
-                            **option.__dict__,
-                            "projected_monthly": option.projected_monthly + others,
-                        }
-                    )
-                )
+                options.append(replace(option, projected_monthly=option.projected_monthly + others))
     return current, options
 
 
+def _source_uploads(workload: Workload, *, start: date, end: date, gpu: bool) -> list[int]:
+    """The succeeded uploads a workload's figures were computed from: its token logs in the
+    window, and the bills of the pools it ran on."""
+    ids = set(
+        daily_rollups(start=start, end=end, workload=workload.name)
+        .values_list("upload_id", flat=True)
+        .distinct()
+        .order_by()
+    )
+    if gpu:
+        for report in pool_reports(start=start, end=end):
+            if workload.name in report.by_workload:
+                ids.update(report.upload_ids)
+    return sorted(ids)
+
+
+def min_savings() -> Decimal:
+    return Decimal(str(settings.RECOMMENDATION_MIN_SAVINGS_USD))
+
+
 @transaction.atomic
-def recommendations_refresh(*, today: date | None = None) -> list[Recommendation]:
-    """Re-price every asynchronous workload; keeps decided recommendations and their history."""
+def recommendations_refresh(
+    *, today: date | None = None, data_version: int | None = None
+) -> list[Recommendation]:
+    """Re-price every asynchronous workload; keeps decided recommendations and their history.
+
+    Writes only what changed, so running it twice on the same data changes nothing.
+    """
     # The last 30 days with data (fewer when less was uploaded), scaled to a month.
     window = analysis_window(today)
     if window is None:
+        Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).delete()
         return []
     start, end = window
-    gpu = attributed_gpu_cost_by_workload(pool_reports(start=start, end=end))
+    version = data_version if data_version is not None else current_version().version
+    floor = min_savings()
+    entries = workload_entries(spend_lines(SpendFilters(start=start, end=end)))
+    now = timezone.now()
     kept: list[Recommendation] = []
     for workload in Workload.objects.all():
         if effective_class(workload) != WorkloadClass.ASYNC:
             continue
-        current, options = workload_options(
-            workload, start=start, end=end, gpu_cost=gpu.get(workload.name, Decimal(0))
-        )
+        mine = entries.get(workload.name, {})
+        current, options = workload_options(workload, start=start, end=end, entries=mine)
         best = sorted(
-            (o for o in options if o.projected_monthly < current), key=lambda o: o.projected_monthly
+            (o for o in options if current - o.projected_monthly >= floor),
+            key=lambda o: (o.projected_monthly, o.target),
         )[:MAX_TARGETS]
-        for option in best:
+        if not best:
+            continue
+        gpu = any(row.gpu_cost_usd for row in mine.values())
+        sources = _source_uploads(workload, start=start, end=end, gpu=gpu)
+        for rank, option in enumerate(best, start=1):
             values = {
                 "current_monthly_usd": _money(current),
                 "projected_monthly_usd": _money(option.projected_monthly),
@@ -267,12 +316,14 @@ def recommendations_refresh(*, today: date | None = None) -> list[Recommendation
                 "confidence": option.confidence[:300],
                 "period_start": start,
                 "period_end": end,
+                "rank": rank,
+                "source_upload_ids": sources,
             }
             recommendation, created = Recommendation.objects.get_or_create(
                 workload=workload,
                 target_kind=option.kind,
                 target=option.target[:300],
-                defaults=values,
+                defaults={**values, "computed_at": now, "data_version": version},
             )
             if created:
                 RecommendationEvent.objects.create(
@@ -280,9 +331,13 @@ def recommendations_refresh(*, today: date | None = None) -> list[Recommendation
                     to_status=recommendation.status,
                     note="Proposed by the recommender.",
                 )
-            elif recommendation.status == Recommendation.Status.PROPOSED:
+            elif recommendation.status == Recommendation.Status.PROPOSED and any(
+                getattr(recommendation, name) != value for name, value in values.items()
+            ):
                 for name, value in values.items():
                     setattr(recommendation, name, value)
+                recommendation.computed_at = now
+                recommendation.data_version = version
                 recommendation.save()
             kept.append(recommendation)
     # Undecided proposals that no longer hold (the workload changed class, prices moved) go.

@@ -152,9 +152,13 @@ class RequeueSweeper(threading.Thread):
             self._stopping.wait(self.interval)
 
     def sweep_once(self) -> list[int]:
+        from audit_app.services.derived import derived_refresh_if_stale
+
         close_old_connections()
         try:
-            return requeue_sweep(recently_enqueued=self.recently_enqueued, queue=self.queue)
+            sent = requeue_sweep(recently_enqueued=self.recently_enqueued, queue=self.queue)
+            derived_refresh_if_stale()
+            return sent
         except Exception:
             # The database may be restarting: log it and try again at the next interval.
             logger.warning("requeue sweep failed; retrying in %ss", self.interval, exc_info=True)

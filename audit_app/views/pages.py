@@ -19,23 +19,25 @@ from audit_app.filters import FilterError, SpendFilters, parse_filters
 from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
 from audit_app.selectors import (
-    GROUP_BY_FIELDS,
-    daily_rollups,
-    daily_usage,
+    data_date_range,
     filter_choices,
     hour_of_week_requests,
     potential_monthly_savings,
-    spend_breakdown,
-    spend_per_day,
     upload_list,
     uploads_per_day,
-    with_gpu_cost,
+)
+from audit_app.selectors_billing import pool_reports
+from audit_app.selectors_spend import (
+    GROUP_BY_FIELDS,
+    IDLE_LABEL,
+    STACK_CHOICES,
+    SpendBreakdown,
+    spend_report,
+    workload_list,
     workload_stats,
 )
-from audit_app.selectors_billing import attributed_gpu_cost_by_workload, pool_reports
 from audit_app.services.classification import current_override, effective_class
 
-STACK_CHOICES = ("provider", "model", "team", "workload")
 TOP_WORKLOADS = 10
 
 
@@ -45,6 +47,7 @@ class MonthComparison:
     last_month: Decimal
     this_label: str
     last_label: str
+    change_label: str
 
     @property
     def change_percent(self) -> float | None:
@@ -53,21 +56,36 @@ class MonthComparison:
         return float((self.this_month - self.last_month) / self.last_month * 100)
 
 
+def _month_total(first: date, last: date) -> Decimal:
+    return spend_report(SpendFilters(start=first, end=last)).total_usd
+
+
+def _previous_month(first: date) -> date:
+    return (first - timedelta(days=1)).replace(day=1)
+
+
 def month_comparison(today: date) -> MonthComparison:
+    """This month so far against last month; on a month with no data yet (the 1st, or data
+    that stops earlier), the last complete month against the one before it."""
     first = today.replace(day=1)
-    previous_last = first - timedelta(days=1)
-    previous_first = previous_last.replace(day=1)
-    this_month = spend_breakdown(
-        group_by="provider", queryset=daily_rollups(start=first, end=today)
-    ).total_usd
-    last_month = spend_breakdown(
-        group_by="provider", queryset=daily_rollups(start=previous_first, end=previous_last)
-    ).total_usd
+    bounds = data_date_range()
+    if bounds is None or bounds[1] >= first:
+        previous = _previous_month(first)
+        return MonthComparison(
+            this_month=_month_total(first, today),
+            last_month=_month_total(previous, first - timedelta(days=1)),
+            this_label=f"{first:%B %Y} so far",
+            last_label=f"{previous:%B %Y}",
+            change_label="Change so far",
+        )
+    complete = _previous_month(first)
+    before = _previous_month(complete)
     return MonthComparison(
-        this_month=this_month,
-        last_month=last_month,
-        this_label=f"{first:%B %Y} so far",
-        last_label=f"{previous_first:%B %Y}",
+        this_month=_month_total(complete, first - timedelta(days=1)),
+        last_month=_month_total(before, complete - timedelta(days=1)),
+        this_label=f"{complete:%B %Y}",
+        last_label=f"{before:%B %Y}",
+        change_label=f"Change on {before:%B}",
     )
 
 
@@ -92,22 +110,15 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
         stack = self.request.GET.get("stack", "provider")
         if stack not in STACK_CHOICES:
             stack = "provider"
-        queryset = filters.queryset()
-        breakdown = spend_breakdown(group_by=stack, queryset=queryset)
-        per_day = spend_per_day(
-            dimension=stack, queryset=queryset, start=filters.start, end=filters.end
-        )
-        by_workload = (
-            breakdown
-            if stack == "workload"
-            else spend_breakdown(group_by="workload", queryset=queryset)
-        ).rows
+        report = spend_report(filters)
+        breakdown = report.breakdown(stack)
+        per_day = report.series[stack]
+        by_workload = report.breakdown("workload").rows
         top = by_workload[:TOP_WORKLOADS]
         uploads = uploads_per_day(days=30)
         reports = pool_reports(start=filters.start, end=filters.end)
         usd_pools = [r for r in reports if r.currency == "USD"]
-        workloads_in_pools = sorted({w for r in usd_pools for w in r.attribution.by_workload})
-        gpu_by_workload = attributed_gpu_cost_by_workload(reports)
+        workloads_in_pools = sorted({w for r in usd_pools for w in r.by_workload})
         class_split: dict[str, Decimal] = {c: Decimal(0) for c in WorkloadClass.values}
         classes = {
             w.name: effective_class(w)
@@ -116,9 +127,10 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             .prefetch_related("overrides")
         }
         for row in by_workload:
-            label = classes.get(row.key, WorkloadClass.UNKNOWN)
-            class_split[label] += row.spend_usd + gpu_by_workload.get(row.key, Decimal(0))
+            class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
+        window = f"between {filters.start} and {filters.end}"
         context.update(
+            report=report,
             class_split=class_split,
             potential_savings=potential_monthly_savings(),
             pools=reports,
@@ -127,15 +139,13 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             pools_figure=charts.build_pool_attribution_figure(
                 pools=[r.pool.name for r in usd_pools],
                 by_workload={
-                    w: [r.attribution.by_workload.get(w, Decimal(0)) for r in usd_pools]
+                    w: [r.by_workload.get(w, Decimal(0)) for r in usd_pools]
                     for w in workloads_in_pools
                 },
                 idle=[r.attribution.idle for r in usd_pools],
             )
             if usd_pools
             else None,
-        )
-        context.update(
             filters=filters,
             filter_error=filter_error,
             choices=filter_choices(),
@@ -144,18 +154,61 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             breakdown=breakdown,
             months=month_comparison(timezone.now().date()),
             spend_figure=charts.build_spend_per_day_figure(
-                days=per_day.days, series=per_day.series, dimension_label=stack
+                days=per_day.days,
+                series=per_day.series,
+                dimension_label=stack,
+                idle=per_day.idle,
+                idle_label=IDLE_LABEL,
             ),
             top_figure=charts.build_top_workloads_figure(
                 names=[row.key for row in top], spend=[row.spend_usd for row in top]
             ),
-            has_spend=bool(breakdown.rows),
+            empty_window=f"No spend {window}.",
+            has_spend=not report.is_empty,
             uploads_total=uploads.total,
             uploads_figure=charts.build_uploads_per_day_figure(
                 days=uploads.days, counts_by_kind=uploads.counts_by_kind
             ),
         )
         return context
+
+
+SPEND_CSV_HEADER = [
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "spend_usd",
+    "api_spend_usd",
+    "gpu_cost_usd",
+    "logged_cost_usd",
+    "estimated_cost_usd",
+    "unpriced_requests",
+]
+IDLE_CSV_KEY = "(idle GPU, no workload)"
+
+
+def spend_csv_rows(breakdown: SpendBreakdown) -> list[list[object]]:
+    """The breakdown's rows, then idle GPU cost as a row of its own, so the column adds up to
+    the same total as the page and the API."""
+    rows: list[list[object]] = [
+        [
+            r.key,
+            r.requests,
+            r.input_tokens,
+            r.output_tokens,
+            r.spend_usd,
+            r.api_spend_usd,
+            r.gpu_cost_usd,
+            r.logged_cost_usd,
+            r.estimated_cost_usd,
+            r.unpriced_requests,
+        ]
+        for r in breakdown.rows
+    ]
+    if breakdown.idle_gpu_usd:
+        idle = breakdown.idle_gpu_usd
+        rows.append([IDLE_CSV_KEY, 0, 0, 0, idle, 0, idle, 0, 0, 0])
+    return rows
 
 
 class SpendCsvView(RoleRequiredMixin, FilteredPageMixin, View):
@@ -166,32 +219,11 @@ class SpendCsvView(RoleRequiredMixin, FilteredPageMixin, View):
         group_by = request.GET.get("group_by", "provider")
         if group_by not in GROUP_BY_FIELDS:
             raise Http404("unknown group_by")
-        breakdown = spend_breakdown(group_by=group_by, queryset=filters.queryset())
+        breakdown = spend_report(filters).breakdown(group_by)
         return csv_response(
             filename=f"spend-by-{group_by}-{filters.start}-{filters.end}.csv",
-            header=[
-                group_by,
-                "requests",
-                "input_tokens",
-                "output_tokens",
-                "spend_usd",
-                "logged_cost_usd",
-                "estimated_cost_usd",
-                "unpriced_requests",
-            ],
-            rows=(
-                [
-                    r.key,
-                    r.requests,
-                    r.input_tokens,
-                    r.output_tokens,
-                    r.spend_usd,
-                    r.logged_cost_usd,
-                    r.estimated_cost_usd,
-                    r.unpriced_requests,
-                ]
-                for r in breakdown.rows
-            ),
+            header=[group_by, *SPEND_CSV_HEADER],
+            rows=spend_csv_rows(breakdown),
         )
 
 
@@ -200,7 +232,7 @@ WORKLOAD_SORTS = {
     "requests": lambda w: w.requests,
     "input_tokens": lambda w: w.input_tokens,
     "output_tokens": lambda w: w.output_tokens,
-    "spend": lambda w: w.total_usd,
+    "spend": lambda w: w.spend_usd,
     "p95_ttft": lambda w: (w.ttft.p95_ms is not None, w.ttft.p95_ms or 0.0),
     "p95_e2e": lambda w: (w.latency.p95_ms is not None, w.latency.p95_ms or 0.0),
 }
@@ -219,12 +251,30 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         filters, filter_error = self.filters()
-        reports = pool_reports(start=filters.start, end=filters.end)
-        stats = with_gpu_cost(
-            workload_stats(queryset=filters.queryset()), attributed_gpu_cost_by_workload(reports)
-        )
-        stats, sort = sorted_workloads(stats, request.GET.get("sort", "-spend"))
+        report = spend_report(filters)
+        stats, sort = sorted_workloads(workload_list(filters), request.GET.get("sort", "-spend"))
         if request.GET.get("export") == "csv":
+            rows: list[list[object]] = [
+                [
+                    w.name,
+                    " ".join(w.teams),
+                    " ".join(w.providers),
+                    " ".join(w.models),
+                    w.requests,
+                    w.input_tokens,
+                    w.output_tokens,
+                    w.spend_usd,
+                    w.api_spend_usd,
+                    w.gpu_cost_usd,
+                    _round(w.ttft.p95_ms),
+                    _round(w.latency.p95_ms),
+                    w.unpriced_requests,
+                ]
+                for w in stats
+            ]
+            if report.idle_gpu_usd:
+                idle = report.idle_gpu_usd
+                rows.append([IDLE_CSV_KEY, "", "", "", 0, 0, 0, idle, 0, idle, "", "", 0])
             return csv_response(
                 filename=f"workloads-{filters.start}-{filters.end}.csv",
                 header=[
@@ -242,24 +292,7 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
                     "p95_e2e_ms",
                     "unpriced_requests",
                 ],
-                rows=(
-                    [
-                        w.name,
-                        " ".join(w.teams),
-                        " ".join(w.providers),
-                        " ".join(w.models),
-                        w.requests,
-                        w.input_tokens,
-                        w.output_tokens,
-                        w.total_usd,
-                        w.spend_usd,
-                        w.gpu_cost_usd,
-                        _round(w.ttft.p95_ms),
-                        _round(w.latency.p95_ms),
-                        w.unpriced_requests,
-                    ]
-                    for w in stats
-                ),
+                rows=rows,
             )
         columns = [
             ("name", "Workload"),
@@ -287,10 +320,9 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
             "workloads": stats,
             "headers": headers,
             "sort": sort,
-            "total_spend": sum((w.total_usd for w in stats), Decimal(0)),
-            "idle_usd": sum(
-                (r.attribution.idle for r in reports if r.currency == "USD"), Decimal(0)
-            ),
+            "total_spend": report.total_usd,
+            "attributed_spend": report.breakdown("workload").attributed_usd,
+            "idle_usd": report.idle_gpu_usd,
         }
         return render(request, self.template_name, context)
 
@@ -306,17 +338,23 @@ class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         workload = get_object_or_404(Workload, pk=kwargs["workload_id"])
         filters, filter_error = self.filters()
-        queryset = filters.queryset(workload=workload.name)
-        stats = workload_stats(queryset=queryset)
-        usage = daily_usage(queryset=queryset, start=filters.start, end=filters.end)
+        mine = filters.for_workload(workload.name)
+        report = spend_report(mine)
+        stats = workload_stats(mine, workload_id=workload.pk)
+        daily = report.daily
+        gpu_pools = {row.key: row.gpu_cost_usd for row in report.breakdown("pool").rows}
         gpu = [
-            (r.pool.name, r.currency, r.attribution.by_workload[workload.name], r.attribution)
+            (
+                r.pool.name,
+                r.currency,
+                gpu_pools.get(r.pool.name, Decimal(0))
+                if r.currency == "USD"
+                else r.by_workload[workload.name],
+                r.attribution,
+            )
             for r in pool_reports(start=filters.start, end=filters.end)
-            if workload.name in r.attribution.by_workload
+            if workload.name in r.by_workload
         ]
-        stats = with_gpu_cost(
-            stats, {workload.name: sum((g[2] for g in gpu if g[1] == "USD"), Decimal(0))}
-        )
         context.update(
             effective_class=effective_class(workload),
             classification=getattr(workload, "classification", None),
@@ -327,29 +365,30 @@ class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             workload=workload,
             filters=filters,
             filter_error=filter_error,
-            stats=stats[0] if stats else None,
-            models=spend_breakdown(group_by="model", queryset=queryset),
+            stats=stats if stats.requests else None,
+            models=report.breakdown("model"),
             usage_figure=charts.build_daily_usage_figure(
-                days=usage.days,
-                spend=usage.spend_usd,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
+                days=daily.days,
+                api_spend=daily.api_spend_usd,
+                gpu_cost=daily.gpu_cost_usd,
+                input_tokens=daily.input_tokens,
+                output_tokens=daily.output_tokens,
             ),
             heatmap_figure=charts.build_hour_of_week_figure(
-                matrix=hour_of_week_requests(
-                    queryset=filters.hourly_queryset(workload=workload.name)
-                )
+                matrix=hour_of_week_requests(queryset=mine.hourly_queryset())
+            ),
+            latency_figure=charts.build_latency_figure(
+                percentiles={
+                    "TTFT": [stats.ttft.p50_ms, stats.ttft.p95_ms, stats.ttft.p99_ms],
+                    "End-to-end": [
+                        stats.latency.p50_ms,
+                        stats.latency.p95_ms,
+                        stats.latency.p99_ms,
+                    ],
+                    "TPOT": [stats.tpot.p50_ms, stats.tpot.p95_ms, stats.tpot.p99_ms],
+                }
             ),
         )
-        if stats:
-            s = stats[0]
-            context["latency_figure"] = charts.build_latency_figure(
-                percentiles={
-                    "TTFT": [s.ttft.p50_ms, s.ttft.p95_ms, s.ttft.p99_ms],
-                    "End-to-end": [s.latency.p50_ms, s.latency.p95_ms, s.latency.p99_ms],
-                    "TPOT": [s.tpot.p50_ms, s.tpot.p95_ms, s.tpot.p99_ms],
-                }
-            )
         return context
 
 

@@ -150,6 +150,11 @@ UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
 # turns fan-out off.
 INGEST_FANOUT_MIN_BYTES = env_int("INGEST_FANOUT_MIN_BYTES", 64 * 1024**2)
 INGEST_FANOUT_PARTS = env_int("INGEST_FANOUT_PARTS", 8)
+# Recommendations saving less than this many USD a month are not proposed.
+RECOMMENDATION_MIN_SAVINGS_USD = env_int("RECOMMENDATION_MIN_SAVINGS_USD", 10)
+# Refresh workload classes and recommendations in the worker whenever one of their inputs
+# changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
+DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
 # Uploads stream to a temporary file (never into memory) through the size check.
 FILE_UPLOAD_HANDLERS = [
     "audit_app.upload_handlers.SizeLimitUploadHandler",

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from audit_app.filters import SpendFilters
 from audit_app.models import BillingCharge, ServingPool, Upload
-from audit_app.selectors import rollups_in_range, spend_breakdown
 from audit_app.selectors_billing import pool_reports, reconciliation
+from audit_app.selectors_spend import spend_report
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
 from tests.audit_app.ingest_samples import SAMPLE_CSV
@@ -76,17 +77,24 @@ def test_pool_bill_is_spread_by_tokens_with_an_idle_hour() -> None:
     [report] = pool_reports(start=DAY, end=DAY)
     result = report.attribution
     # Hour 0: chat 3,000 and evals 1,000 tokens -> 73.74 / 24.58; hour 1 idle; hour 2 evals.
-    assert result.by_workload == {"evals": Decimal("122.90"), "chat": Decimal("73.74")}
+    assert report.by_workload == {"evals": Decimal("122.90"), "chat": Decimal("73.74")}
     assert result.idle == Decimal("98.32")
     assert result.billed == Decimal("294.96")
     assert result.attributed + result.idle == result.billed
     assert report.instance_types == ["p5.48xlarge"]
     assert report.upload_ids == [bill.pk]
 
-    # The pool's requests are costed from the bill only: no price card, not "unpriced".
-    spend = spend_breakdown(group_by="workload", queryset=rollups_in_range(start=DAY, end=DAY))
+    # The pool's requests are costed from the bill only: no price card, not "unpriced"; the
+    # read model gives each workload its share and keeps idle apart.
+    spend = spend_report(SpendFilters(start=DAY, end=DAY)).breakdown("workload")
     assert spend.unpriced_models == []
-    assert spend.total_usd == Decimal(0)
+    assert spend.api_spend_usd == Decimal(0)
+    assert {r.key: r.gpu_cost_usd for r in spend.rows} == {
+        "evals": Decimal("122.90"),
+        "chat": Decimal("73.74"),
+    }
+    assert spend.idle_gpu_usd == Decimal("98.32")
+    assert spend.total_usd == Decimal("294.96")
 
 
 def test_pool_found_by_tag_and_requests_by_model() -> None:
@@ -97,7 +105,7 @@ def test_pool_found_by_tag_and_requests_by_model() -> None:
         name="gpu", tag_key="pool", tag_value="gpu", models_served=["llama-70b"]
     )
     [report] = pool_reports(start=DAY, end=DAY)
-    assert report.attribution.by_workload == {"chat": Decimal("7.50"), "evals": Decimal("2.50")}
+    assert report.by_workload == {"chat": Decimal("7.50"), "evals": Decimal("2.50")}
     assert report.attribution.idle == Decimal("0.00")
 
 

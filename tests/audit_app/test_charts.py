@@ -36,6 +36,16 @@ def test_spend_per_day_figure() -> None:
     assert figure["data"][1]["y"] == [2.0, None]
     assert figure["layout"]["title"]["text"] == "Spend per day by provider"
     assert figure["layout"]["yaxis"]["title"]["text"] == "Spend (USD)"
+    # Idle GPU cost stacks on top, in grey, only when there is some.
+    with_idle = build_spend_per_day_figure(
+        days=[date(2026, 11, 1), date(2026, 11, 2)],
+        series={"vllm": [Decimal("4"), Decimal("1")]},
+        dimension_label="provider",
+        idle=[Decimal("0"), Decimal("2.25")],
+    )
+    assert [t["name"] for t in with_idle["data"]] == ["vllm", "Idle GPU"]
+    assert with_idle["data"][1]["y"] == [0.0, 2.25]
+    assert with_idle["data"][1]["marker"]["color"] == "#b0b7c3"
 
 
 def test_top_workloads_figure_puts_the_largest_on_top() -> None:
@@ -57,15 +67,30 @@ def test_daily_usage_figure_has_spend_bars_and_token_lines() -> None:
     from audit_app.charts import build_daily_usage_figure
 
     figure = build_daily_usage_figure(
-        days=[date(2026, 11, 1)], spend=[Decimal("3")], input_tokens=[10], output_tokens=[5]
+        days=[date(2026, 11, 1)],
+        api_spend=[Decimal("3")],
+        gpu_cost=[Decimal("0")],
+        input_tokens=[10],
+        output_tokens=[5],
     )
     assert [(t["name"], t["type"]) for t in figure["data"]] == [
-        ("Spend (USD)", "bar"),
+        ("API spend (USD)", "bar"),
         ("Input tokens", "scatter"),
         ("Output tokens", "scatter"),
     ]
     assert figure["data"][1]["yaxis"] == "y2"
     assert figure["layout"]["yaxis2"]["title"]["text"] == "Tokens"
+    # A GPU share stacks on the API spend.
+    with_gpu = build_daily_usage_figure(
+        days=[date(2026, 11, 1)],
+        api_spend=[Decimal("3")],
+        gpu_cost=[Decimal("7.5")],
+        input_tokens=[10],
+        output_tokens=[5],
+    )
+    assert [t["name"] for t in with_gpu["data"][:2]] == ["API spend (USD)", "GPU share (USD)"]
+    assert with_gpu["data"][1]["y"] == [7.5]
+    assert with_gpu["layout"]["barmode"] == "stack"
 
 
 def test_hour_of_week_and_latency_figures() -> None:

@@ -16,15 +16,17 @@ import numpy as np
 import pytest
 
 from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+from audit_app.filters import whole_range
 from audit_app.histograms import LatencyHistogram
 from audit_app.models import DailyRollup, HourlyRollup
 from audit_app.selectors import (
     daily_rollups,
     data_date_range,
+    priced_groups,
     rollups_in_range,
-    spend_breakdown,
-    workload_stats,
+    workload_usage,
 )
+from audit_app.selectors_spend import spend_report
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
 from tests.audit_app.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
@@ -154,16 +156,12 @@ def test_landing_writes_daily_rows_equal_to_hourly_sums(sample_upload: Any) -> N
 
 def test_pages_read_daily_rows_with_the_hourly_result(sample_upload: Any) -> None:
     start = end = date(2026, 11, 2)
-    for group_by in ("workload", "model", "provider", "team", "day"):
-        from_daily = spend_breakdown(
-            group_by=group_by, queryset=daily_rollups(start=start, end=end)
-        )
-        from_hourly = spend_breakdown(
-            group_by=group_by, queryset=rollups_in_range(start=start, end=end)
-        )
-        assert from_daily == from_hourly
-    assert spend_breakdown(group_by="provider").total_usd == EXPECTED_TOTAL_COST
-    assert workload_stats(queryset=daily_rollups()) == workload_stats(queryset=rollups_in_range())
+    dims = ["workload", "team", "provider", "model", "pool", "day"]
+    from_daily = priced_groups(daily_rollups(start=start, end=end), dims)
+    from_hourly = priced_groups(rollups_in_range(start=start, end=end), dims)
+    assert sorted(from_daily, key=repr) == sorted(from_hourly, key=repr)
+    assert spend_report(whole_range()).total_usd == EXPECTED_TOTAL_COST
+    assert workload_usage(queryset=daily_rollups()) == workload_usage(queryset=rollups_in_range())
     assert data_date_range() == (start, end)
 
 

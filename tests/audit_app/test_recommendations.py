@@ -29,6 +29,12 @@ EVALS = "started_at,ended_at,workload,provider,model,input_tokens,output_tokens\
 )
 
 
+@pytest.fixture(autouse=True)
+def no_savings_floor(settings: Any) -> None:
+    """The sample saves $0.64 a month, under the default $10 floor (tested on its own below)."""
+    settings.RECOMMENDATION_MIN_SAVINGS_USD = 0
+
+
 @pytest.fixture
 def evals(db: Any, manager_user: Any) -> Workload:
     upload = upload_create(source=io.BytesIO(EVALS.encode()), original_name="e.csv", enqueue=False)
@@ -114,6 +120,25 @@ def test_batch_recommendation_priced_by_hand(
         "assumptions",
     } <= set(rows[0])
     assert rows[0]["workload"] == "evals" and rows[0]["savings_monthly_usd"] == "0.64"
+
+
+@pytest.mark.parametrize(
+    ("floor", "proposed"), [(10, False), (Decimal("0.65"), False), (0.5, True)]
+)
+def test_options_under_the_savings_floor_are_not_proposed(
+    client: Client,
+    evals: Workload,
+    engineer_user: Any,
+    settings: Any,
+    floor: Any,
+    proposed: bool,
+) -> None:
+    # The batch tier saves $0.64 a month (see above): proposed only with a floor under it.
+    settings.RECOMMENDATION_MIN_SAVINGS_USD = floor
+    client.force_login(engineer_user)
+    _mark_async(client, evals)
+    recommendations_refresh()
+    assert Recommendation.objects.filter(workload=evals).exists() is proposed
 
 
 def test_realtime_workloads_get_no_recommendation(

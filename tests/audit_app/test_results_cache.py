@@ -14,8 +14,9 @@ from django.db import transaction
 from django.test import override_settings
 
 from audit_app import results_cache
+from audit_app.filters import SpendFilters
 from audit_app.models import DataVersion, PriceCard, ServingPool
-from audit_app.selectors import daily_rollups, spend_breakdown, workload_stats
+from audit_app.selectors_spend import spend_breakdown, workload_list
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create, upload_delete
 from tests.audit_app.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
@@ -29,6 +30,8 @@ LOCMEM = {
         "LOCATION": "results-cache-tests",
     },
 }
+
+NOVEMBER = SpendFilters(start=date(2026, 11, 1), end=date(2026, 11, 30))  # the sample's days
 
 
 @pytest.fixture
@@ -84,22 +87,22 @@ def test_a_queued_upload_does_not_change_the_version(cache_on: Any) -> None:
 def test_landing_and_deleting_uploads_are_seen(
     cache_on: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    assert spend_breakdown(group_by="provider").total_usd == 0
+    assert spend_breakdown(group_by="provider", filters=NOVEMBER).total_usd == 0
     upload = _ingest(SAMPLE_CSV, "a.csv", django_capture_on_commit_callbacks)
-    assert spend_breakdown(group_by="provider").total_usd == EXPECTED_TOTAL_COST
-    names = [w.name for w in workload_stats(queryset=daily_rollups())]
+    assert spend_breakdown(group_by="provider", filters=NOVEMBER).total_usd == EXPECTED_TOTAL_COST
+    names = [w.name for w in workload_list(NOVEMBER)]
     assert sorted(names) == ["chat", "evals", "tool"]
     with django_capture_on_commit_callbacks(execute=True):
         upload_delete(upload=upload, user=None)
-    assert spend_breakdown(group_by="provider").total_usd == 0
-    assert workload_stats(queryset=daily_rollups()) == []
+    assert spend_breakdown(group_by="provider", filters=NOVEMBER).total_usd == 0
+    assert workload_list(NOVEMBER) == []
 
 
 def test_price_card_and_pool_edits_are_seen(
     cache_on: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     _ingest(SAMPLE_CSV, "a.csv", django_capture_on_commit_callbacks)
-    before = spend_breakdown(group_by="model")
+    before = spend_breakdown(group_by="model", filters=NOVEMBER)
     by_model = {row.key: row for row in before.rows}
     assert by_model["my-finetune"].unpriced_requests == 1
     # A card for the unpriced model: 100 in / 10 out at $1 / $2 per 1M = $0.00012.
@@ -111,13 +114,13 @@ def test_price_card_and_pool_edits_are_seen(
             output_usd_per_mtok=Decimal(2),
             valid_from=date(2026, 1, 1),
         )
-    after = {row.key: row for row in spend_breakdown(group_by="model").rows}
+    after = {row.key: row for row in spend_breakdown(group_by="model", filters=NOVEMBER).rows}
     assert after["my-finetune"].unpriced_requests == 0
     assert after["my-finetune"].estimated_cost_usd == Decimal("0.00012")
     # Serving gpt-4o from a pool makes its tokens self-hosted: no card price any more.
     with django_capture_on_commit_callbacks(execute=True):
         ServingPool.objects.create(name="gpu", models_served=["gpt-4o"])
-    pooled = {row.key: row for row in spend_breakdown(group_by="model").rows}
+    pooled = {row.key: row for row in spend_breakdown(group_by="model", filters=NOVEMBER).rows}
     assert pooled["gpt-4o"].estimated_cost_usd == 0
     assert after["gpt-4o"].estimated_cost_usd == Decimal("0.0075")
 
@@ -132,4 +135,6 @@ def test_a_broken_cache_still_answers(django_capture_on_commit_callbacks: Any) -
     }
     _ingest(SAMPLE_CSV, "a.csv", django_capture_on_commit_callbacks)
     with override_settings(CACHES=broken):
-        assert spend_breakdown(group_by="provider").total_usd == EXPECTED_TOTAL_COST
+        assert (
+            spend_breakdown(group_by="provider", filters=NOVEMBER).total_usd == EXPECTED_TOTAL_COST
+        )

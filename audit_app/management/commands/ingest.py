@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.models import Upload
-from audit_app.selectors import daily_rollups, spend_breakdown
+from audit_app.selectors_spend import upload_spend
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import (
     BILLING_FORMATS,
@@ -81,8 +81,8 @@ class Command(BaseCommand):
 
 def upload_report(upload: Upload) -> dict[str, Any]:
     """What `ingest --json` prints: counts, totals, cost and the first rejects."""
-    spend = spend_breakdown(group_by="provider", queryset=daily_rollups(upload=upload))
-    cost = spend.total_usd.quantize(Decimal("0.000001"))
+    spend = upload_spend(upload_id=upload.pk)
+    cost = spend.api_spend_usd.quantize(Decimal("0.000001"))
     return {
         "upload_id": upload.pk,
         "format": upload.format,

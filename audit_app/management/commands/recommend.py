@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.models import Recommendation
+from audit_app.selectors import potential_monthly_savings, recommendation_groups
 from audit_app.services.recommendations import recommendations_refresh
 
 
@@ -19,26 +19,40 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         recommendations_refresh()
-        rows = [
-            {
-                "id": r.pk,
-                "workload": r.workload.name,
-                "target": r.target,
-                "target_kind": r.target_kind,
-                "current_monthly_usd": str(r.current_monthly_usd),
-                "projected_monthly_usd": str(r.projected_monthly_usd),
-                "savings_monthly_usd": str(r.savings_monthly_usd),
-                "assumptions": r.assumptions,
-                "confidence": r.confidence,
-                "status": r.status,
-            }
-            for r in Recommendation.objects.select_related("workload")
-        ]
+        rows = []
+        for group in recommendation_groups():
+            for r in [group.leader, *group.alternatives, *group.closed]:
+                if r is None:
+                    continue
+                rows.append(
+                    {
+                        "id": r.pk,
+                        "workload": r.workload.name,
+                        "target": r.target,
+                        "target_kind": r.target_kind,
+                        "current_monthly_usd": str(r.current_monthly_usd),
+                        "projected_monthly_usd": str(r.projected_monthly_usd),
+                        "savings_monthly_usd": str(r.savings_monthly_usd),
+                        "assumptions": r.assumptions,
+                        "confidence": r.confidence,
+                        "status": r.status,
+                        "leads": r is group.leader,
+                        "alternative_to": group.leader.pk
+                        if group.leader is not None and r in group.alternatives
+                        else None,
+                        "rank": r.rank,
+                        "computed_at": r.computed_at.isoformat() if r.computed_at else None,
+                        "data_version": r.data_version,
+                        "source_upload_ids": r.source_upload_ids,
+                    }
+                )
         if options["json"]:
             self.stdout.write(json.dumps(rows))
             return
         for row in rows:
+            marker = "" if row["leads"] else "  (alternative) "
             self.stdout.write(
-                f"{row['workload']:<28} -> {row['target'][:48]:<48} "
+                f"{marker}{row['workload']:<28} -> {row['target'][:48]:<48} "
                 f"saves ${row['savings_monthly_usd']}/month ({row['status']})"
             )
+        self.stdout.write(f"potential savings: ${potential_monthly_savings()}/month")

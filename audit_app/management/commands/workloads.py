@@ -10,12 +10,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.filters import FilterError, parse_filters
 from audit_app.models import Workload
-from audit_app.selectors import workload_stats
+from audit_app.selectors_spend import spend_report, workload_list
 from audit_app.services.classification import class_summary
 
 
 class Command(BaseCommand):
-    help = "Print workloads (all data unless --start/--end) as a table or, with --json, a list."
+    help = (
+        "Print workloads (all data unless --start/--end) as a table or, with --json, a list; "
+        "spend_usd = api_spend_usd + gpu_cost_usd."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
@@ -34,7 +37,7 @@ class Command(BaseCommand):
             filters = parse_filters(params)
         except FilterError as exc:
             raise CommandError(str(exc)) from None
-        stats = workload_stats(queryset=filters.queryset())
+        stats = workload_list(filters)
         classes = {
             w.name: w
             for w in Workload.objects.filter(name__in=[s.name for s in stats]).select_related(
@@ -47,7 +50,9 @@ class Command(BaseCommand):
                 "requests": s.requests,
                 "input_tokens": s.input_tokens,
                 "output_tokens": s.output_tokens,
-                "spend_usd": str(s.spend_usd.quantize(Decimal("0.000001"))),
+                "spend_usd": _usd(s.spend_usd),
+                "api_spend_usd": _usd(s.api_spend_usd),
+                "gpu_cost_usd": _usd(s.gpu_cost_usd),
                 "unpriced_requests": s.unpriced_requests,
                 "p95_ttft_ms": None if s.ttft.p95_ms is None else round(s.ttft.p95_ms, 3),
                 "p95_e2e_ms": None if s.latency.p95_ms is None else round(s.latency.p95_ms, 3),
@@ -60,9 +65,19 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(rows))
             return
+        report = spend_report(filters)
         self.stdout.write(f"{'workload':<32} {'requests':>10} {'spend_usd':>14} {'p95_e2e_ms':>11}")
         for row in rows:
             p95 = "" if row["p95_e2e_ms"] is None else f"{row['p95_e2e_ms']:.0f}"
             self.stdout.write(
                 f"{row['name'][:32]:<32} {row['requests']:>10} {row['spend_usd']:>14} {p95:>11}"
             )
+        if report.idle_gpu_usd:
+            self.stdout.write(
+                f"{'(idle GPU, no workload)':<32} {'':>10} {_usd(report.idle_gpu_usd):>14}"
+            )
+        self.stdout.write(f"{'total':<32} {'':>10} {_usd(report.total_usd):>14}")
+
+
+def _usd(amount: Decimal) -> str:
+    return str(amount.quantize(Decimal("0.000001")))

@@ -12,9 +12,10 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from audit_app.filters import whole_range
 from audit_app.histograms import LatencyHistogram
 from audit_app.models import HourlyRollup, Upload, WorkloadDay
-from audit_app.selectors import rollups_in_range, spend_breakdown
+from audit_app.selectors_spend import spend_report, upload_spend
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import (
     DuplicateUpload,
@@ -93,7 +94,7 @@ def test_ingest_lands_every_good_row_and_lists_bad_ones() -> None:
     assert "before" in upload.rejects[1]["reason"]
     assert upload.bytes_read == upload.size_bytes and upload.progress_percent == 100
 
-    spend = spend_breakdown(group_by="workload", queryset=rollups_in_range(upload=upload))
+    spend = spend_report(whole_range()).breakdown("workload")
     by_workload = {row.key: row for row in spend.rows}
     assert by_workload["chat"].spend_usd == EXPECTED_COST["chat"]
     assert by_workload["evals"].spend_usd == EXPECTED_COST["evals"]
@@ -103,6 +104,7 @@ def test_ingest_lands_every_good_row_and_lists_bad_ones() -> None:
     assert [
         (m.model, m.requests, m.input_tokens, m.output_tokens) for m in spend.unpriced_models
     ] == [("my-finetune", 1, 100, 10)]
+    assert upload_spend(upload_id=upload.pk).api_spend_usd == EXPECTED_TOTAL_COST
 
     # Two chat requests in hour 10 share one rollup; the others have their own.
     assert HourlyRollup.objects.filter(upload=upload).count() == 3
@@ -169,12 +171,12 @@ def test_delete_removes_exactly_that_uploads_contribution(
     first = upload_ingest(upload_id=_create(SAMPLE_CSV).pk)
     second_csv = SAMPLE_CSV.replace(b"r1,", b"r1b,").replace(b"u1,", b"u9,")
     second = upload_ingest(upload_id=_create(second_csv, name="second.csv").pk)
-    assert spend_breakdown(group_by="workload").total_usd == EXPECTED_TOTAL_COST * 2
+    assert spend_report(whole_range()).total_usd == EXPECTED_TOTAL_COST * 2
     raw_path = Path(first.file.path)
     with django_capture_on_commit_callbacks(execute=True):
         upload_delete(upload=first)
     assert not Upload.objects.filter(pk=first.pk).exists()
     assert HourlyRollup.objects.filter(upload_id=first.pk).count() == 0
-    assert spend_breakdown(group_by="workload").total_usd == EXPECTED_TOTAL_COST
+    assert spend_report(whole_range()).total_usd == EXPECTED_TOTAL_COST
     assert HourlyRollup.objects.filter(upload=second).count() == 3
     assert not raw_path.exists()

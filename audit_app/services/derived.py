@@ -1,0 +1,108 @@
+"""Derived results are never stale: workload classes and recommendations follow their inputs.
+
+Their inputs are the token logs and bills that landed (or were deleted), price cards, serving
+pools, hardware entries, throughput assumptions, workloads' latency SLOs and class overrides.
+Every change to one of those starts a new data version (`results_cache.data_changed`, called
+by the signals in `audit_app.apps` and by the ingest service); once the change commits, a
+refresh is requested:
+
+- in the web app and the worker, as the `audit_app.refresh_derived` task (the worker does it);
+- from the CLI (`ingest`, `seed_demo`, `recommend`), the command calls `derived_refresh`
+  itself before it returns.
+
+`derived_refresh` recomputes only when the data version moved since the last refresh (kept in
+`DerivedState`), so a second request, a redelivered task or `manage.py recommend` right after
+changes nothing. Refreshes lock the state row: two never run at once.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from audit_app.models import DerivedState
+from audit_app.results_cache import current_version
+
+logger = logging.getLogger(__name__)
+
+REFRESH_TASK = "audit_app.refresh_derived"
+
+
+def derived_refresh(*, force: bool = False) -> bool:
+    """Re-classify workloads and re-price recommendations if the data changed since the last
+    refresh (or ``force``); then warm the default pages' cache. True when it recomputed."""
+    from audit_app.services.classification import workloads_classify
+    from audit_app.services.recommendations import recommendations_refresh
+
+    with transaction.atomic():
+        DerivedState.objects.get_or_create(pk=1)
+        state = DerivedState.objects.select_for_update().get(pk=1)
+        version = current_version()
+        if not force and version.token and state.data_token == version.token:
+            return False
+        workloads_classify()
+        recommendations_refresh(data_version=version.version)
+        state.data_token = version.token
+        state.data_version = version.version
+        state.computed_at = timezone.now()
+        state.save()
+    try:
+        warm_defaults()
+    except Exception:  # a cold cache is slower, never wrong
+        logger.warning("could not warm the results cache", exc_info=True)
+    return True
+
+
+def derived_state() -> DerivedState | None:
+    return DerivedState.objects.filter(pk=1).first()
+
+
+def derived_refresh_request() -> None:
+    """Ask the worker for a refresh once the caller's transaction commits (a no-op when
+    `DERIVED_REFRESH_ON_CHANGE` is off, as in the unit tests)."""
+    if not getattr(settings, "DERIVED_REFRESH_ON_CHANGE", True):
+        return
+    transaction.on_commit(_enqueue)
+
+
+def _enqueue() -> None:
+    from audit_app.services.requeue import PUBLISH_RETRY_POLICY
+    from audit_app.tasks import refresh_derived
+
+    try:
+        refresh_derived.apply_async(
+            ignore_result=True, retry=True, retry_policy=PUBLISH_RETRY_POLICY
+        )
+    except Exception:  # the broker is down: a worker's sweep asks again (`derived_is_stale`)
+        logger.warning("could not queue a refresh of derived results", exc_info=True)
+
+
+def derived_is_stale() -> bool:
+    """True when the data changed since derived results were last computed."""
+    state = derived_state()
+    return state is None or state.data_token != current_version().token
+
+
+def derived_refresh_if_stale() -> bool:
+    """Queue a refresh when one is due (every worker's sweep calls it, so a refresh asked for
+    while the broker was down still happens)."""
+    if not derived_is_stale():
+        return False
+    _enqueue()
+    return True
+
+
+def warm_defaults() -> None:
+    """Compute what the overview, workloads list and spend API show by default, so the first
+    visitor after a change is served from the cache."""
+    from audit_app.filters import parse_filters
+    from audit_app.selectors import filter_choices
+    from audit_app.selectors_spend import spend_report, workload_list
+
+    filters = parse_filters({})
+    filter_choices()
+    spend_report(filters)
+    workload_list(filters)
