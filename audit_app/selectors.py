@@ -431,6 +431,33 @@ def recommendation_groups() -> list[RecommendationGroup]:
     return groups
 
 
+@dataclass(frozen=True, kw_only=True)
+class RecommendationRole:
+    """Where a recommendation sits in its workload's group."""
+
+    leads: bool
+    alternative_to: int | None  # the leader's id, for an alternative
+    closed: bool
+
+
+def recommendation_roles(groups: list[RecommendationGroup]) -> dict[int, RecommendationRole]:
+    roles: dict[int, RecommendationRole] = {}
+    for group in groups:
+        if group.leader is not None:
+            roles[group.leader.pk] = RecommendationRole(
+                leads=True, alternative_to=None, closed=False
+            )
+        for r in group.alternatives:
+            roles[r.pk] = RecommendationRole(
+                leads=False,
+                alternative_to=group.leader.pk if group.leader else None,
+                closed=False,
+            )
+        for r in group.closed:
+            roles[r.pk] = RecommendationRole(leads=False, alternative_to=None, closed=True)
+    return roles
+
+
 def potential_monthly_savings() -> Decimal:
     """Savings if every workload took its leading open recommendation: alternatives for the
     same workload are not added up (a workload moves to one target)."""

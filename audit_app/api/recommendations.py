@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.models import Recommendation, Workload
+from audit_app.selectors import RecommendationRole, recommendation_groups, recommendation_roles
 from audit_app.services.classification import (
     OverrideRefused,
     class_summary,
@@ -85,6 +86,24 @@ class EventOutput(serializers.Serializer):
 class RecommendationOutput(serializers.ModelSerializer):
     workload = serializers.CharField(source="workload.name")
     events = EventOutput(many=True)
+    leads = serializers.SerializerMethodField(
+        help_text="The workload's leading option: the one counted in potential savings."
+    )
+    alternative_to = serializers.SerializerMethodField(
+        help_text="For an alternative, the id of the recommendation it is grouped under."
+    )
+
+    def _role(self, obj: Recommendation) -> RecommendationRole | None:
+        roles: dict[int, RecommendationRole] = self.context.get("roles", {})
+        return roles.get(obj.pk)
+
+    def get_leads(self, obj: Recommendation) -> bool:
+        role = self._role(obj)
+        return bool(role and role.leads)
+
+    def get_alternative_to(self, obj: Recommendation) -> int | None:
+        role = self._role(obj)
+        return role.alternative_to if role else None
 
     class Meta:
         model = Recommendation
@@ -99,8 +118,14 @@ class RecommendationOutput(serializers.ModelSerializer):
             "assumptions",
             "confidence",
             "status",
+            "leads",
+            "alternative_to",
+            "rank",
             "period_start",
             "period_end",
+            "computed_at",
+            "data_version",
+            "source_upload_ids",
             "created_at",
             "updated_at",
             "events",
@@ -108,21 +133,29 @@ class RecommendationOutput(serializers.ModelSerializer):
 
 
 class RecommendationListApi(APIView):
-    """Recommendations, largest monthly savings first."""
+    """Recommendations grouped per workload, largest open savings first: each workload's
+    leading option, then its alternatives (`alternative_to` names the leader), then closed
+    ones."""
 
     @extend_schema(responses=RecommendationOutput(many=True))
     def get(self, request: Request) -> Response:
-        queryset = Recommendation.objects.select_related("workload").prefetch_related(
-            "events__user"
-        )
-        return Response(RecommendationOutput(queryset, many=True).data)
+        groups = recommendation_groups()
+        events = Recommendation.objects.prefetch_related("events__user").in_bulk()
+        ordered = [
+            events[r.pk]
+            for g in groups
+            for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
+        ]
+        context = {"roles": recommendation_roles(groups)}
+        return Response(RecommendationOutput(ordered, many=True, context=context).data)
 
 
 class RecommendationDetailApi(APIView):
     @extend_schema(responses=RecommendationOutput)
     def get(self, request: Request, recommendation_id: int) -> Response:
         recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
-        return Response(RecommendationOutput(recommendation).data)
+        context = {"roles": recommendation_roles(recommendation_groups())}
+        return Response(RecommendationOutput(recommendation, context=context).data)
 
 
 class DecisionInput(serializers.Serializer):
@@ -147,4 +180,5 @@ class RecommendationDecisionApi(APIView):
             )
         except DecisionRefused as exc:
             raise _refusal(exc, field="note") from None
-        return Response(RecommendationOutput(decided).data)
+        context = {"roles": recommendation_roles(recommendation_groups())}
+        return Response(RecommendationOutput(decided, context=context).data)

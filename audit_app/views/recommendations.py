@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -12,15 +13,20 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from audit_app import charts
-from audit_app.models import Recommendation, Workload
+from audit_app.models import Recommendation, Upload, Workload
 from audit_app.permissions import Role, RoleRequiredMixin, has_role
 from audit_app.selectors import (
     hour_of_week_requests,
-    potential_monthly_savings,
+    recommendation_groups,
     rollups_in_range,
 )
 from audit_app.services.classification import OverrideRefused, workload_override
-from audit_app.services.recommendations import DecisionRefused, recommendation_decide
+from audit_app.services.derived import derived_state
+from audit_app.services.recommendations import (
+    DecisionRefused,
+    min_savings,
+    recommendation_decide,
+)
 
 
 class RecommendationListView(RoleRequiredMixin, TemplateView):
@@ -28,9 +34,12 @@ class RecommendationListView(RoleRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        items = list(Recommendation.objects.select_related("workload"))
-        context["recommendations"] = items
-        context["total_savings"] = potential_monthly_savings()
+        groups = recommendation_groups()
+        context["groups"] = groups
+        context["recommendations"] = [g for g in groups if g.leader or g.closed]
+        context["total_savings"] = sum((g.open_savings for g in groups), Decimal(0))
+        context["state"] = derived_state()
+        context["min_savings"] = min_savings()
         return context
 
 
@@ -47,8 +56,15 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
             end=recommendation.period_end,
             workload=recommendation.workload.name,
         )
+        group = next(
+            (g for g in recommendation_groups() if g.workload.pk == recommendation.workload_id),
+            None,
+        )
         context.update(
             recommendation=recommendation,
+            group=group,
+            leads=group is not None and group.leader == recommendation,
+            sources=Upload.objects.filter(pk__in=recommendation.source_upload_ids).order_by("pk"),
             events=recommendation.events.select_related("user"),
             can_decide=has_role(self.request.user, [Role.MANAGER])
             and recommendation.status == Recommendation.Status.PROPOSED,
@@ -106,8 +122,7 @@ class WorkloadOverrideView(RoleRequiredMixin, View):
         except OverrideRefused as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, "Class saved; recommendations follow the next refresh.")
-            from audit_app.services.recommendations import recommendations_refresh
-
-            recommendations_refresh()
+            messages.success(
+                request, "Class saved; recommendations are being refreshed in the background."
+            )
         return HttpResponseRedirect(reverse("workload-detail", args=[workload_id]))

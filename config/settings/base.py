@@ -280,7 +280,7 @@ CACHES = {
         if _REDIS_CACHE
         else {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "cache" / "results"),
+            "LOCATION": env_str("RESULTS_CACHE_DIR", "") or str(VAR_DIR / "cache" / "results"),
             "TIMEOUT": 24 * 3600,
             "OPTIONS": {"MAX_ENTRIES": 2000},
         }

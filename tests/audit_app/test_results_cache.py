@@ -4,6 +4,9 @@ computed from (an upload landing or deleted, a price card or serving pool edited
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -20,6 +23,7 @@ from audit_app.selectors_spend import spend_breakdown, workload_list
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create, upload_delete
 from tests.audit_app.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
+from tests.support.processes import REPO_ROOT, child_env
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +142,83 @@ def test_a_broken_cache_still_answers(django_capture_on_commit_callbacks: Any) -
         assert (
             spend_breakdown(group_by="provider", filters=NOVEMBER).total_usd == EXPECTED_TOTAL_COST
         )
+
+
+def test_equal_version_numbers_with_other_data_never_share_results(cache_on: Any) -> None:
+    # A database restored from a backup (or another database on the same cache) can reach the
+    # same version number with other data: keys hold the random token, not the number.
+    results_cache.data_changed()
+    version = results_cache.data_version()
+    assert results_cache.cached("kind", "key", lambda: "first data") == "first data"
+    DataVersion.objects.filter(pk=1).update(token=results_cache.new_token())  # other data...
+    assert results_cache.data_version() == version  # ...at the same version number
+    assert results_cache.cached("kind", "key", lambda: "other data") == "other data"
+
+
+def test_every_database_gets_its_own_token_and_each_change_a_new_one(cache_on: Any) -> None:
+    first = results_cache.data_token()
+    assert len(first) == 32  # given by the migration when the test database was created
+    results_cache.data_changed()
+    second = results_cache.data_token()
+    assert second != first and len(second) == 32
+    DataVersion.objects.all().delete()  # a flushed database: a new row, a new token
+    assert results_cache.data_token() not in ("", first, second)
+
+
+@pytest.mark.slow
+def test_two_databases_from_one_checkout_read_their_own_totals(tmp_path: Any) -> None:
+    """Two SQLite databases, one checkout, one file-based results cache, the same sequence of
+    changes (so the same version numbers), different data: each CLI reads its own totals."""
+    shared_cache = tmp_path / "results-cache"
+
+    def manage(name: str, *args: str) -> str:
+        var = tmp_path / name
+        env = child_env(
+            {
+                "DJANGO_SETTINGS_MODULE": "config.settings.base",
+                "DJANGO_VAR_DIR": str(var),
+                "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
+                "RESULTS_CACHE_URL": "",
+                "RESULTS_CACHE_DIR": str(shared_cache),
+                "CELERY_TASK_ALWAYS_EAGER": "true",
+                "DERIVED_REFRESH_ON_CHANGE": "false",
+                "DJANGO_DEBUG": "true",
+            }
+        )
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    # Database "a" holds the sample; "b" the same requests with every token count doubled.
+    doubled = SAMPLE_CSV.replace(b"1000,", b"2000,").replace(b"500,", b"1000,")
+    assert doubled != SAMPLE_CSV
+    for name, content in (("a", SAMPLE_CSV), ("b", doubled)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "log.csv").write_bytes(content)
+        manage(name, "migrate", "--noinput")
+        manage(name, "ingest", str(tmp_path / name / "log.csv"), "--json")
+    totals = {}
+    for name in ("a", "b", "a", "b"):  # the second reads come from the shared cache
+        rows = json.loads(manage(name, "workloads", "--json"))
+        tokens = sum(r["input_tokens"] + r["output_tokens"] for r in rows)
+        totals.setdefault(name, set()).add(tokens)
+    version = {name: _version_of(tmp_path / name / "db.sqlite3") for name in ("a", "b")}
+    assert version["a"] == version["b"]  # the same version number...
+    assert len(totals["a"]) == len(totals["b"]) == 1  # ...each database always its own data
+    assert totals["a"] != totals["b"]
+    assert list(shared_cache.iterdir())  # and both did go through the one cache
+
+
+def _version_of(path: Any) -> int:
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        [(number,)] = connection.execute("select version from audit_app_dataversion").fetchall()
+    return int(number)
