@@ -25,7 +25,7 @@ from tests.audit_app.test_billing_selectors import (  # noqa: F401 (shared fixtu
 )
 
 pytestmark = pytest.mark.django_db
-REAL = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "real" / "billing"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "billing"
 REAL_FILES = {
     "focus-1.0_official-sample_1000rows.csv": ("focus", "BilledCost", "BillingCurrency"),
     "aws-cur-legacy_anonymous-sample_1281rows.csv": (

@@ -1,4 +1,4 @@
-"""The three real billing exports in shared/fixtures/real/billing/ import whole and add up.
+"""The three real billing exports in tests/fixtures/real/billing/ import whole and add up.
 
 Every expectation here is computed independently of the importers: the plain `csv` module reads
 the raw file and `decimal.Decimal` sums the raw cost column (`NULL` / empty counts as 0), so a
@@ -21,7 +21,7 @@ import pytest
 
 from audit_app.billing import BillingLine, BillingReject, detect_billing_format, read_billing
 
-REAL = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "real" / "billing"
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "billing"
 FOCUS_FILE = REAL / "focus-1.0_official-sample_1000rows.csv"
 CUR_FILE = REAL / "aws-cur-legacy_anonymous-sample_1281rows.csv"
 AZURE_FILE = REAL / "azure-ea-costdetails_anonymous-sample_27rows.csv"

@@ -1,7 +1,8 @@
 """Where the converter tests find their files.
 
-The real samples live in the shared folder next to the repository (`/work/shared` beside
-`/work/main`); a missing file fails the test that needs it, never skips it.
+The real samples are copied into the repository under `tests/fixtures/real/benchmarks/` (their
+sources and licences are in `tests/fixtures/real/README.md`); a missing file fails the test that
+needs it, never skips it.
 """
 
 from __future__ import annotations
@@ -9,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-REAL = (REPO / ".." / "shared" / "fixtures" / "real" / "benchmarks").resolve()
+REAL = REPO / "tests" / "fixtures" / "real" / "benchmarks"
 LOCAL = REPO / "tests" / "fixtures" / "benchmarks"
 
 
 def real(relative: str) -> bytes:
-    """The bytes of a real sample under shared/fixtures/real/benchmarks/."""
+    """The bytes of a real sample under tests/fixtures/real/benchmarks/."""
     path = REAL / relative
-    assert path.is_file(), f"real fixture {path} is missing (expected ../shared beside the repo)"
+    assert path.is_file(), f"real fixture {path} is missing"
     return path.read_bytes()
 
 

@@ -85,7 +85,7 @@ def test_registry_lists_every_tool_with_the_same_two_functions() -> None:
         assert callable(converter.sniff) and callable(converter.convert)
 
 
-def test_real_fixture_folder_is_beside_the_repository() -> None:
+def test_real_fixture_folder_is_in_the_repository() -> None:
     assert REAL.is_dir(), f"{REAL} is missing: the real-fixture tests cannot run without it"
 
 
