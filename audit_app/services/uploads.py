@@ -158,24 +158,17 @@ def upload_create(
             raise StorageFull() from exc
         if size == 0:
             raise UploadRefused("The file is empty.")
-        sha256 = digest.hexdigest()
-        first = Upload.objects.filter(sha256=sha256).first()
-        if first is not None:
-            raise DuplicateUpload(first)
-        try:
-            with transaction.atomic():
-                upload = Upload.objects.create(
-                    kind=kind,
-                    requested_format=requested_format,
-                    file=name,
-                    original_name=Path(original_name).name[:255] or "upload",
-                    size_bytes=size,
-                    sha256=sha256,
-                    uploaded_by=user if user is not None and user.is_authenticated else None,
-                )
-        except IntegrityError:
-            # Two identical uploads raced; the other one won.
-            raise DuplicateUpload(Upload.objects.get(sha256=sha256)) from None
+        upload = _insert_unless_duplicate(
+            Upload(
+                kind=kind,
+                requested_format=requested_format,
+                file=name,
+                original_name=Path(original_name).name[:255] or "upload",
+                size_bytes=size,
+                sha256=digest.hexdigest(),
+                uploaded_by=user if user is not None and user.is_authenticated else None,
+            )
+        )
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -195,6 +188,45 @@ def upload_create(
 
         transaction.on_commit(enqueue_committed)
     return upload
+
+
+def live_upload_of(sha256: str) -> Upload | None:
+    """The queued, running or succeeded upload of these bytes, if any (at most one exists)."""
+    return (
+        Upload.objects.filter(sha256=sha256)
+        .exclude(status=Upload.Status.FAILED)
+        .order_by("created_at", "pk")
+        .first()
+    )
+
+
+# An insert refused by the constraint whose winner has failed by the time we look for it may
+# simply be tried again; more than a few such rounds would need a file that fails in
+# milliseconds while being uploaded over and over.
+_INSERT_ATTEMPTS = 3
+
+
+def _insert_unless_duplicate(upload: Upload) -> Upload:
+    """Save ``upload`` unless a live upload holds the same bytes (DuplicateUpload names it).
+
+    The check before the insert gives the usual answer; the database's conditional unique
+    constraint (`upload_sha256_unique_unless_failed`) decides when two identical uploads race,
+    and the loser is told which upload won.
+    """
+    for _ in range(_INSERT_ATTEMPTS):
+        first = live_upload_of(upload.sha256)
+        if first is not None:
+            raise DuplicateUpload(first)
+        try:
+            with transaction.atomic():
+                upload.save(force_insert=True)
+            return upload
+        except IntegrityError:
+            upload.pk = None  # the other upload won the race; find it (or try again)
+    first = live_upload_of(upload.sha256)
+    if first is None:
+        raise UploadRefused("The file could not be stored: identical uploads kept racing it.")
+    raise DuplicateUpload(first)
 
 
 def _open_for_write(path: Path) -> BinaryIO:

@@ -81,6 +81,36 @@ def test_duplicate_is_a_400_naming_the_first(client: Client, engineer_user: Any)
     assert body["detail"].startswith("file: The same file was already uploaded")
 
 
+@pytest.mark.parametrize("status", ["queued", "running", "succeeded"])
+def test_a_live_upload_still_refuses_its_bytes(
+    client: Client, engineer_user: Any, status: str
+) -> None:
+    client.force_login(engineer_user)
+    first = _post(client).json()["id"]
+    Upload.objects.filter(pk=first).update(status=status)
+    response = _post(client)
+    assert response.status_code == 400
+    assert f"already uploaded as upload {first} " in response.json()["errors"]["file"][0]
+    assert Upload.objects.count() == 1
+
+
+def test_same_bytes_after_a_failed_upload_are_a_new_upload(
+    client: Client, engineer_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(engineer_user)
+    failed = _post(client).json()["id"]
+    Upload.objects.filter(pk=failed).update(status="failed", error="worker lost")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _post(client)
+    assert response.status_code == 202
+    body = response.json()
+    assert body["id"] != failed
+    detail = client.get(f"/api/v1/uploads/{body['id']}/").json()
+    assert (detail["status"], detail["rows_accepted"]) == ("succeeded", 4)
+    assert detail["input_tokens"] == EXPECTED_INPUT_TOKENS
+    assert client.get(f"/api/v1/uploads/{failed}/").json()["status"] == "failed"
+
+
 def test_missing_file_and_bad_format(client: Client, engineer_user: Any) -> None:
     client.force_login(engineer_user)
     missing = client.post("/api/v1/uploads/", {"format": "auto"})

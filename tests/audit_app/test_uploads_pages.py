@@ -59,6 +59,21 @@ def test_duplicate_through_the_form_links_the_first(client: Client, engineer_use
     assert Upload.objects.count() == 1
 
 
+def test_same_bytes_after_a_failed_upload_through_the_form(
+    client: Client, engineer_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(engineer_user)
+    client.post("/uploads/new/", _form())
+    failed = Upload.objects.get()
+    Upload.objects.filter(pk=failed.pk).update(status=Upload.Status.FAILED, error="worker lost")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/uploads/new/", _form())
+    again = Upload.objects.exclude(pk=failed.pk).get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/uploads/{again.pk}/"
+    assert (again.status, again.rows_accepted) == (Upload.Status.SUCCEEDED, 4)
+
+
 @override_settings(UPLOAD_MAX_BYTES=10)
 def test_too_large_through_the_form(client: Client, engineer_user: Any) -> None:
     client.force_login(engineer_user)
@@ -134,3 +149,16 @@ def test_ingest_cli_refuses_a_duplicate(tmp_path: Path) -> None:
     call_command("ingest", str(path), stdout=StringIO())
     with pytest.raises(CommandError, match="already uploaded as upload"):
         call_command("ingest", str(path))
+
+
+def test_ingest_cli_takes_the_same_bytes_again_after_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "requests.csv"
+    path.write_bytes(SAMPLE_CSV)
+    call_command("ingest", str(path), stdout=StringIO())
+    failed = Upload.objects.get()
+    Upload.objects.filter(pk=failed.pk).update(status=Upload.Status.FAILED, error="worker lost")
+    out = StringIO()
+    call_command("ingest", str(path), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["upload_id"] != failed.pk
+    assert (report["rows_read"], report["rows_accepted"], report["rows_rejected"]) == (6, 4, 2)
