@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,11 @@ from tests.audit_app.ingest_samples import (
 )
 
 pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FOCUS_CSV = FIXTURES / "billing" / "focus-1.3_providers.csv"
+CUR_CSV = FIXTURES / "billing" / "cur2_bedrock-gpu.csv"
+LITELLM_CSV = FIXTURES / "litellm" / "spend_logs.csv"
 
 
 def _form(content: bytes = SAMPLE_CSV) -> dict[str, Any]:
@@ -47,6 +53,38 @@ def test_upload_form_ingests_and_shows_the_result(
     assert '<td class="num">6</td>' in html and '<td class="num">7</td>' in html
     raw = client.get(f"/uploads/{upload.pk}/raw/")
     assert b"".join(raw.streaming_content) == SAMPLE_CSV
+
+
+def test_the_form_detects_the_kind_by_default(
+    client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(finops_user)
+    html = client.get("/uploads/new/").content.decode()
+    assert '<option value="auto" selected>Detect from the file' in html
+    form = {"file": SimpleUploadedFile("cur.csv", CUR_CSV.read_bytes()), "format": "auto"}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/uploads/new/", {**form, "kind": "auto"})
+    upload = Upload.objects.get()
+    assert response.status_code == 302
+    assert (upload.kind, upload.format, upload.status) == ("billing", "aws-cur", "succeeded")
+    assert "Billing export" in client.get(f"/uploads/{upload.pk}/").content.decode()
+
+
+def test_the_form_refuses_a_wrong_kind_naming_the_right_one(
+    client: Client, engineer_user: Any
+) -> None:
+    client.force_login(engineer_user)
+    form = {"file": SimpleUploadedFile("focus.csv", FOCUS_CSV.read_bytes()), "format": "auto"}
+    response = client.post("/uploads/new/", {**form, "kind": "token_log"})
+    assert response.status_code == 400
+    assert response.context["form"].errors == {
+        "kind": [
+            "This looks like a FOCUS billing export, not a token log: upload it as a Billing "
+            "export (kind=billing)."
+        ]
+    }
+    assert "This looks like a FOCUS billing export" in response.content.decode()
+    assert Upload.objects.count() == 0
 
 
 def test_duplicate_through_the_form_links_the_first(client: Client, engineer_user: Any) -> None:
@@ -162,3 +200,38 @@ def test_ingest_cli_takes_the_same_bytes_again_after_a_failure(tmp_path: Path) -
     report = json.loads(out.getvalue())
     assert report["upload_id"] != failed.pk
     assert (report["rows_read"], report["rows_accepted"], report["rows_rejected"]) == (6, 4, 2)
+
+
+def test_ingest_cli_detects_a_billing_export() -> None:
+    out = StringIO()
+    call_command("ingest", str(FOCUS_CSV), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert Upload.objects.get(pk=report["upload_id"]).kind == Upload.Kind.BILLING
+    assert (report["format"], report["rows_accepted"], report["rows_rejected"]) == ("focus", 9, 0)
+    # tests/audit_app/billing/test_focus.py: 3.60 + 4.50 + 500 - 25 - 1.10 + 1000 + 98.32 + 8
+    assert {c: Decimal(v) for c, v in report["billed_cost"].items()} == {
+        "USD": Decimal("1588.32"),
+        "EUR": Decimal("1.20"),
+    }
+
+
+def test_ingest_cli_detects_a_token_log() -> None:
+    out = StringIO()
+    call_command("ingest", str(LITELLM_CSV), "--kind", "auto", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert Upload.objects.get(pk=report["upload_id"]).kind == Upload.Kind.TOKEN_LOG
+    assert (report["format"], report["rows_accepted"], report["rows_rejected"]) == (
+        "litellm",
+        6,
+        7,
+    )
+
+
+def test_ingest_cli_refuses_a_wrong_kind_naming_the_right_one() -> None:
+    with pytest.raises(CommandError) as caught:
+        call_command("ingest", str(LITELLM_CSV), "--kind", "billing")
+    assert str(caught.value) == (
+        f"{LITELLM_CSV}: This looks like a LiteLLM spend log, not a billing export: upload it "
+        "as a Token / request log (kind=token_log)."
+    )
+    assert Upload.objects.count() == 0

@@ -364,3 +364,122 @@ def test_delete_removes_exactly_that_uploads_contribution(
     assert spend_breakdown(group_by="workload").total_usd == EXPECTED_TOTAL_COST
     assert HourlyRollup.objects.filter(upload=second).count() == 3
     assert not raw_path.exists()
+
+
+# --- Token log or billing export -------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FOCUS_CSV = (FIXTURES / "billing" / "focus-1.3_providers.csv").read_bytes()
+LITELLM_CSV = (FIXTURES / "litellm" / "spend_logs.csv").read_bytes()
+# tests/audit_app/billing/test_focus.py: 3.60 + 4.50 + 500 - 25 - 1.10 + 1000 + 98.32 + 8
+# = 1588.32 USD billed; the one Azure row is 1.20 EUR.
+FOCUS_BILLED = {"EUR": Decimal("1.20"), "USD": Decimal("1588.32")}
+
+
+def _billed(upload: Upload) -> dict[str, Decimal]:
+    return {c: Decimal(v) for c, v in upload.billing_totals["billed"].items()}
+
+
+def test_auto_kind_stores_the_detected_kind_before_the_ingest() -> None:
+    bill = _create(FOCUS_CSV, name="focus.csv", kind="auto")
+    assert (bill.kind, bill.status, bill.requested_format) == ("billing", "queued", "auto")
+    log = _create(LITELLM_CSV, name="spend.csv", kind="auto")
+    assert (log.kind, log.status) == ("token_log", "queued")
+
+    bill = upload_ingest(upload_id=bill.pk, refresh=False)
+    assert (bill.status, bill.format, bill.rows_accepted) == ("succeeded", "focus", 9)
+    assert _billed(bill) == FOCUS_BILLED
+    log = upload_ingest(upload_id=log.pk, refresh=False)
+    # tests/audit_app/importers/test_detect.py: 6 good rows and 7 bad ones in this fixture
+    assert (log.status, log.format, log.rows_accepted, log.rows_rejected) == (
+        "succeeded",
+        "litellm",
+        6,
+        7,
+    )
+
+
+def test_auto_kind_with_a_named_format_takes_that_formats_kind() -> None:
+    assert _create(FOCUS_CSV, kind="auto", requested_format="focus").kind == "billing"
+    assert _create(LITELLM_CSV, kind="auto", requested_format="litellm").kind == "token_log"
+
+
+@pytest.mark.parametrize(
+    ("content", "kind", "requested_format", "message"),
+    [
+        (
+            FOCUS_CSV,
+            "token_log",
+            "auto",
+            "This looks like a FOCUS billing export, not a token log: upload it as a Billing "
+            "export (kind=billing).",
+        ),
+        (
+            FOCUS_CSV,
+            "token_log",
+            "generic",
+            "This looks like a FOCUS billing export, not a token log: upload it as a Billing "
+            "export (kind=billing, format auto or focus).",
+        ),
+        (
+            FOCUS_CSV,
+            "auto",
+            "litellm",  # a token-log format says the kind
+            "This looks like a FOCUS billing export, not a token log: upload it as a Billing "
+            "export (kind=billing, format auto or focus).",
+        ),
+        (
+            LITELLM_CSV,
+            "billing",
+            "auto",
+            "This looks like a LiteLLM spend log, not a billing export: upload it as a Token / "
+            "request log (kind=token_log).",
+        ),
+    ],
+)
+def test_an_explicit_wrong_kind_is_refused_naming_the_right_one(
+    content: bytes, kind: str, requested_format: str, message: str
+) -> None:
+    before = set(_media_files())
+    with pytest.raises(UploadRefused) as caught:
+        _create(content, kind=kind, requested_format=requested_format)
+    assert str(caught.value) == message
+    assert caught.value.field == "kind"
+    assert Upload.objects.count() == 0
+    assert set(_media_files()) == before
+
+
+def test_auto_kind_refuses_a_file_neither_family_knows() -> None:
+    before = set(_media_files())
+    with pytest.raises(UploadRefused) as caught:
+        _create(b"hello,world\n1,2\n", kind="auto")
+    assert str(caught.value).startswith(
+        "The file is neither a token log nor a billing export this app can read: a token log "
+        "is a LiteLLM spend log (`request_id`, `startTime`)"
+    )
+    assert caught.value.field == "file"
+    with pytest.raises(UploadRefused) as caught:
+        _create(b"started_at,input_tokens\n\x00\x00", kind="auto")
+    # the header and its newline are bytes 0-23
+    assert str(caught.value) == "The file looks binary (NUL byte at byte 24)."
+    assert Upload.objects.count() == 0
+    assert set(_media_files()) == before
+
+
+def test_an_explicit_kind_that_nobody_recognises_still_fails_at_ingest() -> None:
+    """Only a file the *other* family recognises is refused up front; anything else is kept and
+    its ingest says what is missing, as before."""
+    upload = upload_ingest(
+        upload_id=_create(b"hello,world\n1,2\n", kind="token_log").pk, refresh=False
+    )
+    assert upload.status == Upload.Status.FAILED
+    assert upload.error.startswith("the file is not a recognised token log: expected ")
+
+
+def test_unknown_kind_is_refused_naming_the_kinds() -> None:
+    with pytest.raises(UploadRefused) as caught:
+        _create(SAMPLE_CSV, kind="invoice")
+    assert str(caught.value) == (
+        "Unknown kind 'invoice'; expected one of auto, token_log, billing, benchmark."
+    )
+    assert caught.value.field == "kind"
