@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from audit_app.models import Upload
-from audit_app.services.uploads import BILLING_FORMATS, TOKEN_LOG_FORMATS
+from audit_app.services.uploads import AUTO_KIND, FORMATS_BY_KIND, UPLOAD_KINDS
 
 FORMAT_LABELS = {
     "auto": "Detect automatically",
@@ -15,6 +15,10 @@ FORMAT_LABELS = {
     "focus": "FOCUS 1.0-1.3 billing export (CSV, Parquet)",
     "aws-cur": "AWS Cost and Usage Report (legacy or 2.0)",
     "azure": "Azure cost details (EA or MCA)",
+}
+KIND_LABELS = {
+    AUTO_KIND: "Detect from the file (token log or billing export)",
+    **{kind.value: kind.label for kind in (Upload.Kind.TOKEN_LOG, Upload.Kind.BILLING)},
 }
 
 
@@ -26,18 +30,14 @@ class UploadForm(forms.Form):
     )
     kind = forms.ChoiceField(
         label="Kind",
-        choices=[
-            (Upload.Kind.TOKEN_LOG, Upload.Kind.TOKEN_LOG.label),
-            (Upload.Kind.BILLING, Upload.Kind.BILLING.label),
-        ],
-        initial=Upload.Kind.TOKEN_LOG,
+        choices=[(kind, KIND_LABELS[kind]) for kind in UPLOAD_KINDS],
+        initial=AUTO_KIND,
+        help_text="Detected from the file's columns or keys unless you choose; a file of the "
+        "other kind is refused, naming the kind it is.",
     )
     format = forms.ChoiceField(
         label="Format",
-        choices=[
-            (name, FORMAT_LABELS[name])
-            for name in dict.fromkeys(TOKEN_LOG_FORMATS + BILLING_FORMATS)
-        ],
+        choices=[(name, FORMAT_LABELS[name]) for name in FORMATS_BY_KIND[AUTO_KIND]],
         initial="auto",
         help_text="Detected from the header or keys; override it if detection guesses wrong.",
     )
@@ -45,7 +45,6 @@ class UploadForm(forms.Form):
     def clean(self) -> dict[str, object]:
         data = super().clean()
         kind, fmt = data.get("kind"), data.get("format")
-        allowed = TOKEN_LOG_FORMATS if kind == Upload.Kind.TOKEN_LOG else BILLING_FORMATS
-        if fmt and fmt not in allowed:
+        if kind and fmt and fmt not in FORMATS_BY_KIND[str(kind)]:
             self.add_error("format", f"{FORMAT_LABELS[fmt]} is not a {Upload.Kind(kind).label}.")
         return data

@@ -29,7 +29,8 @@ class Upload(models.Model):
     file = models.FileField(upload_to="uploads/%Y/%m/%d/")
     original_name = models.CharField(max_length=255)
     size_bytes = models.BigIntegerField(default=0)
-    sha256 = models.CharField(max_length=64, unique=True)
+    # Unique among live uploads only (see Meta): a failed upload does not block its bytes.
+    sha256 = models.CharField(max_length=64, db_index=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="uploads"
     )
@@ -56,6 +57,19 @@ class Upload(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # The same bytes are refused while an upload of them is queued, running or
+            # succeeded; once it failed they may be uploaded again. In the database, so two
+            # identical uploads racing each other cannot both land.
+            models.UniqueConstraint(
+                fields=["sha256"],
+                condition=~models.Q(status="failed"),
+                name="upload_sha256_unique_unless_failed",
+                violation_error_message=(
+                    "Another queued, running or succeeded upload holds the same bytes (sha256)."
+                ),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.original_name} ({self.get_kind_display()}, {self.status})"

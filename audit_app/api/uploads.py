@@ -18,7 +18,9 @@ from rest_framework.views import APIView
 from audit_app.models import Upload
 from audit_app.permissions import ALL_ROLES, UPLOADER_ROLES
 from audit_app.services.uploads import (
+    AUTO_KIND,
     STORAGE_FULL_MESSAGE,
+    UPLOAD_KINDS,
     StorageFull,
     UploadRefused,
     too_large_message,
@@ -38,7 +40,20 @@ class InsufficientStorage(APIException):
 
 class UploadInput(serializers.Serializer):
     file = serializers.FileField()
-    kind = serializers.ChoiceField(choices=Upload.Kind.values, default=Upload.Kind.TOKEN_LOG)
+    kind = serializers.ChoiceField(
+        choices=UPLOAD_KINDS,
+        default=AUTO_KIND,
+        help_text=(
+            "`auto` (default) files it as a token log or a billing export by its content; "
+            "a file sent as the other kind is refused, naming the kind it is."
+        ),
+        error_messages={
+            "invalid_choice": (
+                "{input!r} is not an upload kind: use auto, token_log or billing (benchmark "
+                "artifacts go to POST /api/v1/benchmark-runs/)."
+            )
+        },
+    )
     format = serializers.CharField(default="auto")
 
 

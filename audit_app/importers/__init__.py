@@ -31,6 +31,7 @@ from audit_app.importers.litellm_columnar import ColumnarUnsupported
 
 __all__ = [
     "DETECTION_ORDER",
+    "EXPECTED_FORMATS",
     "IMPORTERS",
     "CanonicalRequest",
     "ColumnarUnsupported",
@@ -60,6 +61,10 @@ IMPORTERS: dict[str, Importer] = {
     "generic": generic,
 }
 DETECTION_ORDER = ("otel", "litellm", "generic")
+EXPECTED_FORMATS = (
+    "a LiteLLM spend log (`request_id`, `startTime`), OpenTelemetry spans (`resourceSpans`) or "
+    "the generic columns (`started_at`, `input_tokens`)"
+)
 
 
 def detect_format(head: bytes) -> str:
@@ -68,11 +73,7 @@ def detect_format(head: bytes) -> str:
     for name in DETECTION_ORDER:
         if IMPORTERS[name].sniff(head):
             return name
-    raise ImportFileError(
-        "the file is not a recognised token log: expected a LiteLLM spend log (`request_id`, "
-        "`startTime`), OpenTelemetry spans (`resourceSpans`) or the generic columns "
-        "(`started_at`, `input_tokens`)"
-    )
+    raise ImportFileError(f"the file is not a recognised token log: expected {EXPECTED_FORMATS}")
 
 
 def read_requests(

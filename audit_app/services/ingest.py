@@ -92,7 +92,8 @@ def _ingest(upload_id: int) -> Upload:
     upload = Upload.objects.get(pk=upload_id)
     if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
         return upload
-    mark_running(upload_id)
+    if not mark_running(upload_id):
+        return Upload.objects.get(pk=upload_id)  # it finished (or failed) meanwhile
     try:
         if upload.kind == Upload.Kind.BILLING:
             return _ingest_billing(upload)
@@ -112,9 +113,18 @@ def _ingest(upload_id: int) -> Upload:
         return _fail(upload_id, unexpected_error(exc))
 
 
-def mark_running(upload_id: int, **fields: Any) -> None:
-    """Start an attempt: `running`, counters back to zero, one more attempt (plus `fields`)."""
-    Upload.objects.filter(pk=upload_id).update(
+def mark_running(upload_id: int, **fields: Any) -> bool:
+    """Start an attempt: `running`, counters back to zero, one more attempt (plus `fields`).
+
+    Only a `queued` or `running` upload is started: a finished one is never revived (False).
+    A `failed` upload no longer holds its bytes (`upload_sha256_unique_unless_failed`), so a
+    newer upload of the same bytes may exist, and reviving the old one would make two live
+    uploads of one file; a redelivered or retried task that finds its upload failed therefore
+    leaves it failed.
+    """
+    started = Upload.objects.filter(
+        pk=upload_id, status__in=(Upload.Status.QUEUED, Upload.Status.RUNNING)
+    ).update(
         status=Upload.Status.RUNNING,
         started_at=timezone.now(),
         attempts=F("attempts") + 1,
@@ -123,6 +133,7 @@ def mark_running(upload_id: int, **fields: Any) -> None:
         error="",
         **fields,
     )
+    return started == 1
 
 
 def unexpected_error(exc: Exception) -> str:
@@ -229,7 +240,9 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
     aggregate = result.aggregate
     with transaction.atomic():
         upload = Upload.objects.select_for_update().get(pk=upload_id)
-        if upload.status == Upload.Status.SUCCEEDED:
+        if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
+            # Done by another delivery of the task; a failed upload is never revived (see
+            # `mark_running`).
             return upload
         # Nothing should be here (landing is atomic), but a half-state must never add up twice.
         HourlyRollup.objects.filter(upload=upload).delete()

@@ -18,6 +18,8 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit_app import file_kinds
+from audit_app.importers.base import ImportFileError
 from audit_app.models import AuditEvent, Upload
 from audit_app.services.audit import audit_record
 
@@ -35,11 +37,19 @@ BENCHMARK_FORMATS = (
     "llm-d",
     "telemetry",
 )
+# `auto`: detect token log vs billing export from the file (`audit_app.file_kinds`); the row
+# stores the kind found. Any token-log or billing format may go with it and then sets the kind.
+AUTO_KIND = file_kinds.AUTO_KIND
+AUTO_KIND_FORMATS = tuple(dict.fromkeys(TOKEN_LOG_FORMATS + BILLING_FORMATS))
 FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
+    AUTO_KIND: AUTO_KIND_FORMATS,
     Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS,
     Upload.Kind.BILLING: BILLING_FORMATS,
     Upload.Kind.BENCHMARK: BENCHMARK_FORMATS,
 }
+# What the upload page, `POST /api/v1/uploads/` and `manage.py ingest` accept (benchmark
+# artifacts are imported on their own page).
+UPLOAD_KINDS = (AUTO_KIND, Upload.Kind.TOKEN_LOG.value, Upload.Kind.BILLING.value)
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 # Errors meaning "no room to write": a full volume, or the user's disk quota.
 _NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
@@ -95,15 +105,10 @@ def _storage_name(original_name: str) -> str:
 
 
 def validate_kind_and_format(*, kind: str, requested_format: str) -> None:
-    if kind not in Upload.Kind.values:
-        raise UploadRefused(
-            f"Unknown kind {kind!r}; expected one of {', '.join(Upload.Kind.values)}.", field="kind"
-        )
     formats = FORMATS_BY_KIND.get(kind)
     if formats is None:
         raise UploadRefused(
-            f"Uploads of kind {kind!r} are not supported yet; token logs and billing exports are.",
-            field="kind",
+            f"Unknown kind {kind!r}; expected one of {', '.join(FORMATS_BY_KIND)}.", field="kind"
         )
     if requested_format not in formats:
         raise UploadRefused(
@@ -124,8 +129,9 @@ def upload_create(
 ) -> Upload:
     """Copy ``source`` into storage while hashing it, then record the upload.
 
-    Refuses (UploadRefused) a file over UPLOAD_MAX_BYTES, an empty file, or bytes that were
-    uploaded before (DuplicateUpload, naming the first upload); raises StorageFull when the media
+    Refuses (UploadRefused) a file over UPLOAD_MAX_BYTES, an empty file, bytes that a queued,
+    running or succeeded upload holds (DuplicateUpload, naming it; a failed upload blocks
+    nothing), and a file of the wrong kind (`resolve_kind`); raises StorageFull when the media
     storage has no room left. Whatever goes wrong, no row and no partial file remain. With
     ``enqueue`` the ingest task is queued once the upload is committed; if the broker is down
     the upload stays `queued` with a note and a worker queues it later
@@ -158,24 +164,19 @@ def upload_create(
             raise StorageFull() from exc
         if size == 0:
             raise UploadRefused("The file is empty.")
-        sha256 = digest.hexdigest()
-        first = Upload.objects.filter(sha256=sha256).first()
-        if first is not None:
-            raise DuplicateUpload(first)
-        try:
-            with transaction.atomic():
-                upload = Upload.objects.create(
-                    kind=kind,
-                    requested_format=requested_format,
-                    file=name,
-                    original_name=Path(original_name).name[:255] or "upload",
-                    size_bytes=size,
-                    sha256=sha256,
-                    uploaded_by=user if user is not None and user.is_authenticated else None,
-                )
-        except IntegrityError:
-            # Two identical uploads raced; the other one won.
-            raise DuplicateUpload(Upload.objects.get(sha256=sha256)) from None
+        with open(path, "rb") as stored:
+            kind = resolve_kind(stored, kind=kind, requested_format=requested_format)
+        upload = _insert_unless_duplicate(
+            Upload(
+                kind=kind,
+                requested_format=requested_format,
+                file=name,
+                original_name=Path(original_name).name[:255] or "upload",
+                size_bytes=size,
+                sha256=digest.hexdigest(),
+                uploaded_by=user if user is not None and user.is_authenticated else None,
+            )
+        )
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -195,6 +196,83 @@ def upload_create(
 
         transaction.on_commit(enqueue_committed)
     return upload
+
+
+def resolve_kind(stream: BinaryIO, *, kind: str, requested_format: str) -> str:
+    """The kind to store for a file sent as ``kind``, or UploadRefused saying why not.
+
+    - `auto` with a named format: that format's kind; with `auto` format: the kind the file's
+      content shows (token logs first), refused when neither token logs nor billing exports
+      recognise it, or when it cannot be read at all (binary, compressed, not UTF-8).
+    - A token log or billing export sent as the other kind is refused naming the kind it is
+      ("This looks like a FOCUS billing export, not a token log: ..."). A file that neither
+      family recognises keeps the kind it was sent as; its ingest fails saying what is missing.
+    """
+    if kind == AUTO_KIND and requested_format != AUTO_KIND:
+        kind = file_kinds.KIND_OF_FORMAT[requested_format]
+    elif kind == AUTO_KIND:
+        try:
+            detected = file_kinds.detect_file(stream)
+        except ImportFileError as exc:
+            raise UploadRefused(_sentence(str(exc))) from None
+        if detected is None:
+            raise UploadRefused(file_kinds.unrecognised_message())
+        return detected.kind
+    if kind not in file_kinds.KIND_LABELS:
+        return kind  # benchmark artifacts: their importer checks them
+    other = file_kinds.other_kind(stream, kind=kind)
+    if other is not None:
+        raise UploadRefused(
+            file_kinds.wrong_kind_message(
+                sent_as=kind, detected=other, requested_format=requested_format
+            ),
+            field="kind",
+        )
+    return kind
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."
+
+
+def live_upload_of(sha256: str) -> Upload | None:
+    """The queued, running or succeeded upload of these bytes, if any (at most one exists)."""
+    return (
+        Upload.objects.filter(sha256=sha256)
+        .exclude(status=Upload.Status.FAILED)
+        .order_by("created_at", "pk")
+        .first()
+    )
+
+
+# An insert refused by the constraint whose winner has failed by the time we look for it may
+# simply be tried again; more than a few such rounds would need a file that fails in
+# milliseconds while being uploaded over and over.
+_INSERT_ATTEMPTS = 3
+
+
+def _insert_unless_duplicate(upload: Upload) -> Upload:
+    """Save ``upload`` unless a live upload holds the same bytes (DuplicateUpload names it).
+
+    The check before the insert gives the usual answer; the database's conditional unique
+    constraint (`upload_sha256_unique_unless_failed`) decides when two identical uploads race,
+    and the loser is told which upload won.
+    """
+    for _ in range(_INSERT_ATTEMPTS):
+        first = live_upload_of(upload.sha256)
+        if first is not None:
+            raise DuplicateUpload(first)
+        try:
+            with transaction.atomic():
+                upload.save(force_insert=True)
+            return upload
+        except IntegrityError:
+            upload.pk = None  # the other upload won the race; find it (or try again)
+    first = live_upload_of(upload.sha256)
+    if first is None:
+        raise UploadRefused("The file could not be stored: identical uploads kept racing it.")
+    raise DuplicateUpload(first)
 
 
 def _open_for_write(path: Path) -> BinaryIO:

@@ -1,4 +1,5 @@
-"""Upload pages: the form, the detail page with live progress, the raw file, delete."""
+"""Upload pages: the form, the detail page with live progress, the raw file, delete (after a
+confirmation page)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from django.views.generic import TemplateView
 from audit_app.forms import UploadForm
 from audit_app.models import Upload
 from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
+from audit_app.selectors_uploads import upload_contribution
 from audit_app.services.uploads import (
     DuplicateUpload,
     StorageFull,
@@ -101,7 +103,15 @@ class UploadRawView(RoleRequiredMixin, View):
 
 
 class UploadDeleteView(RoleRequiredMixin, View):
+    """GET: what deleting the upload removes, with a Delete button (a POST) and Cancel."""
+
     allowed_roles = UPLOADER_ROLES
+    template_name = "audit/upload_delete.html"
+
+    def get(self, request: HttpRequest, upload_id: int) -> HttpResponse:
+        upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
+        context = {"upload": upload, "contribution": upload_contribution(upload=upload)}
+        return render(request, self.template_name, context)
 
     def post(self, request: HttpRequest, upload_id: int) -> HttpResponse:
         upload = get_object_or_404(Upload, pk=upload_id)

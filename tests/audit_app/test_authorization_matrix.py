@@ -57,7 +57,7 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "upload-new": (302, 200, 200, 403, 200),  # managers review; they do not upload
     "upload-detail": PAGE_DETAIL,
     "upload-raw": PAGE_DETAIL,
-    "upload-delete": (302, 405, 405, 403, 405),  # POST only; managers may not delete
+    "upload-delete": (302, 404, 404, 403, 404),  # confirmation page; managers may not delete
     "recommendations": PAGE,
     "recommendation-detail": PAGE_DETAIL,
     "recommendation-decision": (302, 403, 403, 405, 405),  # managers decide, by POST

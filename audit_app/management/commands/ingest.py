@@ -13,8 +13,9 @@ from audit_app.models import Upload
 from audit_app.selectors_spend import upload_spend
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import (
-    BILLING_FORMATS,
-    TOKEN_LOG_FORMATS,
+    AUTO_KIND,
+    FORMATS_BY_KIND,
+    UPLOAD_KINDS,
     StorageFull,
     UploadRefused,
     upload_create,
@@ -24,16 +25,24 @@ MAX_PRINTED_REJECTS = 100
 
 
 class Command(BaseCommand):
-    help = "Ingest PATH (a token log) and print what landed; exits non-zero if it cannot."
+    help = (
+        "Ingest PATH (a token log or billing export) and print what landed; exits non-zero "
+        "if it cannot."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
         parser.add_argument(
             "--format",
             default="auto",
-            choices=list(dict.fromkeys(TOKEN_LOG_FORMATS + BILLING_FORMATS)),
+            choices=FORMATS_BY_KIND[AUTO_KIND],
         )
-        parser.add_argument("--kind", default=Upload.Kind.TOKEN_LOG, choices=Upload.Kind.values)
+        parser.add_argument(
+            "--kind",
+            default=AUTO_KIND,
+            choices=UPLOAD_KINDS,
+            help="auto (default) detects token log vs billing export from the file.",
+        )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
     def handle(self, *args: Any, **options: Any) -> None:

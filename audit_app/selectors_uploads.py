@@ -1,0 +1,60 @@
+"""Reads about one upload: what deleting it would remove (the delete confirmation page)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Sum
+
+from audit_app.models import DailyRollup, Upload, Workload
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadContribution:
+    """One workload's requests in an upload; `workload_id` links its page when it has one."""
+
+    name: str
+    requests: int
+    workload_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadContribution:
+    """What an upload added: the workloads a token log touched, or a bill's billed total."""
+
+    rows_accepted: int
+    workloads: tuple[WorkloadContribution, ...]
+    billed: tuple[tuple[str, Decimal], ...]  # (currency, billed cost), by currency
+
+
+def upload_contribution(*, upload: Upload) -> UploadContribution:
+    """Read from the upload's daily rollups (token logs) or its stored totals (billing)."""
+    workloads: tuple[WorkloadContribution, ...] = ()
+    if upload.kind == Upload.Kind.TOKEN_LOG:
+        rows = list(
+            DailyRollup.objects.filter(upload=upload)
+            .values("workload")
+            .annotate(requests=Sum("requests"))
+            .order_by("workload")
+        )
+        ids = dict(
+            Workload.objects.filter(name__in=[row["workload"] for row in rows]).values_list(
+                "name", "pk"
+            )
+        )
+        workloads = tuple(
+            WorkloadContribution(
+                name=row["workload"],
+                requests=row["requests"] or 0,
+                workload_id=ids.get(row["workload"]),
+            )
+            for row in rows
+        )
+    billed_totals = (upload.billing_totals or {}).get("billed", {})
+    billed = tuple(
+        (currency, Decimal(amount)) for currency, amount in sorted(billed_totals.items())
+    )
+    return UploadContribution(
+        rows_accepted=upload.rows_accepted, workloads=workloads, billed=billed
+    )
