@@ -2,8 +2,8 @@
 
 ``{{ amount|money }}``, ``{{ amount|money:row.currency }}``, ``{{ price|money_unit }}``,
 ``{{ p95_ms|duration }}``, ``{{ share|percent }}``, ``{{ change|percent_change }}``,
-``{{ rows|count }}``. A value that is not a number is shown as it is rather than failing the
-page (Django's filters fail quietly too).
+``{{ rows|count }}``, ``{{ tokens_per_s|number:1 }}``. A value that is not a number is shown
+as it is rather than failing the page (Django's filters fail quietly too).
 """
 
 from __future__ import annotations
@@ -53,3 +53,12 @@ def percent_change(value: Any) -> Any:
 @register.filter
 def count(value: Any) -> Any:
     return _quietly(formatting.count, value)
+
+
+@register.filter
+def number(value: Any, decimals: Any = 1) -> Any:
+    try:
+        places = int(decimals)
+    except (TypeError, ValueError):
+        places = 1
+    return _quietly(lambda v: formatting.number(v, places), value)

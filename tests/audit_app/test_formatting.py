@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 from django.template import Context, Template
 
-from audit_app.formatting import count, duration, money, money_unit, percent, percent_change
+from audit_app.formatting import (
+    count,
+    duration,
+    money,
+    money_unit,
+    number,
+    percent,
+    percent_change,
+)
 
 HUGE = Decimal("123456789012345678901234567890.125")  # 30 integer digits: past the context's 28
 
@@ -55,15 +63,20 @@ def test_money_in_another_currency_names_it_after_the_amount() -> None:
         (Decimal("0.00015"), "$0.000150"),  # $0.15 per 1M tokens, per 1K tokens
         (Decimal("0.0025"), "$0.002500"),
         (Decimal("0.00000015"), "$0.000000150"),  # $0.15 per 1M tokens, per token
-        (Decimal("1E-9"), "$0.00000000100"),  # three significant digits: 11 decimals
+        (Decimal("0.000001234567"), "$0.00000123"),  # three significant digits: 8 decimals
+        (Decimal("1E-9"), "$0.00000000100"),  # 11 decimals
         (Decimal("1E-15"), "$0.000000000000"),  # past twelve decimals: rounds to zero
-        (Decimal("0.1234567890123456789012"), "$0.123457"),  # from a cent: up to 6 decimals
-        (Decimal("0.075"), "$0.075"),
-        (Decimal("2.5"), "$2.50"),
-        (Decimal("15.000000"), "$15.00"),
-        (Decimal("1234.5678"), "$1,234.5678"),
         (Decimal("0.0099999999"), "$0.01"),  # rounds up to a cent: read as one
+        (Decimal("0.075"), "$0.075"),  # a cached-input price per 1M, not $0.08
+        (Decimal("0.15"), "$0.15"),
+        (Decimal("0.1234567890123456789012"), "$0.123"),  # three significant digits
+        (Decimal("0.9996"), "$1.00"),
+        (Decimal("2.5"), "$2.50"),  # from a dollar up: cents
+        (Decimal("15.367478"), "$15.37"),
+        (Decimal("15.000000"), "$15.00"),
+        (Decimal("1234.5678"), "$1,234.57"),
         (Decimal("-0.00015"), "-$0.000150"),
+        (Decimal("-1E-15"), "$0.000000000000"),  # no sign on a zero
         (0, "$0.00"),
         (None, "—"),
         (1.5e-07, "$0.000000150"),  # a float, read through its shortest repr
@@ -81,7 +94,9 @@ def test_money_unit(value: Any, expected: str) -> None:
         (0.004, "0 ms"),  # rounds to 0.00 ms
         (0.35, "0.35 ms"),
         (7.5, "7.5 ms"),
-        (9.96, "10 ms"),  # 10.0 would not be under 10 ms: whole milliseconds
+        (9.96, "10.0 ms"),
+        (35.37255, "35.4 ms"),  # a TPOT
+        (99.96, "100 ms"),  # 100.0 would not be under 100 ms: whole milliseconds
         (850, "850 ms"),
         (999.4, "999 ms"),
         (999.6, "1.00 s"),  # 1000 ms once rounded: seconds
@@ -94,7 +109,7 @@ def test_money_unit(value: Any, expected: str) -> None:
         (183_960_000, "51.1 h"),  # 183,960 s / 3,600 = 51.1 h
         (Decimal("3600000000000"), "1,000,000.0 h"),
         (-1500, "-1.50 s"),
-        (Decimal("12.3456789012345678901234"), "12 ms"),
+        (Decimal("12.3456789012345678901234"), "12.3 ms"),
         (float("nan"), "—"),
     ],
 )
@@ -135,6 +150,22 @@ def test_count(value: Any, expected: str) -> None:
     assert count(value) == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "decimals", "expected"),
+    [
+        (1234.56, 1, "1,234.6"),
+        (Decimal("0.125"), 2, "0.13"),  # half-up
+        (Decimal("-0.004"), 2, "0.00"),  # no "-0.00"
+        (Decimal("-2.5"), 0, "-3"),
+        (Decimal("0.1234567890123456789012"), 3, "0.123"),
+        (HUGE, 1, "123,456,789,012,345,678,901,234,567,890.1"),
+        (None, 1, "—"),
+    ],
+)
+def test_number(value: Any, decimals: int, expected: str) -> None:
+    assert number(value, decimals) == expected
+
+
 def test_a_value_that_is_not_a_number_is_named() -> None:
     with pytest.raises(ValueError, match="'lots' is not a number"):
         money("lots")
@@ -146,7 +177,7 @@ def test_template_filters() -> None:
     template = Template(
         "{% load formatting %}{{ a|money }}|{{ a|money:'EUR' }}|{{ p|money_unit }}|"
         "{{ ms|duration }}|{{ share|percent }}|{{ change|percent_change }}|{{ n|count }}|"
-        "{{ missing|money }}|{{ text|money }}"
+        "{{ missing|money }}|{{ text|money }}|{{ rate|number:1 }}|{{ rate|number }}"
     )
     context = Context(
         {
@@ -157,8 +188,9 @@ def test_template_filters() -> None:
             "change": -4,
             "n": 1234567,
             "text": "n/a",
+            "rate": 1234.56,
         }
     )
     assert template.render(context) == (
-        "$1,234.50|1,234.50 EUR|$0.000150|51.1 min|12.3 %|−4.0 %|1,234,567|—|n/a"
+        "$1,234.50|1,234.50 EUR|$0.000150|51.1 min|12.3 %|−4.0 %|1,234,567|—|n/a|1,234.6|1,234.6"
     )
