@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
+import pytest
 from django.template.loader import render_to_string
+from django.test import Client
 
 from audit_app.charts import build_spend_per_day_figure
 
@@ -42,3 +45,16 @@ def test_a_figure_with_data_is_drawn() -> None:
     assert '<script id="spend-data" type="application/json">' in html
     assert "No data in this window." not in html
     assert "Spend: stacked by provider" in html
+
+
+@pytest.mark.django_db
+def test_the_overview_of_an_empty_window_draws_no_empty_axes(
+    client: Client, finops_user: Any
+) -> None:
+    client.force_login(finops_user)
+    html = client.get("/?start=2026-11-01&end=2026-11-30").content.decode()
+    # Spend per day and top workloads have no point: sentences, no figure data for them.
+    assert html.count("No data in this window.") == 2
+    assert 'id="spend-per-day-data"' not in html and 'id="top-workloads-data"' not in html
+    # Uploads per day is a line of zeros over 30 days: zero is a value, so it is drawn.
+    assert 'id="uploads-per-day-data"' in html
