@@ -246,7 +246,15 @@ METRIC_LABELS = {
 
 def metric_text(metric: str, value: Any) -> str:
     """A benchmark metric as it reads: latencies as durations (``850 ms``, ``1.25 s``), the
-    cost per 1M tokens as a price, utilisation as a percentage, rates with separators."""
+    cost per 1M tokens as a price, utilisation as a percentage, rates with separators. A value
+    that is not a number is shown as it is."""
+    try:
+        return _metric_text(metric, value)
+    except ValueError:
+        return str(value)
+
+
+def _metric_text(metric: str, value: Any) -> str:
     if metric.endswith("_ms"):
         return formatting.duration(value)
     if metric == gating.COST_METRIC:
@@ -292,6 +300,14 @@ def _check_rows(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _cold_start_text(seconds: Any) -> str:
+    try:
+        value = formatting.to_decimal(seconds)
+    except ValueError:
+        return str(seconds)
+    return formatting.duration(None if value is None else value * 1000)
+
+
 class GateView(RoleRequiredMixin, TemplateView):
     template_name = "benchmarks/gate.html"
 
@@ -309,11 +325,10 @@ class GateView(RoleRequiredMixin, TemplateView):
             }
             for r in same_model
         ]
-        cold_start_s = formatting.to_decimal(gate.inputs.get("cold_start_seconds"))
         context.update(
             gate=gate,
             checks=_check_rows(gate.result.get("checks") or []),
-            cold_start=formatting.duration(None if cold_start_s is None else cold_start_s * 1000),
+            cold_start=_cold_start_text(gate.inputs.get("cold_start_seconds")),
             cost_figure=charts.build_cost_by_mode_figure(
                 cost_by_mode=gate.result.get("cost_by_mode") or {}
             ),

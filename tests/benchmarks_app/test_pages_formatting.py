@@ -104,3 +104,16 @@ def test_gate_page_reads_in_units_and_an_empty_cost_chart_says_so(
     assert "No cost per 1M output tokens: neither run states its $ per accelerator-hour" in html
     assert 'id="cost-by-mode-data"' not in html
     assert 'id="cost-vs-tpot-data"' in html  # both runs have a TPOT and a cost
+
+
+def test_metric_text_by_unit() -> None:
+    from benchmarks_app.views import metric_text
+
+    assert metric_text("ttft_p95_ms", 850) == "850 ms"
+    assert metric_text("usd_per_million_tokens", "0.075") == "$0.075"
+    assert metric_text("gpu_utilization_pct", 12.34) == "12.3 %"
+    assert metric_text("output_tokens_per_gpu_hour", 1234567.8) == "1,234,568"
+    assert metric_text("decode_tokens_per_s", 1234.56) == "1,234.6"
+    assert metric_text("tokens_per_joule", 0.456) == "0.46"
+    assert metric_text("ttft_p95_ms", None) == "—"
+    assert metric_text("ttft_p95_ms", "n/a") == "n/a"  # shown as it is, never a 500
