@@ -1,16 +1,23 @@
 """Plotly figure builders: one ``build_<chart>_figure`` per chart, pure and Django-free.
 
 Each returns a figure as a JSON-ready dict that ``static/js/charts.js`` draws with plotly.js.
+A figure with no data point (`is_empty`) is not drawn at all: ``templates/partials/chart.html``
+says so in a sentence instead of drawing empty axes. Axes of amounts that are never negative
+(money, counts, latencies) start at zero (``rangemode``), so an all-zero chart never shows a
+negative tick.
 """
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 
 _LAYOUT: dict[str, Any] = {
@@ -30,6 +37,45 @@ IDLE_COLOUR = "#b0b7c3"
 def figure_to_dict(figure: go.Figure) -> dict[str, Any]:
     """JSON-safe plain data (plotly's own encoder handles dates and numpy values)."""
     return json.loads(figure.to_json())
+
+
+def is_empty(figure: Mapping[str, Any] | None) -> bool:
+    """True when no trace of the figure holds a data point (or there is no figure).
+
+    A point needs a value in every coordinate its trace carries: x and y (just one of them for
+    a histogram), or z for a heatmap. So bars over a window's days with no amount at all are
+    empty, while bars of zeros are not (zero is a value). NaN counts as no value.
+    """
+    if not figure:
+        return True
+    return not any(_has_point(trace) for trace in figure.get("data") or ())
+
+
+def _has_point(trace: Mapping[str, Any]) -> bool:
+    if "z" in trace:
+        return any(value is not None for value in _values(trace["z"]))
+    columns = [list(_values(trace[axis])) for axis in ("x", "y") if axis in trace]
+    if not columns:
+        return False
+    return any(all(value is not None for value in point) for point in zip(*columns, strict=False))
+
+
+def _values(array: Any) -> Iterator[Any]:
+    """The values of a trace's data array, flattened, with NaN as None. Plotly encodes numpy
+    arrays as typed arrays (``{"dtype": "f8", "bdata": base64}``); lists come as they are."""
+    if isinstance(array, Mapping) and "bdata" in array:
+        decoded = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
+        array = decoded.tolist()
+    if not isinstance(array, list | tuple):
+        yield array
+        return
+    for value in array:
+        if isinstance(value, list | tuple):
+            yield from _values(value)
+        elif isinstance(value, float) and math.isnan(value):
+            yield None
+        else:
+            yield value
 
 
 def build_uploads_per_day_figure(
@@ -232,9 +278,12 @@ def build_pool_attribution_figure(
 
 
 def build_reconciliation_figure(
-    *, days: Sequence[date], billed: Sequence[Decimal], estimated: Sequence[Decimal]
+    *,
+    days: Sequence[date],
+    billed: Sequence[Decimal | None],
+    estimated: Sequence[Decimal | None],
 ) -> dict[str, Any]:
-    """Billed vs estimated per day, side by side."""
+    """Billed vs estimated per day, side by side (None: nothing to reconcile that day)."""
     x = [d.isoformat() for d in days]
     figure = go.Figure()
     figure.add_trace(go.Bar(name="Billed", x=x, y=_floats(list(billed))))

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit_app.models import DailyRollup, HourlyRollup
+from audit_app.providers import normalize_provider
 from audit_app.selectors import daily_rollups, data_date_range, rollups_in_range
 
 DEFAULT_DAYS = 30
@@ -126,4 +127,7 @@ def parse_filters(params: Any) -> SpendFilters:
     if (end - start).days > MAX_DAYS:
         raise FilterError("start", f"the range is longer than {MAX_DAYS} days")
     text = {name: (params.get(name) or "").strip()[:200] for name in ("team", "provider", "model")}
+    if text["provider"]:
+        # Rollups store each provider's one name; an alias (bedrock, aws.bedrock) finds it too.
+        text["provider"] = normalize_provider(text["provider"])
     return SpendFilters(start=start, end=end, **text)

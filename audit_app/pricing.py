@@ -1,9 +1,9 @@
 """Token pricing: match a request's provider and model to a price card and price its tokens.
 
 Pure module (no Django). Money is Decimal. Rules:
-- Providers are normalised to the catalog's names (LiteLLM's ``bedrock`` and OTel's
-  ``aws.bedrock`` are both ``aws-bedrock``; ``vertex_ai`` and ``gcp.vertex_ai`` are
-  ``gcp-vertex``; ...).
+- Providers are normalised to the catalog's names by `audit_app.providers.normalize_provider`
+  (LiteLLM's ``bedrock`` and OTel's ``aws.bedrock`` are both ``aws-bedrock``; ``vertex_ai`` and
+  ``gcp.vertex_ai`` are ``gcp-vertex``; ...).
 - Models are matched case-insensitively after dropping a routing prefix (``openai/``,
   ``bedrock/``) and a Bedrock cross-region prefix (``us.``, ``eu.``, ``apac.``, ``global.``).
   An exact match wins; else the longest card model that is a prefix of the request's model at a
@@ -23,40 +23,25 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+from audit_app.providers import PROVIDER_ALIASES, normalize_provider
+
+__all__ = [  # the provider normaliser lives in audit_app.providers; re-exported here
+    "PROVIDER_ALIASES",
+    "Price",
+    "PriceBook",
+    "TokenUsage",
+    "card_model_name",
+    "normalize_model",
+    "normalize_provider",
+    "token_cost",
+]
+
 MILLION = Decimal(1_000_000)
 
-PROVIDER_ALIASES: dict[str, str] = {
-    "bedrock": "aws-bedrock",
-    "aws.bedrock": "aws-bedrock",
-    "aws_bedrock": "aws-bedrock",
-    "bedrock_converse": "aws-bedrock",
-    "vertex_ai": "gcp-vertex",
-    "vertex_ai_beta": "gcp-vertex",
-    "gcp.vertex_ai": "gcp-vertex",
-    "gcp.gemini": "gcp-vertex",
-    "gemini": "gcp-vertex",
-    "azure": "azure-openai",
-    "azure_ai": "azure-openai",
-    "azure.ai.openai": "azure-openai",
-    "azure.ai.inference": "azure-openai",
-    "together_ai": "together",
-    "fireworks_ai": "fireworks",
-    "groq": "groq",
-    "deepinfra": "deepinfra",
-    "cerebras": "cerebras",
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "text-completion-openai": "openai",
-}
 _ROUTING_PREFIX = re.compile(r"^[a-z0-9_.\-]+/(?=.)")
 _BEDROCK_REGION = re.compile(r"^(us|eu|apac|global|us-gov|jp|au|ca)\.(?=[a-z])")
 _BOUNDARY = frozenset("-:@.")
 _PARENTHETICAL = re.compile(r"\s*\(.*\)\s*$")
-
-
-def normalize_provider(provider: str) -> str:
-    key = provider.strip().lower()
-    return PROVIDER_ALIASES.get(key, key)
 
 
 def normalize_model(model: str) -> str:

@@ -38,6 +38,7 @@ from audit_app.importers.frame import (
     WORKLOAD,
     nanos_to_usd,
 )
+from audit_app.providers import normalize_provider
 
 KEY_COLUMNS = ("hour", WORKLOAD, TEAM, PROVIDER, MODEL, POOL, OPERATION, BATCH_API)
 MAX_CALLERS_PER_DAY = 200
@@ -160,10 +161,18 @@ class IngestAggregate:
         grouped = work.groupby(list(KEY_COLUMNS), sort=False, observed=True, dropna=False)
         codes = grouped.ngroup().to_numpy()
         sums = grouped[list(_SUMMED)].sum()
-        keys = [
-            RollupKey(**dict(zip(KEY_COLUMNS, _plain(values), strict=True)))
-            for values in sums.index
-        ]
+        # Every token-log path (row by row and columnar) lands here, so this is where a
+        # provider gets its one stored name: once per distinct key, not per row. Keys that
+        # differ only in the provider's spelling fall into one rollup.
+        providers: dict[str, str] = {}
+        keys = []
+        for values in sums.index:
+            key = dict(zip(KEY_COLUMNS, _plain(values), strict=True))
+            raw = key[PROVIDER]
+            if raw not in providers:
+                providers[raw] = normalize_provider(raw)
+            key[PROVIDER] = providers[raw]
+            keys.append(RollupKey(**key))
         totals = [self._totals(key) for key in keys]
         for column in _SUMMED:
             for target, value in zip(totals, sums[column].tolist(), strict=True):

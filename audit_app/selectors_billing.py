@@ -140,30 +140,89 @@ def _pool_reports(start: date, end: date) -> list[PoolReport]:
 # --- Reconciliation -----------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class ReconciliationRow:
+    """One provider x model x day (x bill currency): billed token charges against the estimate
+    from the token logs.
+
+    ``estimated`` is None when there is nothing to compare: either the logs have no request for
+    the line (the whole bill is unexplained, so the line is flagged), or they have requests but
+    no cost for them (no logged cost and no price card, or a bill in another currency than the
+    USD estimates): "no estimate", never flagged. A line billed 0 and estimated 0 is never
+    flagged either.
+    """
+
     provider: str
     model: str
     day: date
     currency: str
     billed: Decimal
-    estimated: Decimal | None  # None: the logs have no request for this provider/model/day
+    estimated: Decimal | None
     bill_upload_ids: list[int]
     log_upload_ids: list[int]
     threshold_percent: Decimal
-    unpriced_requests: int = 0  # log requests of this line with no cost and no price card
+    log_requests: int = 0  # requests of this line in the token logs
+    unpriced_requests: int = 0  # of which with no logged cost and no price card
+
+    @property
+    def no_estimate(self) -> bool:
+        """The logs have requests for this line but no cost to compare with the bill."""
+        return self.estimated is None and self.log_requests > 0
 
     @property
     def note(self) -> str:
+        if self.no_estimate:
+            if self.currency != "USD":
+                return f"no estimate: billed in {self.currency}, token logs are priced in USD"
+            return f"no estimate: {self.unpriced_requests} logged requests have no price card"
         if self.estimated is None:
             return "no requests in the token logs"
         if self.unpriced_requests:
             return f"{self.unpriced_requests} logged requests have no price card"
-        if not self.billed:
+        if not self.billed and self.estimated:
             return "not on the bill"
         return ""
 
     @property
-    def variance(self) -> Decimal:
+    def variance(self) -> Decimal | None:
+        """Billed minus estimated; the whole bill when the logs have no request; None when
+        there is no estimate."""
+        if self.no_estimate:
+            return None
         return self.billed - (self.estimated or Decimal(0))
+
+    @property
+    def variance_percent(self) -> Decimal | None:
+        if not self.estimated:
+            return None
+        return (self.billed - self.estimated) / self.estimated * 100
+
+    @property
+    def flagged(self) -> bool:
+        if self.no_estimate:
+            return False
+        percent = self.variance_percent
+        if percent is None:  # one side only: flagged unless both are zero
+            return bool(self.billed or self.estimated)
+        return abs(percent) > self.threshold_percent
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconciliationTotal:
+    """Sums of reconciliation rows for one currency (and one provider, or all when "").
+
+    ``billed`` counts every row; ``estimated`` and ``variance`` only rows with an estimate (a
+    row with no request in the logs has an estimate of nothing, so its whole bill is variance);
+    ``billed_no_estimate`` is the bill of "no estimate" rows. So billed = estimated + variance
+    + billed_no_estimate.
+    """
+
+    provider: str
+    currency: str
+    rows: int
+    flagged: int
+    billed: Decimal
+    estimated: Decimal | None  # None: no row of the group has an estimate
+    variance: Decimal
+    billed_no_estimate: Decimal
 
     @property
     def variance_percent(self) -> Decimal | None:
@@ -171,21 +230,55 @@ class ReconciliationRow:
             return None
         return self.variance / self.estimated * 100
 
-    @property
-    def flagged(self) -> bool:
-        percent = self.variance_percent
-        if percent is None:
-            return bool(self.billed or self.estimated)
-        return abs(percent) > self.threshold_percent
+
+@dataclass(frozen=True, kw_only=True)
+class ReconciliationTotals:
+    overall: list[ReconciliationTotal]  # one per currency
+    by_provider: list[ReconciliationTotal]  # one per provider and currency
+
+
+def reconciliation_totals(rows: list[ReconciliationRow]) -> ReconciliationTotals:
+    """Totals of the given rows per currency, and per provider and currency (never adding
+    amounts of different currencies)."""
+    overall: dict[str, list[ReconciliationRow]] = defaultdict(list)
+    by_provider: dict[tuple[str, str], list[ReconciliationRow]] = defaultdict(list)
+    for row in rows:
+        overall[row.currency].append(row)
+        by_provider[(row.provider, row.currency)].append(row)
+    return ReconciliationTotals(
+        overall=[_total("", currency, overall[currency]) for currency in sorted(overall)],
+        by_provider=[
+            _total(provider, currency, by_provider[(provider, currency)])
+            for provider, currency in sorted(by_provider)
+        ],
+    )
+
+
+def _total(provider: str, currency: str, rows: list[ReconciliationRow]) -> ReconciliationTotal:
+    estimates = [r.estimated for r in rows if r.estimated is not None]
+    return ReconciliationTotal(
+        provider=provider,
+        currency=currency,
+        rows=len(rows),
+        flagged=sum(1 for r in rows if r.flagged),
+        billed=sum((r.billed for r in rows), Decimal(0)),
+        estimated=sum(estimates, Decimal(0)) if estimates else None,
+        variance=sum((r.variance for r in rows if r.variance is not None), Decimal(0)),
+        billed_no_estimate=sum((r.billed for r in rows if r.no_estimate), Decimal(0)),
+    )
 
 
 def _bill_provider(charge: dict[str, Any]) -> str:
+    """The usage provider of a bill line, in the token logs' names.
+
+    Only what the provider normaliser cannot know is decided here, from the billed service:
+    AWS's "Amazon Bedrock" is aws-bedrock, Google Cloud's Vertex AI is gcp-vertex. Everything
+    else goes through `normalize_provider` (azure -> azure-openai, openai, anthropic, ...).
+    """
     provider = charge["provider"]
     service = (charge["service"] or "").lower()
     if provider == "aws" and "bedrock" in service:
         return "aws-bedrock"
-    if provider == "azure":
-        return "azure-openai"
     if provider == "gcp" and "vertex" in service:
         return "gcp-vertex"
     return normalize_provider(provider)
@@ -202,13 +295,19 @@ def _same_model(bill_model: str, log_model: str) -> bool:
 class _Side:
     amount: Decimal = Decimal(0)
     uploads: set[int] = field(default_factory=set)
+    requests: int = 0
     unpriced_requests: int = 0
 
 
 def reconciliation(
-    *, start: date, end: date, threshold_percent: Decimal = DEFAULT_THRESHOLD_PERCENT
+    *,
+    start: date,
+    end: date,
+    threshold_percent: Decimal = DEFAULT_THRESHOLD_PERCENT,
+    flagged_only: bool = False,
 ) -> list[ReconciliationRow]:
-    """Billed token charges vs the token-log estimate per provider x model x day."""
+    """Billed token charges vs the token-log estimate per provider x model x day; flagged rows
+    first, largest variance first. ``flagged_only`` keeps the flagged rows alone."""
     bills: dict[tuple[str, str, date, str], _Side] = defaultdict(_Side)
     charges = (
         charges_in_range(start=start, end=end)
@@ -234,6 +333,7 @@ def reconciliation(
         side = estimates[(normalize_provider(provider), normalize_model(model), day)]
         side.amount += group.spend_usd
         side.uploads.add(upload_id)
+        side.requests += group.requests
         side.unpriced_requests += group.unpriced_requests
 
     # Each log model goes to the bill line whose model names it most closely: equal, else the
@@ -260,8 +360,11 @@ def reconciliation(
     rows: list[ReconciliationRow] = []
     for bill_key, bill in bills.items():
         provider, model, day, currency = bill_key
-        keys = attached.get(bill_key, [])
-        estimate = sum((estimates[k].amount for k in keys), Decimal(0)) if keys else None
+        sides = [estimates[k] for k in attached.get(bill_key, [])]
+        requests = sum(s.requests for s in sides)
+        unpriced = sum(s.unpriced_requests for s in sides)
+        # An estimate needs at least one request with a cost (logged or priced), in USD.
+        has_estimate = requests > unpriced and currency == "USD"
         rows.append(
             ReconciliationRow(
                 provider=provider,
@@ -269,15 +372,17 @@ def reconciliation(
                 day=day,
                 currency=currency,
                 billed=bill.amount,
-                estimated=estimate if currency == "USD" or estimate is None else None,
+                estimated=sum((s.amount for s in sides), Decimal(0)) if has_estimate else None,
                 bill_upload_ids=sorted(bill.uploads),
-                log_upload_ids=sorted({u for k in keys for u in estimates[k].uploads}),
+                log_upload_ids=sorted({u for s in sides for u in s.uploads}),
                 threshold_percent=threshold_percent,
+                log_requests=requests,
+                unpriced_requests=unpriced,
             )
         )
     for key in unmatched:
         side = estimates[key]
-        if not side.amount:
+        if not side.amount:  # nothing billed, nothing estimated (or no price): nothing to show
             continue
         provider, model, day = key
         rows.append(
@@ -291,9 +396,15 @@ def reconciliation(
                 bill_upload_ids=[],
                 log_upload_ids=sorted(side.uploads),
                 threshold_percent=threshold_percent,
+                log_requests=side.requests,
+                unpriced_requests=side.unpriced_requests,
             )
         )
-    rows.sort(key=lambda r: (not r.flagged, -abs(r.variance), r.day, r.provider, r.model))
+    if flagged_only:
+        rows = [r for r in rows if r.flagged]
+    rows.sort(
+        key=lambda r: (not r.flagged, -abs(r.variance or Decimal(0)), r.day, r.provider, r.model)
+    )
     return rows
 
 

@@ -23,8 +23,8 @@ def build_latency_distribution_figure(
         **{**_LAYOUT, "hovermode": "closest"},
         barmode="overlay",
         title={"text": "TTFT and TPOT per request"},
-        xaxis={"title": {"text": "Milliseconds"}},
-        yaxis={"title": {"text": "Requests"}},
+        xaxis={"title": {"text": "Milliseconds"}, "rangemode": "nonnegative"},
+        yaxis={"title": {"text": "Requests"}, "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
 
@@ -38,7 +38,7 @@ def build_throughput_timeline_figure(
     figure.update_layout(
         **_LAYOUT,
         title={"text": "Output tokens per second over the run"},
-        xaxis={"title": {"text": "Seconds since start"}},
+        xaxis={"title": {"text": "Seconds since start"}, "rangemode": "nonnegative"},
         yaxis={"title": {"text": "Tokens/s"}, "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
@@ -57,7 +57,7 @@ def build_telemetry_figure(
     figure.update_layout(
         **_LAYOUT,
         title={"text": "GPU utilization and power"},
-        xaxis={"title": {"text": "Seconds since start"}},
+        xaxis={"title": {"text": "Seconds since start"}, "rangemode": "nonnegative"},
         yaxis={"title": {"text": "Utilization (%)"}, "range": [0, 100]},
         yaxis2={
             "title": {"text": "Watts"},
@@ -86,7 +86,8 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
         barmode="group",
         title={"text": "Cost per 1M output tokens by serving mode"},
         xaxis={"title": {"text": "Serving mode"}},
-        yaxis={"title": {"text": "USD per 1M tokens"}, "tickprefix": "$"},
+        # Costs are never negative: without this an all-zero chart draws a "$−1" tick.
+        yaxis={"title": {"text": "USD per 1M tokens"}, "tickprefix": "$", "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
 
@@ -106,8 +107,12 @@ def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[st
     figure.update_layout(
         **{**_LAYOUT, "hovermode": "closest"},
         title={"text": "Cost vs p95 TPOT, runs of this model"},
-        xaxis={"title": {"text": "p95 TPOT (ms)"}},
-        yaxis={"title": {"text": "USD per 1M output tokens"}, "tickprefix": "$"},
+        xaxis={"title": {"text": "p95 TPOT (ms)"}, "rangemode": "nonnegative"},
+        yaxis={
+            "title": {"text": "USD per 1M output tokens"},
+            "tickprefix": "$",
+            "rangemode": "nonnegative",
+        },
     )
     return figure_to_dict(figure)
 

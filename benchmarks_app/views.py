@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from audit_app import formatting
 from audit_app.costing import Deployment, busy_only_usd_per_million
 from audit_app.models import Recommendation
 from audit_app.permissions import Role, RoleRequiredMixin, has_role
@@ -229,18 +230,42 @@ def _timeline(per_request: dict[str, Any]) -> dict[str, Any]:
 
 
 METRIC_LABELS = {
-    "ttft_p50_ms": "TTFT p50 (ms)",
-    "ttft_p95_ms": "TTFT p95 (ms)",
-    "tpot_p50_ms": "TPOT p50 (ms)",
-    "tpot_p95_ms": "TPOT p95 (ms)",
-    "itl_p95_ms": "ITL p95 (ms)",
-    "e2e_p95_ms": "End-to-end p95 (ms)",
+    "ttft_p50_ms": "TTFT p50",
+    "ttft_p95_ms": "TTFT p95",
+    "tpot_p50_ms": "TPOT p50",
+    "tpot_p95_ms": "TPOT p95",
+    "itl_p95_ms": "ITL p95",
+    "e2e_p95_ms": "End-to-end p95",
     "decode_tokens_per_s": "Decode tokens/s",
     "per_user_decode_tokens_per_s": "Per-user decode tokens/s",
     "output_tokens_per_gpu_hour": "Output tokens per GPU-hour",
-    "gpu_utilization_pct": "GPU utilization (%)",
+    "gpu_utilization_pct": "GPU utilization",
     "tokens_per_joule": "Tokens per joule",
 }
+
+
+def metric_text(metric: str, value: Any) -> str:
+    """A benchmark metric as it reads: latencies as durations (``850 ms``, ``1.25 s``), the
+    cost per 1M tokens as a price, utilisation as a percentage, rates with separators. A value
+    that is not a number is shown as it is."""
+    try:
+        return _metric_text(metric, value)
+    except ValueError:
+        return str(value)
+
+
+def _metric_text(metric: str, value: Any) -> str:
+    if metric.endswith("_ms"):
+        return formatting.duration(value)
+    if metric == gating.COST_METRIC:
+        return formatting.money_unit(value)
+    if metric.endswith("_pct"):
+        return formatting.percent(value)
+    if metric == "output_tokens_per_gpu_hour":
+        return formatting.count(value)
+    if metric == "tokens_per_joule":
+        return formatting.number(value, 2)
+    return formatting.number(value, 1)
 
 
 def _metric_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
@@ -250,11 +275,37 @@ def _metric_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "label": label,
             "value": metrics.get(key),
+            "text": metric_text(key, metrics.get(key)),
             "source": sources.get(key, ""),
             "missing": missing.get(key, ""),
         }
         for key, label in METRIC_LABELS.items()
     ]
+
+
+def _sentence_case(label: str) -> str:
+    return label[:1].upper() + label[1:]  # "p95 TTFT" -> "P95 TTFT", never "P95 ttft"
+
+
+def _check_rows(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gate's checks with a readable label and values in their units."""
+    return [
+        {
+            **check,
+            "label": _sentence_case(gating.LABELS.get(check["metric"], check["metric"])),
+            "baseline_text": metric_text(check["metric"], check.get("baseline")),
+            "candidate_text": metric_text(check["metric"], check.get("candidate")),
+        }
+        for check in checks
+    ]
+
+
+def _cold_start_text(seconds: Any) -> str:
+    try:
+        value = formatting.to_decimal(seconds)
+    except ValueError:
+        return str(seconds)
+    return formatting.duration(None if value is None else value * 1000)
 
 
 class GateView(RoleRequiredMixin, TemplateView):
@@ -276,7 +327,8 @@ class GateView(RoleRequiredMixin, TemplateView):
         ]
         context.update(
             gate=gate,
-            checks=gate.result.get("checks") or [],
+            checks=_check_rows(gate.result.get("checks") or []),
+            cold_start=_cold_start_text(gate.inputs.get("cold_start_seconds")),
             cost_figure=charts.build_cost_by_mode_figure(
                 cost_by_mode=gate.result.get("cost_by_mode") or {}
             ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -11,8 +13,15 @@ from rest_framework.views import APIView
 
 from audit_app.api.spend import FILTER_PARAMETERS, MONEY, _filters
 from audit_app.filters import FilterError
-from audit_app.selectors_billing import pool_reports, reconciliation
-from audit_app.views.billing import parse_threshold
+from audit_app.selectors_billing import (
+    ReconciliationTotal,
+    pool_reports,
+    reconciliation,
+    reconciliation_totals,
+)
+from audit_app.views.billing import parse_flagged, parse_threshold
+
+PERCENT = {"max_digits": 24, "decimal_places": 2, "coerce_to_string": True, "allow_null": True}
 
 
 class ReconciliationRowOutput(serializers.Serializer):
@@ -21,33 +30,67 @@ class ReconciliationRowOutput(serializers.Serializer):
     model = serializers.CharField()
     currency = serializers.CharField()
     billed = serializers.DecimalField(**MONEY)
-    estimated = serializers.DecimalField(**MONEY, allow_null=True)
-    variance = serializers.DecimalField(**MONEY)
-    variance_percent = serializers.DecimalField(
-        max_digits=24, decimal_places=2, coerce_to_string=True, allow_null=True
+    estimated = serializers.DecimalField(
+        **MONEY, allow_null=True, help_text="null: no estimate (see note)"
     )
+    variance = serializers.DecimalField(
+        **MONEY, allow_null=True, help_text="null when there is no estimate"
+    )
+    variance_percent = serializers.DecimalField(**PERCENT)
     flagged = serializers.BooleanField()
     note = serializers.CharField()
+    log_requests = serializers.IntegerField()
     unpriced_requests = serializers.IntegerField()
     bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
     log_upload_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class ReconciliationTotalOutput(serializers.Serializer):
+    currency = serializers.CharField()
+    rows = serializers.IntegerField()
+    flagged = serializers.IntegerField()
+    billed = serializers.DecimalField(**MONEY)
+    estimated = serializers.DecimalField(**MONEY, allow_null=True)
+    variance = serializers.DecimalField(**MONEY)
+    variance_percent = serializers.DecimalField(**PERCENT)
+    billed_no_estimate = serializers.DecimalField(**MONEY)
+
+
+class ReconciliationProviderTotalOutput(ReconciliationTotalOutput):
+    provider = serializers.CharField()
+
+
+class ReconciliationTotalsOutput(serializers.Serializer):
+    overall = ReconciliationTotalOutput(many=True)
+    by_provider = ReconciliationProviderTotalOutput(many=True)
 
 
 class ReconciliationOutput(serializers.Serializer):
     start = serializers.DateField()
     end = serializers.DateField()
     threshold_percent = serializers.DecimalField(max_digits=8, decimal_places=2)
+    flagged_only = serializers.BooleanField()
     flagged = serializers.IntegerField()
+    totals = ReconciliationTotalsOutput()
     rows = ReconciliationRowOutput(many=True)
 
 
+def _total(total: ReconciliationTotal) -> dict[str, Any]:
+    return {**total.__dict__, "variance_percent": total.variance_percent}
+
+
 class ReconciliationApi(APIView):
-    """Billed token charges vs token-log estimates per provider x model x day."""
+    """Billed token charges vs token-log estimates per provider x model x day, with totals per
+    currency and per provider. A line with requests but no cost in the logs has no estimate
+    (``estimated`` null) and is never flagged."""
 
     @extend_schema(
         parameters=[
             *FILTER_PARAMETERS[:2],
             OpenApiParameter("threshold", float, description="Flag above this %."),
+            OpenApiParameter(
+                "flagged", str, enum=["1", "true", "0", "false"], description="Flagged rows only."
+            ),
         ],
         responses=ReconciliationOutput,
     )
@@ -55,14 +98,26 @@ class ReconciliationApi(APIView):
         filters = _filters(request)
         try:
             threshold = parse_threshold(request.query_params.get("threshold"))
+            flagged_only = parse_flagged(request.query_params.get("flagged"))
         except FilterError as exc:
             raise ValidationError({exc.field: [str(exc)]}) from None
-        rows = reconciliation(start=filters.start, end=filters.end, threshold_percent=threshold)
+        rows = reconciliation(
+            start=filters.start,
+            end=filters.end,
+            threshold_percent=threshold,
+            flagged_only=flagged_only,
+        )
+        totals = reconciliation_totals(rows)
         data = {
             "start": filters.start,
             "end": filters.end,
             "threshold_percent": threshold,
+            "flagged_only": flagged_only,
             "flagged": sum(1 for r in rows if r.flagged),
+            "totals": {
+                "overall": [_total(t) for t in totals.overall],
+                "by_provider": [_total(t) for t in totals.by_provider],
+            },
             "rows": [
                 {
                     **r.__dict__,

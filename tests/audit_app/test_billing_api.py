@@ -144,3 +144,114 @@ def test_reconciliation_page(client: Client, manager_user: Any) -> None:
     assert "flagged" in html
     csv_text = client.get("/reconciliation/?start=2026-11-02&end=2026-11-02&export=csv")
     assert b"gpt-4o-mini" in csv_text.content
+
+
+def test_reconciliation_api_no_estimate_flagged_filter_and_totals(
+    client: Client, finops_user: Any
+) -> None:
+    from tests.audit_app.test_billing_selectors import _sample_bill
+
+    _sample_bill()
+    client.force_login(finops_user)
+    url = "/api/v1/reconciliation/?start=2026-11-02&end=2026-11-02"
+    body = client.get(url).json()
+    assert (body["flagged_only"], body["flagged"], len(body["rows"])) == (False, 2, 4)
+    unpriced = next(r for r in body["rows"] if r["model"] == "my-finetune")
+    assert unpriced["estimated"] is None and unpriced["variance"] is None
+    assert (unpriced["billed"], unpriced["flagged"], unpriced["variance_percent"]) == (
+        "0.004000",
+        False,
+        None,
+    )
+    assert unpriced["note"] == "no estimate: 1 logged requests have no price card"
+    assert (unpriced["log_requests"], unpriced["unpriced_requests"]) == (1, 1)
+    # Hand-computed in test_flagged_only_and_totals_per_provider_and_currency; 6 decimals.
+    assert body["totals"]["overall"] == [
+        {
+            "currency": "USD",
+            "rows": 4,
+            "flagged": 2,
+            "billed": "1.121500",
+            "estimated": "0.092500",
+            "variance": "1.025000",
+            "variance_percent": "1108.10",
+            "billed_no_estimate": "0.004000",
+        }
+    ]
+    assert [
+        (t["provider"], t["billed"], t["estimated"], t["variance_percent"])
+        for t in body["totals"]["by_provider"]
+    ] == [("anthropic", "1.000000", None, None), ("openai", "0.121500", "0.092500", "27.03")]
+
+    for value in ("1", "true", "TRUE"):
+        flagged = client.get(f"{url}&flagged={value}").json()
+        assert flagged["flagged_only"] is True
+        assert [r["model"] for r in flagged["rows"]] == ["claude-haiku-4-5", "gpt-4o-mini"]
+        assert flagged["totals"]["overall"][0]["billed"] == "1.100000"  # 1.00 + 0.10
+    assert len(client.get(f"{url}&flagged=false").json()["rows"]) == 4
+    assert len(client.get(f"{url}&flagged=0").json()["rows"]) == 4
+    bad = client.get(f"{url}&flagged=yes")
+    assert bad.status_code == 400
+    assert bad.json()["errors"] == {"flagged": ["flagged='yes' must be 1, true, 0 or false"]}
+
+
+def test_reconciliation_page_and_csv_show_no_estimate_totals_and_the_flagged_filter(
+    client: Client, finops_user: Any
+) -> None:
+    from tests.audit_app.test_billing_selectors import _sample_bill
+
+    _sample_bill()
+    client.force_login(finops_user)
+    url = "/reconciliation/?start=2026-11-02&end=2026-11-02"
+    response = client.get(url)
+    html = response.content.decode()
+    assert response.context["flagged"] == 2
+    assert len(response.context["rows"]) == 4
+    assert ">no estimate<" in html  # the unpriced line's estimate cell
+    assert "no estimate: 1 logged requests have no price card" in html
+    # Totals: all providers, then each provider.
+    assert 'id="reconciliation-totals"' in html
+    assert '<td class="num">$1.12</td>' in html  # 1.1215 billed
+    assert "+1,108.1 %" in html  # overall variance
+    assert "+27.0 %" in html  # openai
+    assert "+33.3 %" in html  # gpt-4o-mini's row
+    assert "$0.004" not in html and "$0.00</td>" in html  # money reads in cents
+
+    flagged = client.get(url + "&flagged=1")
+    assert [r.model for r in flagged.context["rows"]] == ["claude-haiku-4-5", "gpt-4o-mini"]
+    flagged_html = flagged.content.decode()
+    assert 'name="flagged" value="1" checked' in flagged_html
+    assert "flagged=1&amp;export=csv" in flagged_html
+
+    bad = client.get(url + "&flagged=maybe").content.decode()
+    assert "flagged=&#x27;maybe&#x27; must be 1, true, 0 or false; showing the defaults" in bad
+
+    rows = list(csv.DictReader(StringIO(client.get(url + "&export=csv").content.decode())))
+    by_model = {r["model"]: r for r in rows}
+    assert (by_model["my-finetune"]["estimated"], by_model["my-finetune"]["variance"]) == ("", "")
+    assert by_model["my-finetune"]["flagged"] == "false"
+    # 0.0750003 and 33.3328000021... at most 6 decimals, no trailing zeros.
+    assert by_model["gpt-4o-mini"]["estimated"] == "0.075"
+    assert by_model["gpt-4o-mini"]["variance_percent"] == "33.3328"
+    flagged_csv = client.get(url + "&export=csv&flagged=1").content.decode()
+    assert [r["model"] for r in csv.DictReader(StringIO(flagged_csv))] == [
+        "claude-haiku-4-5",
+        "gpt-4o-mini",
+    ]
+
+
+def test_reconciliation_page_with_no_flagged_rows_says_so(client: Client, finops_user: Any) -> None:
+    bill = _bill_upload()
+    _charge(
+        bill,
+        start=H0,
+        cost="0",
+        provider="openai",
+        meter_kind="token",
+        period_end=H0 + 24 * H,
+        tags={"model": "gpt-4o"},
+    )
+    client.force_login(finops_user)
+    html = client.get("/reconciliation/?start=2026-11-02&end=2026-11-02&flagged=1").content
+    assert b"No flagged rows in this range" in html
+    assert b"Nothing to reconcile" not in html

@@ -195,3 +195,154 @@ def test_unknown_meters_are_listed_not_dropped() -> None:
         Decimal("4.75"),
         [bill.pk],
     )
+
+
+def _sample_bill() -> tuple[Upload, Upload]:
+    """SAMPLE_CSV's logs (gpt-4o estimated $0.0175, gpt-4o-mini $0.0750003, my-finetune one
+    request with no cost and no price card) against a bill of four USD lines."""
+    logs = _ingest(SAMPLE_CSV, "sample.csv")
+    bill = _bill_upload()
+    day = {"start": H0, "period_end": H0 + 24 * H, "meter_kind": "token"}
+    _charge(bill, cost="0.0175", provider="openai", tags={"model": "gpt-4o"}, **day)
+    _charge(bill, cost="0.10", provider="openai", tags={"model": "gpt-4o-mini"}, **day)
+    _charge(bill, cost="0.004", provider="openai", tags={"model": "my-finetune"}, **day)
+    _charge(bill, cost="1.00", provider="anthropic", tags={"model": "claude-haiku-4-5"}, **day)
+    return logs, bill
+
+
+def test_an_unpriced_line_has_no_estimate_and_is_never_flagged() -> None:
+    logs, bill = _sample_bill()
+    rows = {r.model: r for r in reconciliation(start=DAY, end=DAY, threshold_percent=Decimal(0))}
+    unpriced = rows["my-finetune"]
+    assert (unpriced.billed, unpriced.estimated, unpriced.variance) == (
+        Decimal("0.004"),
+        None,
+        None,
+    )
+    assert unpriced.variance_percent is None
+    assert (unpriced.log_requests, unpriced.unpriced_requests) == (1, 1)
+    assert unpriced.no_estimate and not unpriced.flagged
+    assert unpriced.note == "no estimate: 1 logged requests have no price card"
+    assert unpriced.log_upload_ids == [logs.pk] and unpriced.bill_upload_ids == [bill.pk]
+    # A bill line with no request at all in the logs stays flagged, its whole bill the variance.
+    missing = rows["claude-haiku-4-5"]
+    assert (missing.estimated, missing.variance, missing.flagged) == (None, Decimal("1.00"), True)
+    assert (missing.no_estimate, missing.note) == (False, "no requests in the token logs")
+    # Flagged first, largest variance first; the unpriced line last (no variance).
+    assert [r.model for r in reconciliation(start=DAY, end=DAY)] == [
+        "claude-haiku-4-5",
+        "gpt-4o-mini",
+        "gpt-4o",
+        "my-finetune",
+    ]
+
+
+def test_zero_billed_and_zero_estimated_is_not_flagged_and_other_currencies_have_no_estimate() -> (
+    None
+):
+    _ingest(
+        b"started_at,ended_at,workload,provider,model,input_tokens,output_tokens,cost_usd\n"
+        b"2026-11-02T09:00:00Z,2026-11-02T09:00:01Z,free,mistral,free-model,100,10,0\n"
+        b"2026-11-02T09:00:00Z,2026-11-02T09:00:01Z,euro,mistral,euro-model,100,10,0.5\n",
+        "mistral.csv",
+    )
+    bill = _bill_upload()
+    day = {"start": H0, "period_end": H0 + 24 * H, "meter_kind": "token", "provider": "mistral"}
+    _charge(bill, cost="0", tags={"model": "free-model"}, **day)
+    _charge(bill, cost="0.45", currency="EUR", tags={"model": "euro-model"}, **day)
+    rows = {r.model: r for r in reconciliation(start=DAY, end=DAY, threshold_percent=Decimal(0))}
+    free = rows["free-model"]
+    assert (free.billed, free.estimated, free.variance, free.variance_percent) == (
+        Decimal(0),
+        Decimal(0),
+        Decimal(0),
+        None,
+    )
+    assert (free.flagged, free.note) == (False, "")
+    euro = rows["euro-model"]
+    assert (euro.currency, euro.estimated, euro.variance, euro.flagged) == (
+        "EUR",
+        None,
+        None,
+        False,
+    )
+    assert euro.note == "no estimate: billed in EUR, token logs are priced in USD"
+
+
+def test_flagged_only_and_totals_per_provider_and_currency() -> None:
+    from audit_app.selectors_billing import ReconciliationTotal, reconciliation_totals
+
+    _sample_bill()
+    flagged = reconciliation(start=DAY, end=DAY, flagged_only=True)
+    assert [r.model for r in flagged] == ["claude-haiku-4-5", "gpt-4o-mini"]
+
+    totals = reconciliation_totals(reconciliation(start=DAY, end=DAY))
+    # Billed 0.0175 + 0.10 + 0.004 + 1.00 = 1.1215; estimated 0.0175 + 0.0750003 = 0.0925003;
+    # variance 0 + 0.0249997 + 1.00 = 1.0249997; billed with no estimate: my-finetune's 0.004.
+    # 0.0925003 + 1.0249997 + 0.004 = 1.1215.
+    assert totals.overall == [
+        ReconciliationTotal(
+            provider="",
+            currency="USD",
+            rows=4,
+            flagged=2,
+            billed=Decimal("1.1215"),
+            estimated=Decimal("0.0925003"),
+            variance=Decimal("1.0249997"),
+            billed_no_estimate=Decimal("0.004"),
+        )
+    ]
+    # 1.0249997 / 0.0925003 = 11.0810419... -> 1,108.10 %
+    assert round(totals.overall[0].variance_percent, 2) == Decimal("1108.10")
+    anthropic, openai = totals.by_provider
+    assert anthropic == ReconciliationTotal(
+        provider="anthropic",
+        currency="USD",
+        rows=1,
+        flagged=1,
+        billed=Decimal("1.00"),
+        estimated=None,
+        variance=Decimal("1.00"),
+        billed_no_estimate=Decimal(0),
+    )
+    assert anthropic.variance_percent is None
+    # openai: billed 0.0175 + 0.10 + 0.004 = 0.1215; variance 0.0249997 (gpt-4o-mini).
+    assert (openai.provider, openai.rows, openai.flagged, openai.billed) == (
+        "openai",
+        3,
+        1,
+        Decimal("0.1215"),
+    )
+    assert (openai.estimated, openai.variance, openai.billed_no_estimate) == (
+        Decimal("0.0925003"),
+        Decimal("0.0249997"),
+        Decimal("0.004"),
+    )
+    # 0.0249997 / 0.0925003 = 0.2702661... -> 27.03 %
+    assert round(openai.variance_percent, 2) == Decimal("27.03")
+
+    # Totals of the flagged rows alone: 1.00 + 0.10 billed, 0.0750003 estimated.
+    [flagged_total] = reconciliation_totals(flagged).overall
+    assert (flagged_total.billed, flagged_total.estimated, flagged_total.variance) == (
+        Decimal("1.10"),
+        Decimal("0.0750003"),
+        Decimal("1.0249997"),
+    )
+
+
+def test_totals_never_add_currencies() -> None:
+    from audit_app.selectors_billing import reconciliation_totals
+
+    bill = _bill_upload()
+    day = {"start": H0, "period_end": H0 + 24 * H, "meter_kind": "token", "provider": "openai"}
+    _charge(bill, cost="2.00", tags={"model": "gpt-4o"}, **day)
+    _charge(bill, cost="3.00", currency="EUR", tags={"model": "gpt-4o-mini"}, **day)
+    totals = reconciliation_totals(reconciliation(start=DAY, end=DAY))
+    assert [(t.currency, t.billed, t.variance) for t in totals.overall] == [
+        ("EUR", Decimal("3.00"), Decimal("3.00")),
+        ("USD", Decimal("2.00"), Decimal("2.00")),
+    ]
+    assert [(t.provider, t.currency) for t in totals.by_provider] == [
+        ("openai", "EUR"),
+        ("openai", "USD"),
+    ]

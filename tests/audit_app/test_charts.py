@@ -110,3 +110,79 @@ def test_hour_of_week_and_latency_figures() -> None:
     assert [t["name"] for t in latency["data"]] == ["TTFT", "TPOT"]
     assert latency["data"][0]["x"] == ["p50", "p95", "p99"]
     assert latency["layout"]["yaxis"]["title"]["text"] == "Milliseconds"
+
+
+# --- Empty figures and axes that never go negative -------------------------------------------
+def test_is_empty_when_no_trace_holds_a_point() -> None:
+    from decimal import Decimal
+
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from audit_app.charts import (
+        build_latency_figure,
+        build_reconciliation_figure,
+        build_spend_per_day_figure,
+        figure_to_dict,
+        is_empty,
+    )
+
+    days = [date(2026, 11, 1), date(2026, 11, 2)]
+    # A window with no spend: no series at all (the date axis that drew "Jan 2000").
+    assert is_empty(build_spend_per_day_figure(days=days, series={}, dimension_label="provider"))
+    # Days but no amount on any of them.
+    assert is_empty(build_reconciliation_figure(days=days, billed=[None, None], estimated=[None]))
+    assert is_empty(build_latency_figure(percentiles={"TTFT": [None] * 3, "TPOT": [None] * 3}))
+    assert is_empty(None)
+    assert is_empty({"data": [], "layout": {}})
+    # Zero is a value: bars of zeros are drawn.
+    assert not is_empty(
+        build_spend_per_day_figure(
+            days=days, series={"openai": [Decimal(0), Decimal(0)]}, dimension_label="provider"
+        )
+    )
+    # One point is enough, in any trace.
+    assert not is_empty(
+        build_latency_figure(percentiles={"TTFT": [None, 180.0, None], "TPOT": [None] * 3})
+    )
+    # Numpy arrays (encoded by plotly as typed arrays), NaN as no value, heatmaps by z.
+    nan_only = figure_to_dict(go.Figure(go.Scatter(x=np.array([1.0, 2.0]), y=np.full(2, np.nan))))
+    assert is_empty(nan_only)
+    one_point = figure_to_dict(go.Figure(go.Scatter(x=np.array([1.0, 2.0]), y=[np.nan, 3.0])))
+    assert not is_empty(one_point)
+    assert not is_empty(figure_to_dict(go.Figure(go.Heatmap(z=np.zeros((7, 24))))))
+    assert is_empty(figure_to_dict(go.Figure(go.Heatmap(z=[[None, None], [None, None]]))))
+    assert is_empty(figure_to_dict(go.Figure(go.Histogram(x=[]))))
+    assert not is_empty(figure_to_dict(go.Figure(go.Histogram(x=[12.5]))))
+
+
+def test_money_and_count_axes_start_at_zero() -> None:
+    from decimal import Decimal
+
+    from audit_app import charts
+
+    days = [date(2026, 11, 1)]
+    figures = {
+        "uploads": charts.build_uploads_per_day_figure(days=days, counts_by_kind={"x": [0]}),
+        "spend": charts.build_spend_per_day_figure(
+            days=days, series={"a": [Decimal(0)]}, dimension_label="team"
+        ),
+        "usage": charts.build_daily_usage_figure(
+            days=days, spend=[Decimal(0)], input_tokens=[0], output_tokens=[0]
+        ),
+        "latency": charts.build_latency_figure(percentiles={"TTFT": [0.0, 0.0, 0.0]}),
+        "pools": charts.build_pool_attribution_figure(
+            pools=["gpu"], by_workload={"chat": [Decimal(0)]}, idle=[Decimal(0)]
+        ),
+        "reconciliation": charts.build_reconciliation_figure(
+            days=days, billed=[Decimal(0)], estimated=[Decimal(0)]
+        ),
+        "cost": charts.build_cost_comparison_figure(
+            current=Decimal(0), projected=Decimal(0), target="batch"
+        ),
+    }
+    for name, figure in figures.items():
+        assert figure["layout"]["yaxis"]["rangemode"] == "tozero", name
+    top = charts.build_top_workloads_figure(names=["a"], spend=[Decimal(0)])
+    assert top["layout"]["xaxis"]["rangemode"] == "tozero"
+    assert figures["usage"]["layout"]["yaxis2"]["rangemode"] == "tozero"

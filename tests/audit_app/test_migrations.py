@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Count
 
 from audit_app.histograms import LatencyHistogram
 
@@ -69,5 +70,54 @@ def test_0012_converts_hourly_histograms_to_bytes_and_back() -> None:
         assert LatencyHistogram.from_json(back["wl-1"].latency_histogram) == latency
         assert LatencyHistogram.from_json(back["wl-1"].tpot_histogram) == tpot
         assert back["wl-0"].tpot_histogram == {}
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0015_rewrites_rollup_providers_to_their_one_name() -> None:
+    before = [("audit_app", "0012_hourly_histograms_binary")]
+    after = [("audit_app", "0015_normalize_rollup_providers")]
+    try:
+        apps = _migrate(before)
+        upload = apps.get_model("audit_app", "Upload").objects.create(
+            kind="token_log", original_name="old.csv", sha256="b" * 64, size_bytes=1
+        )
+        hourly = apps.get_model("audit_app", "HourlyRollup")
+        daily = apps.get_model("audit_app", "DailyRollup")
+        hour = datetime(2026, 1, 1, tzinfo=UTC)
+        # More "bedrock" rows than one update batch (5,000), and names already normal.
+        spellings = ["bedrock"] * 5_001 + ["aws.bedrock", "Vertex_AI", "openai", "vllm", ""]
+        hourly.objects.bulk_create(
+            hourly(upload=upload, hour=hour, workload=f"wl-{n}", model="m", provider=p)
+            for n, p in enumerate(spellings)
+        )
+        daily.objects.bulk_create(
+            daily(upload=upload, day=date(2026, 1, 1), workload="wl", model="m", provider=p)
+            for p in ("bedrock", "azure", "aws-bedrock", "anthropic")
+        )
+        versions = apps.get_model("audit_app", "DataVersion").objects
+        assert not versions.exists()
+
+        apps = _migrate(after)
+        hourly = apps.get_model("audit_app", "HourlyRollup")
+        counts = {
+            row["provider"]: row["n"]
+            for row in hourly.objects.values("provider").annotate(n=Count("id")).order_by()
+        }
+        assert counts == {"aws-bedrock": 5_002, "gcp-vertex": 1, "openai": 1, "vllm": 1, "": 1}
+        daily = apps.get_model("audit_app", "DailyRollup")
+        assert sorted(daily.objects.values_list("provider", flat=True)) == [
+            "anthropic",
+            "aws-bedrock",
+            "aws-bedrock",
+            "azure-openai",
+        ]
+        # Cached results of the old names are never read again.
+        versions = apps.get_model("audit_app", "DataVersion").objects
+        assert list(versions.values_list("pk", "version")) == [(1, 1)]
+
+        apps = _migrate(before)  # backwards: nothing to undo, the names stay normal
+        assert apps.get_model("audit_app", "HourlyRollup").objects.count() == len(spellings)
     finally:
         _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
