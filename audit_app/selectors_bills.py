@@ -265,6 +265,18 @@ class UploadBilling:
     def superseding_upload_ids(self) -> list[int]:
         return sorted({p.superseded_by_id for p in self.periods if p.superseded_by_id})
 
+    @property
+    def superseding_uploads(self) -> list[tuple[int, str]]:
+        """(id, file name) of each upload that restates some of this upload's periods."""
+        names = {p.superseded_by_id: p.superseded_by_name for p in self.periods}
+        return [(pk, names[pk]) for pk in self.superseding_upload_ids]
+
+    @property
+    def totals(self) -> list[tuple[str, Decimal | None, Decimal | None]]:
+        """(currency, billed, effective) as landed; None where the upload has no such cost."""
+        currencies = sorted(set(self.billed_cost) | set(self.effective_cost))
+        return [(c, self.billed_cost.get(c), self.effective_cost.get(c)) for c in currencies]
+
     def as_json(self) -> dict[str, Any]:
         return {
             "billed_cost": money_json(self.billed_cost),
