@@ -62,6 +62,11 @@ def backfill(apps, schema_editor):
                 superseded_by__isnull=True,
             ).update(superseded_by_id=upload_id)
         landed.append(upload_id)
+    if schema_editor.connection.vendor == "postgresql":
+        # PostgreSQL refuses to alter a table with pending (deferred) foreign-key checks in the
+        # same transaction: run the checks of the updates above now, then defer again.
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        schema_editor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 class Migration(migrations.Migration):
