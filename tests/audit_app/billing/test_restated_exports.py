@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db.models import Sum
@@ -250,3 +251,28 @@ def test_pools_reconciliation_and_unknown_meters_read_current_charges_only() -> 
     assert token_row.billed == Decimal("4.00")
     [meter] = unknown_meters(start=day, end=day)
     assert (meter.lines, meter.billed) == (1, Decimal("0.75"))
+
+
+def test_deleting_a_restatement_in_the_admin_restores_the_previous_upload(
+    admin_user: Any,
+) -> None:
+    from django.test import Client
+
+    first = ingest_bill(focus_csv(_nov("1.00")), "a.csv")
+    second = ingest_bill(focus_csv(_nov("2.00")), "b.csv")
+    third = ingest_bill(focus_csv(_nov("3.00")), "c.csv")
+    client = Client()
+    client.force_login(admin_user)
+    # The middle one by the delete view: a bare cascade would make the first count again.
+    response = client.post(f"/admin/audit_app/upload/{second.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert BillingCharge.objects.get(upload=first).superseded_by == third
+    assert bills_summary().billed_cost == {"USD": Decimal("3.00")}
+    # Then the newest by the list's bulk action.
+    response = client.post(
+        "/admin/audit_app/upload/",
+        {"action": "delete_selected", "_selected_action": [third.pk], "post": "yes"},
+    )
+    assert response.status_code == 302
+    assert BillingCharge.objects.get(upload=first).superseded_by is None
+    assert bills_summary().billed_cost == {"USD": Decimal("1.00")}
