@@ -31,6 +31,20 @@ class UploadAdmin(admin.ModelAdmin):
     search_fields = ("original_name", "sha256")
     readonly_fields = ("sha256", "size_bytes", "created_at", "started_at", "finished_at")
 
+    # Deleting here goes through the same service as the page and the API, so a deleted bill
+    # hands its restated periods back to the upload before it (and the audit trail and the
+    # raw file follow), instead of a bare cascade.
+    def delete_model(self, request: Any, obj: Upload) -> None:
+        from audit_app.services.uploads import upload_delete
+
+        upload_delete(upload=obj, user=request.user)
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        from audit_app.services.uploads import upload_delete
+
+        for upload in queryset:
+            upload_delete(upload=upload, user=request.user)
+
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):

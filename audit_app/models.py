@@ -5,6 +5,8 @@ Models hold data and small invariants; writes go through ``services``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -304,7 +306,17 @@ class Workload(models.Model):
 
 
 class BillingCharge(models.Model):
-    """One line of a billing export (FOCUS, AWS CUR, Azure), money kept exactly as billed."""
+    """One line of a billing export (FOCUS, AWS CUR, Azure), money kept exactly as billed.
+
+    Restated exports: a charge belongs to a billing period of a provider's billing account;
+    when a newer upload lands with lines for the same (provider, billing_account,
+    billing_period_start, amortized), this upload's lines for it stop counting and
+    `superseded_by` names the upload that replaced them (null: current). Every read of money
+    filters on `superseded_by__isnull=True` (`audit_app.services.supersession` keeps it).
+
+    `amortized` lines come from an amortized-cost export: their cost is in `effective_cost`
+    and `billed_cost` is 0, so no billed total can count them.
+    """
 
     upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="charges")
     line = models.PositiveIntegerField()
@@ -334,16 +346,62 @@ class BillingCharge(models.Model):
     instance_type = models.CharField(max_length=64, blank=True)
     instance_family = models.CharField(max_length=16, blank=True)
     tags = models.JSONField(default=dict, blank=True)
+    billing_account = models.CharField(max_length=500, blank=True)
+    billing_period_start = models.DateTimeField()
+    billing_period_end = models.DateTimeField()
+    amortized = models.BooleanField(default=False)
+    superseded_by = models.ForeignKey(
+        Upload,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="superseded_charges",
+    )
 
     class Meta:
         indexes = [
             models.Index(fields=["period_start"], name="charge_period"),
             models.Index(fields=["meter_kind", "period_start"], name="charge_kind_period"),
             models.Index(fields=["resource_id"], name="charge_resource"),
+            models.Index(
+                fields=["provider", "billing_account", "billing_period_start"],
+                name="charge_billing_period",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.provider} {self.sku} {self.billed_cost} {self.currency}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A charge made by hand (admin, tests) without a billing period is billed in the
+        # calendar month it starts in, as an export without the columns is.
+        if self.billing_period_start is None or self.billing_period_end is None:
+            from audit_app.billing.base import billing_month
+
+            self.billing_period_start, self.billing_period_end = billing_month(self.period_start)
+        super().save(*args, **kwargs)
+
+
+class BillingPeriodKey(models.Model):
+    """One row per restatement key that has ever landed. Landing or deleting a billing upload
+    locks the rows of its keys first (`select_for_update`), so two uploads of the same
+    account's month land one after the other and the later one always wins."""
+
+    provider = models.CharField(max_length=32)
+    billing_account = models.CharField(max_length=500, blank=True)
+    billing_period_start = models.DateTimeField()
+    amortized = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "billing_account", "billing_period_start", "amortized"],
+                name="unique_billing_period_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.billing_account} {self.billing_period_start:%Y-%m-%d}"
 
 
 class ServingPool(models.Model):

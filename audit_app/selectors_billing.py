@@ -36,9 +36,15 @@ def _bounds(start: date, end: date) -> tuple[datetime, datetime]:
 
 
 def charges_in_range(*, start: date, end: date) -> QuerySet[BillingCharge]:
+    """Billed charges over start..end: of landed uploads, not superseded by a restated export,
+    and not from an amortized-cost export (whose billed cost is 0 by construction)."""
     low, high = _bounds(start, end)
     return BillingCharge.objects.filter(
-        upload__status=Upload.Status.SUCCEEDED, period_start__lt=high, period_end__gt=low
+        upload__status=Upload.Status.SUCCEEDED,
+        superseded_by__isnull=True,
+        amortized=False,
+        period_start__lt=high,
+        period_end__gt=low,
     )
 
 

@@ -1,4 +1,5 @@
-"""Uploads API: create (multipart, 202), list, detail, delete."""
+"""Uploads API: create (multipart, 202), list, detail (with a billing upload's contents),
+delete."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -17,6 +18,7 @@ from rest_framework.views import APIView
 
 from audit_app.models import Upload
 from audit_app.permissions import ALL_ROLES, UPLOADER_ROLES
+from audit_app.selectors_bills import upload_billing
 from audit_app.services.uploads import (
     AUTO_KIND,
     STORAGE_FULL_MESSAGE,
@@ -111,6 +113,81 @@ class UploadOutput(serializers.ModelSerializer):
         return reverse("upload-raw", args=[upload.pk], request=self.context.get("request"))
 
 
+class UploadPeriodOutput(serializers.Serializer):
+    provider = serializers.CharField()
+    account = serializers.CharField(help_text="Billing account ('' when the export had none).")
+    period_start = serializers.DateField()
+    period_end = serializers.DateField(help_text="Exclusive.")
+    cost_basis = serializers.ChoiceField(choices=["actual", "amortized"])
+    lines = serializers.IntegerField()
+    billed_cost = serializers.DictField(child=serializers.CharField())
+    effective_cost = serializers.DictField(child=serializers.CharField())
+    current = serializers.BooleanField(help_text="False once a newer upload restates it.")
+    superseded_by_upload_id = serializers.IntegerField(allow_null=True)
+
+
+class ReplacedPeriodOutput(serializers.Serializer):
+    upload_id = serializers.IntegerField()
+    upload_name = serializers.CharField()
+    provider = serializers.CharField()
+    account = serializers.CharField()
+    period_start = serializers.DateField()
+    period_end = serializers.DateField()
+    lines = serializers.IntegerField()
+
+
+class PoolMatchOutput(serializers.Serializer):
+    pool = serializers.CharField()
+    currency = serializers.CharField()
+    lines = serializers.IntegerField()
+    billed_cost = serializers.CharField()
+    effective_cost = serializers.CharField(allow_null=True)
+
+
+class UnknownMeterOutput(serializers.Serializer):
+    provider = serializers.CharField()
+    sku = serializers.CharField()
+    currency = serializers.CharField()
+    lines = serializers.IntegerField()
+    billed_cost = serializers.CharField()
+
+
+class UploadBillingOutput(serializers.Serializer):
+    """A landed billing upload: totals, periods (and which still count), accounts, pools,
+    unknown meters and restatements. Money is exact decimal text per currency."""
+
+    billed_cost = serializers.DictField(child=serializers.CharField())
+    effective_cost = serializers.DictField(child=serializers.CharField())
+    cost_basis = serializers.ChoiceField(choices=["actual", "amortized"])
+    notes = serializers.ListField(child=serializers.CharField())
+    superseded = serializers.ChoiceField(
+        choices=["", "partly", "wholly"], help_text="Whether newer uploads restate its periods."
+    )
+    superseding_upload_ids = serializers.ListField(child=serializers.IntegerField())
+    periods = UploadPeriodOutput(many=True)
+    billing_accounts = serializers.ListField(child=serializers.CharField())
+    sub_accounts = serializers.ListField(child=serializers.CharField())
+    sub_account_count = serializers.IntegerField()
+    pools = PoolMatchOutput(many=True)
+    unknown_meter_lines = serializers.IntegerField()
+    unknown_meters = UnknownMeterOutput(many=True)
+    replaced = ReplacedPeriodOutput(many=True)
+
+
+class UploadDetailOutput(UploadOutput):
+    billing = serializers.SerializerMethodField()
+
+    class Meta(UploadOutput.Meta):
+        fields = [*UploadOutput.Meta.fields, "billing"]
+
+    @extend_schema_field(UploadBillingOutput(allow_null=True))
+    def get_billing(self, upload: Upload) -> dict[str, Any] | None:
+        """A landed billing upload's contents; null for other uploads and until it lands."""
+        if upload.kind != Upload.Kind.BILLING or upload.status != Upload.Status.SUCCEEDED:
+            return None
+        return dict(UploadBillingOutput(upload_billing(upload).as_json()).data)
+
+
 def _write_roles_only(view: APIView, request: Request) -> None:
     if request.method not in ("GET", "HEAD", "OPTIONS"):
         view.allowed_roles = UPLOADER_ROLES
@@ -173,10 +250,10 @@ class UploadDetailApi(APIView):
         _write_roles_only(self, request)
         super().initial(request, *args, **kwargs)
 
-    @extend_schema(responses=UploadOutput)
+    @extend_schema(responses=UploadDetailOutput)
     def get(self, request: Request, upload_id: int) -> Response:
         upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
-        return Response(UploadOutput(upload, context={"request": request}).data)
+        return Response(UploadDetailOutput(upload, context={"request": request}).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, upload_id: int) -> Response:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import audit, billing, recommendations, spend, uploads, views
+from audit_app.api import audit, billing, bills, recommendations, spend, uploads, views
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
@@ -32,6 +32,7 @@ urlpatterns = [
     path("audit-events/", audit.AuditEventListApi.as_view(), name="api-audit-events"),
     path("reconciliation/", billing.ReconciliationApi.as_view(), name="api-reconciliation"),
     path("pools/", billing.PoolListApi.as_view(), name="api-pools"),
+    path("bills/", bills.BillsApi.as_view(), name="api-bills"),
     path("uploads/", uploads.UploadListCreateApi.as_view(), name="api-uploads"),
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
 ]

@@ -22,6 +22,9 @@ Fields (legacy name; the CUR 2.0 name is its snake_case form, e.g. `line_item_us
 - sku: lineItem/UsageType (parsed into `meter`). description: lineItem/LineItemDescription.
 - tags: every resourceTags/* column, keyed without the prefix (`user:team`); CUR 2.0: the
   resource_tags map, or resource_tags_* columns (Athena).
+- billing_period_start / _end: bill/BillingPeriodStartDate / bill/BillingPeriodEndDate (end
+  exclusive); without them, the UTC calendar month of the usage start.
+- billing_account: bill/PayerAccountId, else lineItem/UsageAccountId.
 
 Effective cost: CUR has no amortised-cost column; AWS computes it from different columns per
 line item type (savingsPlan/SavingsPlanEffectiveCost, reservation/EffectiveCost, unused RI fees).
@@ -56,6 +59,7 @@ from audit_app.billing.base import (
     first_cell_text,
     head_columns,
     parse_amount,
+    parse_billing_period,
     parse_currency,
     parse_period_pair,
     parse_tag_object,
@@ -116,6 +120,9 @@ COLUMNS = {
     "account": ("lineItem/UsageAccountId", "line_item_usage_account_id"),
     "description": ("lineItem/LineItemDescription", "line_item_line_item_description"),
     "billing_entity": ("bill/BillingEntity", "bill_billing_entity"),
+    "billing_period_start": ("bill/BillingPeriodStartDate", "bill_billing_period_start_date"),
+    "billing_period_end": ("bill/BillingPeriodEndDate", "bill_billing_period_end_date"),
+    "payer_account": ("bill/PayerAccountId", "bill_payer_account_id"),
 }
 REQUIRED_KEYS = ("line_item_type", "start", "end", "unblended", "currency")
 PRODUCT_MAP_COLUMN = "product"
@@ -161,7 +168,10 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
         if name.lower().startswith(prefix)
     ]
     effective = found["net_amortized"] or found["amortized"]
-    names = {key: found[key] or COLUMNS[key][spelling] for key in REQUIRED_KEYS}
+    names = {
+        key: found[key] or COLUMNS[key][spelling]
+        for key in (*REQUIRED_KEYS, "billing_period_start", "billing_period_end")
+    }
 
     def convert(fields: Mapping[str, object], line: int) -> BillingLine:
         line_item_type = text(cell(fields, found["line_item_type"]))
@@ -183,6 +193,14 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             start_field=names["start"],
             end_field=names["end"],
         )
+        billing_start, billing_end = parse_billing_period(
+            cell(fields, found["billing_period_start"]),
+            cell(fields, found["billing_period_end"]),
+            start_field=names["billing_period_start"],
+            end_field=names["billing_period_end"],
+            charge_start=period_start,
+        )
+        account_id = text(cell(fields, found["account"]))
         net = cell(fields, found["net_unblended"])
         if is_missing(net):
             billed = billed_amount(cell(fields, found["unblended"]), field=names["unblended"])
@@ -215,7 +233,7 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             resource_id=text(cell(fields, found["resource"])),
             region=first_cell_text(fields, found["region_code"], found["region"])
             or _region_from_product_map(cell(fields, product_map)),
-            account_id=text(cell(fields, found["account"])),
+            account_id=account_id,
             sku=sku,
             meter=parse_meter(
                 provider=PROVIDER,
@@ -227,6 +245,9 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             ),
             tags=tags,
             description=description,
+            billing_period_start=billing_start,
+            billing_period_end=billing_end,
+            billing_account=text(cell(fields, found["payer_account"])) or account_id,
         )
 
     return convert

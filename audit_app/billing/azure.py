@@ -1,8 +1,16 @@
 """Importer for Azure cost details exports: EA (PascalCase) and MCA (camelCase), CSV or Parquet.
 
 Column names are matched case-insensitively, so `CostInBillingCurrency` (EA) and
-`costInBillingCurrency` (MCA) are the same column. Expected: an **actual-cost** export (what the
-invoice bills); an amortised export reads the same way but its costs are amortised.
+`costInBillingCurrency` (MCA) are the same column.
+
+Actual-cost and amortized-cost exports have the same columns; only their commitment rows tell
+them apart (Microsoft, "Get Enterprise Agreement and Microsoft Customer Agreement reservation
+costs and usage"): in the actual-cost export, usage a reservation or savings plan covered costs
+0 and the purchase carries the price; in the amortized one that usage carries its share of the
+purchase, unused commitment appears as `UnusedReservation` / `UnusedSavingsPlan` rows with a
+cost, and purchases are left out (or cost 0). Rows are read the same way either way;
+`CostBasisEvidence` gathers the evidence over the whole file and the ingest service decides
+(an amortized file counts as effective cost, never as billed cost: `AMORTIZED_NOTE`).
 
 Fields (the first column present wins):
 - provider "azure"; provider_raw "Microsoft".
@@ -22,6 +30,12 @@ Fields (the first column present wins):
   MeterRegion. account_id: SubscriptionId, else SubscriptionGuid.
 - sku: MeterName (parsed into `meter`). description: ProductName.
 - tags: Tags (JSON, or pairs without braces as EA writes them).
+- billing_period_start / _end: BillingPeriodStartDate / BillingPeriodEndDate; Azure writes the
+  period's last day (`9/30/2023`), read as the exclusive midnight after it. Without them, the
+  UTC calendar month of `Date`.
+- billing_account: BillingAccountId, else the subscription.
+- commitment: "used" for Usage rows priced by a Reservation or SavingsPlan, "unused" for
+  UnusedReservation / UnusedSavingsPlan, "purchase" for a Purchase of one, else "".
 
 ChargeType → charge_category: Usage, UnusedReservation, UnusedSavingsPlan → Usage; Purchase →
 Purchase; Refund, Credit → Credit; Tax → Tax; Adjustment, RoundingAdjustment → Adjustment.
@@ -30,7 +44,8 @@ Any other value rejects the row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from audit_app.billing.base import (
@@ -44,6 +59,7 @@ from audit_app.billing.base import (
     first_cell_text,
     head_columns,
     parse_amount,
+    parse_billing_period,
     parse_currency,
     parse_period,
     parse_tag_object,
@@ -77,6 +93,42 @@ CHARGE_CATEGORY_BY_CHARGE_TYPE = {
 DEFAULT_CHARGE_CATEGORY = "Usage"
 COMMITMENT_PRICING_MODELS = frozenset({"reservation", "savingsplan"})
 COMMITMENT_CHARGE_TYPES = frozenset({"purchase", "unusedreservation", "unusedsavingsplan"})
+UNUSED_COMMITMENT_CHARGE_TYPES = frozenset({"unusedreservation", "unusedsavingsplan"})
+BILLING_PERIOD_COLUMNS = ("BillingPeriodStartDate", "BillingPeriodEndDate")
+
+AMORTIZED_NOTE = (
+    "This is an amortized-cost export: its costs spread reservation purchases over usage, so "
+    "they count as effective cost, not as billed cost; upload the actual-cost export for "
+    "invoice figures."
+)
+
+
+@dataclass(kw_only=True)
+class CostBasisEvidence:
+    """What a file's commitment rows say about its costs, gathered chunk by chunk.
+
+    Amortized when usage a commitment covered (or unused commitment) carries a cost, or when a
+    commitment purchase costs 0 beside such usage; an actual-cost export has neither.
+    """
+
+    commitment_usage_rows: int = 0
+    commitment_usage_rows_with_cost: int = 0
+    zero_cost_purchase_rows: int = 0
+
+    def add(self, lines: Iterable[BillingLine]) -> None:
+        for line in lines:
+            if line.commitment in ("used", "unused"):
+                self.commitment_usage_rows += 1
+                if line.billed_cost != 0:
+                    self.commitment_usage_rows_with_cost += 1
+            elif line.commitment == "purchase" and line.billed_cost == 0:
+                self.zero_cost_purchase_rows += 1
+
+    @property
+    def amortized(self) -> bool:
+        return self.commitment_usage_rows_with_cost > 0 or (
+            self.zero_cost_purchase_rows > 0 and self.commitment_usage_rows > 0
+        )
 
 
 def sniff_columns(columns: frozenset[str]) -> bool:
@@ -112,21 +164,34 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
     accounts = (col("SubscriptionId"), col("SubscriptionGuid"))
     product = col("ProductName")
     tags = col("Tags")
+    billing_start_column = col(BILLING_PERIOD_COLUMNS[0])
+    billing_end_column = col(BILLING_PERIOD_COLUMNS[1])
+    billing_account = col("BillingAccountId")
 
     def convert(fields: Mapping[str, object], line: int) -> BillingLine:
         charge_type_text = text(cell(fields, charge_type))
         category = _charge_category(charge_type_text, field=charge_type or "ChargeType")
         period_start = parse_period(cell(fields, day), field=day)
+        billing_start, billing_end = parse_billing_period(
+            cell(fields, billing_start_column),
+            cell(fields, billing_end_column),
+            start_field=billing_start_column or BILLING_PERIOD_COLUMNS[0],
+            end_field=billing_end_column or BILLING_PERIOD_COLUMNS[1],
+            charge_start=period_start,
+            end_is_last_day=True,
+        )
         billed = billed_amount(cell(fields, cost), field=cost)
+        pricing_model_text = text(cell(fields, pricing_model))
         if effective is not None:
             effective_cost = parse_amount(cell(fields, effective), field=effective)
         elif (
-            text(cell(fields, pricing_model)).lower() in COMMITMENT_PRICING_MODELS
+            pricing_model_text.lower() in COMMITMENT_PRICING_MODELS
             or charge_type_text.lower() in COMMITMENT_CHARGE_TYPES
         ):
             effective_cost = None
         else:
             effective_cost = billed
+        account_id = first_cell_text(fields, *accounts)
         sku = text(cell(fields, meter_name))
         unit_text = text(cell(fields, unit))
         service = first_cell_text(fields, meter_category, consumed_service)
@@ -151,7 +216,7 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             unit=unit_text,
             resource_id=first_cell_text(fields, *resources),
             region=first_cell_text(fields, *regions),
-            account_id=first_cell_text(fields, *accounts),
+            account_id=account_id,
             sku=sku,
             meter=parse_meter(
                 provider=PROVIDER,
@@ -162,9 +227,26 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             ),
             tags=parse_tag_object(cell(fields, tags), field=tags or "Tags"),
             description=description,
+            billing_period_start=billing_start,
+            billing_period_end=billing_end,
+            billing_account=text(cell(fields, billing_account)) or account_id,
+            commitment=_commitment(charge_type_text, pricing_model_text),
         )
 
     return convert
+
+
+def _commitment(charge_type: str, pricing_model: str) -> str:
+    lowered = charge_type.lower()
+    if lowered in UNUSED_COMMITMENT_CHARGE_TYPES:
+        return "unused"
+    if pricing_model.lower() not in COMMITMENT_PRICING_MODELS:
+        return ""
+    if lowered == "purchase":
+        return "purchase"
+    if lowered in ("", "usage"):
+        return "used"
+    return ""
 
 
 def _charge_category(charge_type: str, *, field: str) -> str:

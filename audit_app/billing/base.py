@@ -22,6 +22,10 @@ Conventions fixed here for all billing formats:
 - `line` is the physical line where the record starts (the header is line 1); for Parquet it
   is the row's 1-based ordinal + 1, so the first row is 2 as in the equivalent CSV.
 - Column names are matched case-insensitively (Azure MCA writes camelCase, EA PascalCase).
+- Every line names its **billing period** (start inclusive, end exclusive, UTC) and **billing
+  account**, the key under which a restated export replaces an earlier one. A file without
+  them gives the UTC calendar month of the charge's start (`billing_month`) and the
+  sub-account / subscription the line was read with ("" when none).
 """
 
 from __future__ import annotations
@@ -115,6 +119,13 @@ class BillingLine:
     meter: ParsedMeter
     tags: dict[str, str]
     description: str
+    billing_period_start: datetime
+    billing_period_end: datetime
+    billing_account: str
+    # What a commitment (reservation / savings plan) line is: "used" (usage it covered),
+    # "unused" (commitment nobody used), "purchase" (buying it), or "" (not a commitment
+    # line). Azure cost details set it; it tells an amortized-cost export from an actual one.
+    commitment: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -664,3 +675,45 @@ def parse_period_pair(
 
 
 ONE_DAY = timedelta(days=1)
+
+
+def billing_month(moment: datetime) -> tuple[datetime, datetime]:
+    """The UTC calendar month holding `moment`: its first instant and the next month's."""
+    utc = moment.astimezone(UTC)
+    start = datetime(utc.year, utc.month, 1, tzinfo=UTC)
+    end = datetime(utc.year + utc.month // 12, utc.month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def parse_billing_period(
+    start_value: object,
+    end_value: object,
+    *,
+    start_field: str,
+    end_field: str,
+    charge_start: datetime,
+    end_is_last_day: bool = False,
+) -> tuple[datetime, datetime]:
+    """A line's billing period from its own columns, else the calendar month of its charge.
+
+    Both cells empty (or the file has neither column): `billing_month(charge_start)`. One
+    empty, or text that is not a date, rejects the row naming the column: a wrong period
+    would let this line replace another account's month. `end_is_last_day` reads an end that
+    names the period's last day (Azure `9/30/2023`) as the exclusive midnight after it.
+    """
+    if is_missing(start_value) and is_missing(end_value):
+        return billing_month(charge_start)
+    start = parse_period(start_value, field=start_field)
+    end = parse_period(end_value, field=end_field)
+    if end_is_last_day:
+        end = datetime(end.year, end.month, end.day, tzinfo=UTC) + ONE_DAY
+    if end <= start:
+        raise RowRejected(
+            field=end_field,
+            value=end_value,
+            reason=(
+                f"`{end_field}` ({end.isoformat()}) does not end after `{start_field}` "
+                f"({start.isoformat()})."
+            ),
+        )
+    return start, end

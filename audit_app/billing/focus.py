@@ -22,9 +22,13 @@ and unknown / `x_` columns are ignored except the meter ones named here.
 | sku | x_UsageType (AWS), else SkuMeter, else x_SkuMeterName, else SkuId |
 | description | ChargeDescription |
 | tags | Tags (JSON object) |
+| billing_period_start / _end | BillingPeriodStart / BillingPeriodEnd |
+| billing_account | BillingAccountId |
 
 A file without a ConsumedQuantity column (trimmed exports) gives PricingQuantity and
 PricingUnit instead; the unit then carries the block size into `meter.block_size`.
+A file without BillingPeriodStart / BillingPeriodEnd bills each line in the UTC calendar month
+of its ChargePeriodStart, and one without BillingAccountId under its SubAccountId (or "").
 
 Required columns: BilledCost, BillingCurrency, ChargeCategory, ChargePeriodStart,
 ChargePeriodEnd and ServiceProviderName or ProviderName.
@@ -46,6 +50,7 @@ from audit_app.billing.base import (
     head_columns,
     normalise_provider,
     parse_amount,
+    parse_billing_period,
     parse_currency,
     parse_period_pair,
     parse_tag_object,
@@ -109,12 +114,15 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
     meter_columns = (col("x_UsageType"), col("SkuMeter"), col("x_SkuMeterName"), col("SkuId"))
     description = col("ChargeDescription")
     tags = col("Tags")
+    billing_period_start, billing_period_end = col("BillingPeriodStart"), col("BillingPeriodEnd")
     names = {
         "billed": billed or "BilledCost",
         "currency": currency or "BillingCurrency",
         "category": category or "ChargeCategory",
         "start": start or "ChargePeriodStart",
         "end": end or "ChargePeriodEnd",
+        "billing_start": billing_period_start or "BillingPeriodStart",
+        "billing_end": billing_period_end or "BillingPeriodEnd",
     }
 
     def convert(fields: Mapping[str, object], line: int) -> BillingLine:
@@ -131,6 +139,14 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             start_field=names["start"],
             end_field=names["end"],
         )
+        billing_start, billing_end = parse_billing_period(
+            cell(fields, billing_period_start),
+            cell(fields, billing_period_end),
+            start_field=names["billing_start"],
+            end_field=names["billing_end"],
+            charge_start=period_start,
+        )
+        account_id = first_cell_text(fields, sub_account, billing_account)
         short_provider = normalise_provider(provider_raw)
         sku = first_cell_text(fields, *meter_columns)
         unit_text = text(cell(fields, unit))
@@ -152,7 +168,7 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             unit=unit_text,
             resource_id=text(cell(fields, resource)),
             region=first_cell_text(fields, region_id, region_name),
-            account_id=first_cell_text(fields, sub_account, billing_account),
+            account_id=account_id,
             sku=sku,
             meter=parse_meter(
                 provider=short_provider,
@@ -163,6 +179,9 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             ),
             tags=parse_tag_object(cell(fields, tags), field=tags or "Tags"),
             description=description_text,
+            billing_period_start=billing_start,
+            billing_period_end=billing_end,
+            billing_account=text(cell(fields, billing_account)) or account_id,
         )
 
     return convert

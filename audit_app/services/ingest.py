@@ -21,9 +21,11 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from audit_app import billing, importers
+from audit_app.billing.azure import AMORTIZED_NOTE, CostBasisEvidence
 from audit_app.billing.base import BillingLine, BillingReject
 from audit_app.bulk import insert_all
 from audit_app.daily import daily_from_hourly
@@ -38,6 +40,7 @@ from audit_app.models import (
     WorkloadDay,
 )
 from audit_app.rollups import IngestAggregate, distinct_sketch
+from audit_app.services.supersession import charges_supersede
 
 logger = logging.getLogger(__name__)
 
@@ -325,12 +328,18 @@ def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, 
 # Billing lines can run to millions, so they are written in batches while the file is read
 # instead of being held until the end. Readers only see charges of `succeeded` uploads, so an
 # ingest still lands whole or not at all; a retry first deletes what an earlier attempt wrote.
+# Landing marks the upload succeeded and supersedes earlier uploads of the same billing periods
+# (`audit_app.services.supersession`) in one transaction. An Azure amortized-cost export (told
+# by its commitment rows over the whole file, `CostBasisEvidence`) lands its costs as effective
+# cost with billed cost 0, marked `amortized`, and says so in a note on the upload.
 
 
 def _ingest_billing(upload: Upload) -> Upload:
     BillingCharge.objects.filter(upload=upload).delete()
     billed: dict[str, Decimal] = {}
     effective: dict[str, Decimal] = {}
+    effective_or_billed: dict[str, Decimal] = {}
+    evidence = CostBasisEvidence()
     rejects: list[BillingReject] = []
     rows_read = rows_rejected = 0
     progress = _Progress(upload)
@@ -349,11 +358,16 @@ def _ingest_billing(upload: Upload) -> Upload:
                     (_charge_row(upload, line) for line in chunk.lines), batch_size=BULK_BATCH
                 )
                 for line in chunk.lines:
-                    billed[line.currency] = billed.get(line.currency, Decimal(0)) + line.billed_cost
+                    currency = line.currency
+                    billed[currency] = billed.get(currency, Decimal(0)) + line.billed_cost
                     if line.effective_cost is not None:
-                        effective[line.currency] = (
-                            effective.get(line.currency, Decimal(0)) + line.effective_cost
+                        effective[currency] = (
+                            effective.get(currency, Decimal(0)) + line.effective_cost
                         )
+                    effective_or_billed[currency] = effective_or_billed.get(
+                        currency, Decimal(0)
+                    ) + (line.billed_cost if line.effective_cost is None else line.effective_cost)
+                evidence.add(chunk.lines)
                 rows_read += chunk.rows_read
                 rows_rejected += len(chunk.rejects)
                 room = MAX_STORED_REJECTS - len(rejects)
@@ -363,12 +377,28 @@ def _ingest_billing(upload: Upload) -> Upload:
     except ImportFileError as exc:
         BillingCharge.objects.filter(upload=upload).delete()
         return _fail(upload.pk, str(exc))
+    amortized = evidence.amortized
     with transaction.atomic():
         landed = Upload.objects.select_for_update().get(pk=upload.pk)
+        if landed.status == Upload.Status.FAILED:
+            # Failed meanwhile by another delivery: never revived (see `mark_running`); its
+            # charges count nowhere, as only succeeded uploads' charges are read.
+            return landed
+        if amortized:
+            BillingCharge.objects.filter(upload=landed).update(
+                amortized=True,
+                effective_cost=Coalesce(F("effective_cost"), F("billed_cost")),
+                billed_cost=Decimal(0),
+            )
+            billed = dict.fromkeys(billed, Decimal(0))
+            effective = effective_or_billed
+        charges_supersede(upload=landed)
         _mark_landed(landed, rows_read=rows_read, rows_rejected=rows_rejected, rejects=rejects)
         landed.billing_totals = {
             "billed": {c: str(v) for c, v in sorted(billed.items())},
             "effective": {c: str(v) for c, v in sorted(effective.items())},
+            "cost_basis": "amortized" if amortized else "actual",
+            "notes": [AMORTIZED_NOTE] if amortized else [],
         }
         landed.save()
     return landed
@@ -405,4 +435,7 @@ def _charge_row(upload: Upload, line: BillingLine) -> BillingCharge:
         instance_type=meter.instance_type[:64],
         instance_family=meter.instance_family[:16],
         tags=line.tags,
+        billing_account=line.billing_account[:500],
+        billing_period_start=line.billing_period_start,
+        billing_period_end=line.billing_period_end,
     )

@@ -22,6 +22,7 @@ from audit_app import file_kinds
 from audit_app.importers.base import ImportFileError
 from audit_app.models import AuditEvent, Upload
 from audit_app.services.audit import audit_record
+from audit_app.services.supersession import charges_release
 
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
 TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
@@ -282,7 +283,9 @@ def _open_for_write(path: Path) -> BinaryIO:
 
 @transaction.atomic
 def upload_delete(*, upload: Upload, user: Any = None) -> None:
-    """Remove the upload, everything it contributed (rollups, day shapes) and its raw file."""
+    """Remove the upload, everything it contributed (rollups, day shapes, charges) and its raw
+    file. Charges of a billing upload it had superseded count again, unless a newer upload
+    superseded it too (`audit_app.services.supersession`)."""
     audit_record(
         actor=user,
         action=AuditEvent.Action.UPLOAD_DELETED,
@@ -291,6 +294,8 @@ def upload_delete(*, upload: Upload, user: Any = None) -> None:
         details={"sha256": upload.sha256, "rows_accepted": upload.rows_accepted},
     )
     name = upload.file.name
-    upload.delete()  # rollups and workload days cascade
+    if upload.kind == Upload.Kind.BILLING:
+        charges_release(upload=upload)
+    upload.delete()  # rollups, workload days and charges cascade
     if name:
         transaction.on_commit(lambda: default_storage.delete(name))

@@ -16,6 +16,7 @@ from django.views.generic import TemplateView
 from audit_app.forms import UploadForm
 from audit_app.models import Upload
 from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
+from audit_app.selectors_bills import upload_billing
 from audit_app.selectors_uploads import upload_contribution
 from audit_app.services.uploads import (
     DuplicateUpload,
@@ -89,6 +90,11 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
         context["upload"] = upload
         context["can_delete"] = has_role(self.request.user, UPLOADER_ROLES)
         context["finished"] = upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED)
+        context["billing"] = (
+            upload_billing(upload)
+            if upload.kind == Upload.Kind.BILLING and upload.status == Upload.Status.SUCCEEDED
+            else None
+        )
         return context
 
 

@@ -217,6 +217,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The upload list and the upload detail (which adds a billing upload's contents) share
+    # these choice sets; named once here rather than by a hash.
+    "ENUM_NAME_OVERRIDES": {
+        "UploadKindEnum": "audit_app.models.Upload.Kind",
+        "UploadStatusEnum": "audit_app.models.Upload.Status",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "api-audit-events": (401, 403, 403, 403, 200),
     "api-reconciliation": API,
     "api-pools": API,
+    "api-bills": API,
     "api-uploads": API,
     "api-upload-detail": API_DETAIL,
     "api-benchmark-runs": API,

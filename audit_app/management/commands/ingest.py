@@ -73,6 +73,8 @@ class Command(BaseCommand):
                     f"{report['rows_read']} rows accepted, {report['rows_rejected']} rejected; "
                     f"billed {report['billed_cost']}"
                 )
+                for note in report["notes"]:
+                    self.stdout.write(f"  note: {note}")
             return
         report = upload_report(upload)
         if options["json"]:
@@ -119,7 +121,8 @@ def upload_report(upload: Upload) -> dict[str, Any]:
 
 
 def billing_report(upload: Upload) -> dict[str, Any]:
-    """What `ingest --kind billing --json` prints: counts and totals per currency."""
+    """What `ingest --kind billing --json` prints: counts, totals per currency, whether the
+    costs are actual or amortized, and notes (an amortized-cost export says so)."""
     return {
         "upload_id": upload.pk,
         "format": upload.format,
@@ -128,6 +131,8 @@ def billing_report(upload: Upload) -> dict[str, Any]:
         "rows_rejected": upload.rows_rejected,
         "billed_cost": upload.billing_totals.get("billed", {}),
         "effective_cost": upload.billing_totals.get("effective", {}),
+        "cost_basis": upload.billing_totals.get("cost_basis", "actual"),
+        "notes": upload.billing_totals.get("notes", []),
         "rejects": [
             {"line": r["line"], "reason": r["reason"]} for r in upload.rejects[:MAX_PRINTED_REJECTS]
         ],

@@ -1,0 +1,48 @@
+"""Bills API: billed and effective cost over current charges, per billing period."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit_app.permissions import ALL_ROLES, HasAnyRole
+from audit_app.selectors_bills import bills_summary
+
+
+class BillPeriodOutput(serializers.Serializer):
+    provider = serializers.CharField()
+    account = serializers.CharField(help_text="Billing account ('' when the export had none).")
+    period_start = serializers.DateField()
+    period_end = serializers.DateField(help_text="Exclusive.")
+    cost_basis = serializers.ChoiceField(
+        choices=["actual", "amortized"],
+        help_text="`amortized`: from an amortized-cost export; it holds no billed cost.",
+    )
+    billed_cost = serializers.DictField(child=serializers.CharField())
+    effective_cost = serializers.DictField(child=serializers.CharField())
+    upload_id = serializers.IntegerField(help_text="The upload whose charges count.")
+    superseded_upload_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Earlier uploads of this period, replaced by `upload_id`.",
+    )
+
+
+class BillsOutput(serializers.Serializer):
+    billed_cost = serializers.DictField(child=serializers.CharField())
+    effective_cost = serializers.DictField(child=serializers.CharField())
+    periods = BillPeriodOutput(many=True)
+
+
+class BillsApi(APIView):
+    """Billed and effective cost per currency over current charges: a restated export counts
+    instead of the uploads it superseded; the same JSON as `manage.py bills --json`."""
+
+    permission_classes = [HasAnyRole]
+    allowed_roles = ALL_ROLES
+
+    @extend_schema(responses=BillsOutput)
+    def get(self, request: Request) -> Response:
+        return Response(BillsOutput(bills_summary().as_json()).data)
