@@ -80,6 +80,8 @@ OTHER_MONEY = {
     "api-gate-detail": "a gate's cost comparison (tests/benchmarks_app)",
     "api-schema": "describes the fields, holds no figures",
     "api-docs": "describes the fields, holds no figures",
+    "api-bills": "billed and effective cost per billing period (tests/audit_app/billing)",
+    "command:bills": "billed and effective cost per billing period (tests/audit_app/billing)",
     "command:ingest": "one upload's own totals (test_commands)",
     "command:gate": "a gate's cost comparison (tests/benchmarks_app)",
     "command:benchmark_import": "a run's cost per 1M tokens (tests/benchmarks_app)",
@@ -242,9 +244,12 @@ def _bill() -> None:
     charges = []
 
     def charge(start: datetime, cost: str, resource: str) -> None:
+        month = datetime(start.year, start.month, 1, tzinfo=UTC)
         charges.append(
             BillingCharge(
                 upload=bill,
+                billing_period_start=month,
+                billing_period_end=(month + timedelta(days=32)).replace(day=1),
                 line=len(charges) + 2,
                 provider="aws",
                 charge_category="Usage",

@@ -13,12 +13,15 @@ from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "billing"
-# A byte-for-byte copy of the FinOps Foundation's official FOCUS 1.0 sample (1,000 anonymised
-# real rows: AWS, Microsoft, Oracle, September 2024), from FinOps-Open-Cost-and-Usage-Spec/
-# FOCUS-Sample-Data, FOCUS-1.0/focus_sample.csv at commit 139a302bdaa2eb84a86becb82056488a5528a672
-# (CC BY 4.0, "FinOps Open Cost and Usage Specification (FOCUS) sample data"); sha256 starts
-# e91e5ac7edf01ed2.
-FOCUS_SAMPLE = FIXTURES / "focus-1.0_official-sample_restated.csv"
+# The FinOps Foundation's official FOCUS 1.0 sample (1,000 anonymised real rows: AWS, Microsoft,
+# Oracle, September 2024; CC BY 4.0): provenance in tests/fixtures/real/README.md.
+FOCUS_SAMPLE = (
+    Path(__file__).resolve().parents[2]
+    / "fixtures"
+    / "real"
+    / "billing"
+    / "focus-1.0_official-sample_1000rows.csv"
+)
 
 FOCUS_COLUMNS = (
     "BilledCost",
