@@ -103,6 +103,12 @@ class PoolAttribution(Generic[K]):
             return None
         return float(self.attributed / self.billed)
 
+    @property
+    def utilisation_percent(self) -> Decimal | None:
+        if not self.billed:
+            return None
+        return self.attributed / self.billed * 100
+
 
 def attribute_pool(
     *,

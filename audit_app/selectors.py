@@ -247,6 +247,10 @@ class WorkloadUsage:
     latency: LatencySummary
     tpot: LatencySummary
 
+    @property
+    def streaming_percent(self) -> float | None:
+        return self.streaming_requests / self.requests * 100 if self.requests else None
+
 
 EMPTY_LATENCY = LatencySummary(p50_ms=None, p95_ms=None, p99_ms=None, count=0)
 

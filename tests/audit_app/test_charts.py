@@ -168,7 +168,11 @@ def test_money_and_count_axes_start_at_zero() -> None:
             days=days, series={"a": [Decimal(0)]}, dimension_label="team"
         ),
         "usage": charts.build_daily_usage_figure(
-            days=days, spend=[Decimal(0)], input_tokens=[0], output_tokens=[0]
+            days=days,
+            api_spend=[Decimal(0)],
+            gpu_cost=[Decimal(0)],
+            input_tokens=[0],
+            output_tokens=[0],
         ),
         "latency": charts.build_latency_figure(percentiles={"TTFT": [0.0, 0.0, 0.0]}),
         "pools": charts.build_pool_attribution_figure(

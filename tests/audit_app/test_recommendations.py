@@ -184,11 +184,21 @@ def test_manager_decides_others_are_refused(
     assert client.get("/api/v1/recommendations/").json()[0]["status"] == "pilot_approved"
 
 
-def test_pages(client: Client, evals: Workload, engineer_user: Any, manager_user: Any) -> None:
+def test_pages(
+    client: Client,
+    evals: Workload,
+    engineer_user: Any,
+    manager_user: Any,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    # The override commits, then the worker refreshes recommendations (in-process here).
+    settings.DERIVED_REFRESH_ON_CHANGE = True
     client.force_login(engineer_user)
-    response = client.post(
-        f"/workloads/{evals.pk}/class/", {"workload_class": "async", "reason": "a nightly job"}
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/workloads/{evals.pk}/class/", {"workload_class": "async", "reason": "a nightly job"}
+        )
     assert response.status_code == 302
     page = client.get(f"/workloads/{evals.pk}/").content.decode()
     assert 'data-testid="workload-class">async<' in page and "a nightly job" in page

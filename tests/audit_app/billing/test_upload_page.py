@@ -69,15 +69,15 @@ def test_the_older_uploads_page_shows_what_it_holds_and_what_replaced_it(
     assert "3 read · 3 accepted · 0 rejected" in text
     assert f"Partly superseded: upload {newer.pk} (nov-restated.csv) restates some" in text
     assert f'href="/uploads/{newer.pk}/"' in html
-    assert "aws acct-1 2026-10-01 to 2026-11-01 actual 1 7.00 USD 7.00 USD yes" in text
+    assert "aws acct-1 2026-10-01 to 2026-11-01 actual 1 $7.00 $7.00 yes" in text
     assert (
-        f"aws acct-1 2026-11-01 to 2026-12-01 actual 2 98.82 USD 98.82 USD "
+        f"aws acct-1 2026-11-01 to 2026-12-01 actual 2 $98.82 $98.82 "
         f"no: superseded by upload {newer.pk} (nov-restated.csv)"
     ) in text
     assert "Billing accounts: acct-1 . Sub-accounts / subscriptions: 1 ( sub-1 )." in text
-    assert "h100-pool 1 98.32 USD 98.32 USD" in text
+    assert "h100-pool 1 $98.32 $98.32" in text
     assert "1 line with 1 AI-looking meter the parser could not read" in text
-    assert "aws USE1-MysteryModel-tokens 1 0.50 USD" in text
+    assert "aws USE1-MysteryModel-tokens 1 $0.50" in text
     # A bill has no requests or tokens of its own.
     assert "Cost stated in the log" not in text
 
