@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_manager_approves_a_pilot(
-    browser_page: Any, live_server: Any, manager_user: Any, engineer_user: Any
+    browser_page: Any, live_server: Any, manager_user: Any, engineer_user: Any, settings: Any
 ) -> None:
+    settings.RECOMMENDATION_MIN_SAVINGS_USD = 0  # the sample saves $0.64 a month
     price_cards_seed()  # a transactional flush removed the migration's cards
     upload = upload_create(source=io.BytesIO(EVALS.encode()), original_name="e.csv", enqueue=False)
     upload_ingest(upload_id=upload.pk)
