@@ -65,7 +65,7 @@ def test_the_older_uploads_page_shows_what_it_holds_and_what_replaced_it(
     text = _text(html)
 
     # Totals as landed: 7.00 + 98.32 + 0.50 = 105.82, effective the same (EffectiveCost copied).
-    assert "USD 105.82 105.82" in text
+    assert "USD $105.82 $105.82" in text
     assert "3 read · 3 accepted · 0 rejected" in text
     assert f"Partly superseded: upload {newer.pk} (nov-restated.csv) restates some" in text
     assert f'href="/uploads/{newer.pk}/"' in html
@@ -111,7 +111,7 @@ def test_an_amortized_upload_page_shows_the_note(client: Client, finops_user: An
     text = _text(_page(client, upload))
     assert AMORTIZED_NOTE in text
     # Billed 0, effective 49.20 + 2.40 + 12.30 + 0.30 + 0 = 64.20
-    assert "CAD 0 64.20" in text
+    assert "CAD 0.00 CAD 64.20 CAD" in text
     assert "azure 12345678 2023-09-01 to 2023-10-01 amortized 5" in text
 
 
