@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from audit_app.filters import parse_filters
+from audit_app.filters import SpendFilters, parse_filters
 from audit_app.importers import read_requests
 from audit_app.models import DailyRollup, HourlyRollup, Upload
 from audit_app.pricing import normalize_provider as reexported
 from audit_app.providers import PROVIDER_ALIASES, normalize_provider
-from audit_app.selectors import filter_choices, rollups_in_range, spend_breakdown
+from audit_app.selectors import filter_choices
 from audit_app.selectors_billing import _bill_provider
+from audit_app.selectors_spend import spend_breakdown
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
 
@@ -141,7 +142,7 @@ def test_litellm_bedrock_and_otel_aws_bedrock_land_under_one_provider(
     assert set(DailyRollup.objects.values_list("provider", flat=True)) == {"aws-bedrock"}
     assert filter_choices()["provider"] == ["aws-bedrock"]
 
-    [row] = spend_breakdown(group_by="provider", queryset=rollups_in_range(start=DAY, end=DAY)).rows
+    [row] = spend_breakdown(group_by="provider", filters=SpendFilters(start=DAY, end=DAY)).rows
     assert (row.key, row.requests) == ("aws-bedrock", rows + 1)
 
 
