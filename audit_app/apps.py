@@ -36,8 +36,10 @@ class AuditAppConfig(AppConfig):
 
 def _changed(**kwargs: object) -> None:
     from audit_app.results_cache import data_changed
+    from audit_app.services.derived import derived_refresh_request
 
-    data_changed()
+    data_changed()  # cached results are keyed by data they cannot outlive...
+    derived_refresh_request()  # ...and classes and recommendations follow once it commits
 
 
 def _upload_saved(instance: object, **kwargs: object) -> None:

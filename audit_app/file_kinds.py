@@ -105,17 +105,12 @@ def detect_file(stream: BinaryIO) -> DetectedFile | None:
 def other_kind(stream: BinaryIO, *, kind: str) -> DetectedFile | None:
     """What the file is when it is not a `kind` file but the other family recognises it; None
     when `kind` recognises it or nobody does (then the ingest says what is missing)."""
-    if kind == TOKEN_LOG:
-        if token_log_format(stream) is not None:
-            return None
-        found = billing_format(stream)
-        return DetectedFile(kind=BILLING, format=found) if found else None
-    if kind == BILLING:
-        if billing_format(stream) is not None:
-            return None
-        found = token_log_format(stream)
-        return DetectedFile(kind=TOKEN_LOG, format=found) if found else None
-    return None
+    sniffers = {TOKEN_LOG: token_log_format, BILLING: billing_format}
+    if kind not in sniffers or sniffers[kind](stream) is not None:
+        return None
+    other = BILLING if kind == TOKEN_LOG else TOKEN_LOG
+    found = sniffers[other](stream)
+    return DetectedFile(kind=other, format=found) if found else None
 
 
 def wrong_kind_message(*, sent_as: str, detected: DetectedFile, requested_format: str) -> str:

@@ -72,10 +72,7 @@ def data_token() -> str:
 
 
 def data_changed() -> None:
-    """Start a new data version, in the caller's transaction (call it after the change).
-
-    Once the transaction commits, derived results (classes, recommendations) are refreshed in
-    the background (`audit_app.services.derived.derived_refresh_request`)."""
+    """Start a new data version, in the caller's transaction (call it after the change)."""
     with transaction.atomic():
         if not DataVersion.objects.filter(pk=1).update(
             version=F("version") + 1, token=new_token(), changed_at=timezone.now()

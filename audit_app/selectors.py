@@ -400,12 +400,17 @@ DECIDED_ACTIVE = (Recommendation.Status.PILOT_APPROVED, Recommendation.Status.VE
 CLOSED_STATUSES = (Recommendation.Status.REJECTED, Recommendation.Status.GATE_FAILED)
 
 
-def recommendation_groups() -> list[RecommendationGroup]:
+def recommendation_groups(
+    *, queryset: QuerySet[Recommendation] | None = None
+) -> list[RecommendationGroup]:
     """Recommendations per workload, largest open savings first. A pilot a manager approved
-    (or a gate verified) leads its workload; otherwise the recommender's best option does."""
+    (or a gate verified) leads its workload; otherwise the recommender's best option does.
+    ``queryset`` lets a caller load more with them (their events, say)."""
     by_workload: dict[int, list[Recommendation]] = defaultdict(list)
     workloads: dict[int, Workload] = {}
-    for recommendation in Recommendation.objects.select_related("workload"):
+    if queryset is None:
+        queryset = Recommendation.objects.all()
+    for recommendation in queryset.select_related("workload"):
         by_workload[recommendation.workload_id].append(recommendation)
         workloads[recommendation.workload_id] = recommendation.workload
     groups = []

@@ -22,7 +22,6 @@ surface. The report for one set of filters is cached per data version.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import date, timedelta
 from decimal import Decimal
@@ -35,6 +34,7 @@ from audit_app.selectors import (
     UnpricedModel,
     WorkloadUsage,
     daily_rollups,
+    data_date_range,
     priced_groups,
     workload_usage,
 )
@@ -228,12 +228,6 @@ class SpendReport:
             raise ValueError(f"group_by must be one of {', '.join(GROUP_BY_FIELDS)}")
         return self.breakdowns[group_by]
 
-    def workload(self, name: str) -> SpendRow | None:
-        for row in self.breakdowns["workload"].rows:
-            if row.key == name:
-                return row
-        return None
-
     @property
     def is_empty(self) -> bool:
         return not self.has_traffic and not self.idle_by_pool
@@ -421,12 +415,53 @@ def spend_breakdown(*, group_by: str, filters: SpendFilters) -> SpendBreakdown:
     return spend_report(filters).breakdown(group_by)
 
 
-def total_spend(filters: SpendFilters) -> Decimal:
-    return spend_report(filters).total_usd
+# --- Months -----------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class MonthComparison:
+    this_month: Decimal
+    last_month: Decimal
+    this_label: str
+    last_label: str
+    change_label: str
+
+    @property
+    def change_percent(self) -> float | None:
+        if not self.last_month:
+            return None
+        return float((self.this_month - self.last_month) / self.last_month * 100)
 
 
-def rows_total(rows: Iterable[SpendRow]) -> Decimal:
-    return sum((row.spend_usd for row in rows), ZERO)
+def _month_total(first: date, last: date) -> Decimal:
+    return spend_report(SpendFilters(start=first, end=last)).total_usd
+
+
+def _previous_month(first: date) -> date:
+    return (first - timedelta(days=1)).replace(day=1)
+
+
+def month_comparison(*, today: date) -> MonthComparison:
+    """This month so far against last month; on a month with no data yet (the 1st, or data
+    that stops earlier), the last complete month against the one before it."""
+    first = today.replace(day=1)
+    bounds = data_date_range()
+    if bounds is None or bounds[1] >= first:
+        previous = _previous_month(first)
+        return MonthComparison(
+            this_month=_month_total(first, today),
+            last_month=_month_total(previous, first - timedelta(days=1)),
+            this_label=f"{first:%B %Y} so far",
+            last_label=f"{previous:%B %Y}",
+            change_label="Change so far",
+        )
+    complete = _previous_month(first)
+    before = _previous_month(complete)
+    return MonthComparison(
+        this_month=_month_total(complete, first - timedelta(days=1)),
+        last_month=_month_total(before, complete - timedelta(days=1)),
+        this_label=f"{complete:%B %Y}",
+        last_label=f"{before:%B %Y}",
+        change_label=f"Change on {before:%B}",
+    )
 
 
 # --- Workloads ----------------------------------------------------------------------------------

@@ -139,10 +139,11 @@ class RecommendationListApi(APIView):
 
     @extend_schema(responses=RecommendationOutput(many=True))
     def get(self, request: Request) -> Response:
-        groups = recommendation_groups()
-        events = Recommendation.objects.prefetch_related("events__user").in_bulk()
+        groups = recommendation_groups(
+            queryset=Recommendation.objects.prefetch_related("events__user")
+        )
         ordered = [
-            events[r.pk]
+            r
             for g in groups
             for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
         ]

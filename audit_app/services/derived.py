@@ -2,13 +2,13 @@
 
 Their inputs are the token logs and bills that landed (or were deleted), price cards, serving
 pools, hardware entries, throughput assumptions, workloads' latency SLOs and class overrides.
-Every change to one of those starts a new data version (`results_cache.data_changed`, called
-by the signals in `audit_app.apps` and by the ingest service); once the change commits, a
-refresh is requested:
+The signals in `audit_app.apps` answer every change to one of those with a new data version
+(`results_cache.data_changed`) and `derived_refresh_request`, so that once the change commits:
 
-- in the web app and the worker, as the `audit_app.refresh_derived` task (the worker does it);
-- from the CLI (`ingest`, `seed_demo`, `recommend`), the command calls `derived_refresh`
-  itself before it returns.
+- in the web app and the worker, the `audit_app.refresh_derived` task refreshes (the worker
+  does it);
+- from the CLI, `ingest` and `seed_demo` call `derived_refresh` themselves before they return
+  (and `recommend` re-prices directly).
 
 `derived_refresh` recomputes only when the data version moved since the last refresh (kept in
 `DerivedState`), so a second request, a redelivered task or `manage.py recommend` right after

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +17,6 @@ from audit_app.filters import FilterError, SpendFilters, parse_filters
 from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
 from audit_app.selectors import (
-    data_date_range,
     filter_choices,
     hour_of_week_requests,
     potential_monthly_savings,
@@ -32,6 +29,7 @@ from audit_app.selectors_spend import (
     IDLE_LABEL,
     STACK_CHOICES,
     SpendBreakdown,
+    month_comparison,
     spend_report,
     workload_list,
     workload_stats,
@@ -39,54 +37,6 @@ from audit_app.selectors_spend import (
 from audit_app.services.classification import current_override, effective_class
 
 TOP_WORKLOADS = 10
-
-
-@dataclass(frozen=True, kw_only=True)
-class MonthComparison:
-    this_month: Decimal
-    last_month: Decimal
-    this_label: str
-    last_label: str
-    change_label: str
-
-    @property
-    def change_percent(self) -> float | None:
-        if not self.last_month:
-            return None
-        return float((self.this_month - self.last_month) / self.last_month * 100)
-
-
-def _month_total(first: date, last: date) -> Decimal:
-    return spend_report(SpendFilters(start=first, end=last)).total_usd
-
-
-def _previous_month(first: date) -> date:
-    return (first - timedelta(days=1)).replace(day=1)
-
-
-def month_comparison(today: date) -> MonthComparison:
-    """This month so far against last month; on a month with no data yet (the 1st, or data
-    that stops earlier), the last complete month against the one before it."""
-    first = today.replace(day=1)
-    bounds = data_date_range()
-    if bounds is None or bounds[1] >= first:
-        previous = _previous_month(first)
-        return MonthComparison(
-            this_month=_month_total(first, today),
-            last_month=_month_total(previous, first - timedelta(days=1)),
-            this_label=f"{first:%B %Y} so far",
-            last_label=f"{previous:%B %Y}",
-            change_label="Change so far",
-        )
-    complete = _previous_month(first)
-    before = _previous_month(complete)
-    return MonthComparison(
-        this_month=_month_total(complete, first - timedelta(days=1)),
-        last_month=_month_total(before, complete - timedelta(days=1)),
-        this_label=f"{complete:%B %Y}",
-        last_label=f"{before:%B %Y}",
-        change_label=f"Change on {before:%B}",
-    )
 
 
 class FilteredPageMixin:
@@ -152,7 +102,7 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             stack=stack,
             stack_choices=STACK_CHOICES,
             breakdown=breakdown,
-            months=month_comparison(timezone.now().date()),
+            months=month_comparison(today=timezone.now().date()),
             spend_figure=charts.build_spend_per_day_figure(
                 days=per_day.days,
                 series=per_day.series,

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.filters import FilterError, parse_filters
+from audit_app.filters import FilterError, parse_filters, whole_range
 from audit_app.models import Workload
 from audit_app.selectors_spend import spend_report, workload_list
 from audit_app.services.classification import class_summary
@@ -26,12 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("--end", help="YYYY-MM-DD (default: the last day with data)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from audit_app.selectors import data_date_range
-
-        bounds = data_date_range()
+        everything = whole_range()
         params = {
-            "start": options["start"] or (bounds[0].isoformat() if bounds else ""),
-            "end": options["end"] or (bounds[1].isoformat() if bounds else ""),
+            "start": options["start"] or everything.start.isoformat(),
+            "end": options["end"] or everything.end.isoformat(),
         }
         try:
             filters = parse_filters(params)
