@@ -219,6 +219,19 @@ def test_the_api_names_an_unknown_recommendation(client: Client, engineer_user: 
     assert not Gate.objects.exists()
 
 
+def test_the_api_labels_a_workloads_traffic(client: Client, engineer_user: Any) -> None:
+    baseline, candidate = import_runs()
+    workload_traffic(workload="evals", model=RUNS_MODEL, day="2026-11-10")
+    client.force_login(engineer_user)
+    response = client.post(
+        "/api/v1/gates/",
+        {"baseline": baseline.pk, "candidate": candidate.pk, "traffic_workload": "evals"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    assert response.json()["inputs"]["traffic"] == "workload evals, 2026-11-10 to 2026-11-10"
+
+
 # --- page -----------------------------------------------------------------------------------
 
 
@@ -290,6 +303,17 @@ def test_the_page_refuses_runs_that_do_not_match(client: Client, engineer_user: 
     ]
     rec.refresh_from_db()
     assert rec.status == APPROVED
+
+
+@pytest.mark.parametrize("role", ["finops_user", "manager_user", "no_role_user"])
+def test_only_engineers_gate_from_the_page(client: Client, request: Any, role: str) -> None:
+    baseline, candidate = import_runs()
+    rec = recommendation()
+    client.force_login(request.getfixturevalue(role))
+    response = client.post("/benchmarks/", _gate_form(baseline, candidate, rec))
+    assert response.status_code == 403
+    rec.refresh_from_db()
+    assert (Gate.objects.count(), rec.status) == (0, APPROVED)
 
 
 # --- command line ---------------------------------------------------------------------------
