@@ -21,7 +21,7 @@ from django.utils import timezone
 from audit_app.models import AuditEvent, Recommendation, RecommendationEvent, Upload
 from audit_app.services.audit import audit_record
 from audit_app.services.uploads import DuplicateUpload, UploadRefused, upload_create
-from benchmarks_app import converters, gating, metrics
+from benchmarks_app import converters, gating, matching, metrics
 from benchmarks_app.artifacts import (
     ArtifactError,
     BenchmarkArtifact,
@@ -29,6 +29,7 @@ from benchmarks_app.artifacts import (
     TelemetrySample,
 )
 from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.selectors import recommendation_terms
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +170,30 @@ def benchmark_run_import(
     )
 
 
-@transaction.atomic
+class GateLinkRefused(Exception):
+    """The gate was recorded, but not linked to the recommendation it was run for: the
+    mismatches say why (`benchmarks_app.matching`), and the message is the sentence every
+    front end shows."""
+
+    def __init__(
+        self,
+        *,
+        gate: Gate,
+        recommendation: Recommendation,
+        mismatches: tuple[matching.Mismatch, ...],
+    ) -> None:
+        reasons = " ".join(m.sentence for m in mismatches)
+        super().__init__(f"{reasons} Gate {gate.pk} was recorded without the link.")
+        self.gate = gate
+        self.recommendation = recommendation
+        self.mismatches = mismatches
+
+    @property
+    def conflict(self) -> bool:
+        """True when the recommendation's status refuses the link, not the runs."""
+        return any(m.field == "status" for m in self.mismatches)
+
+
 def gate_evaluate(
     *,
     baseline: BenchmarkRun,
@@ -182,8 +206,13 @@ def gate_evaluate(
     recommendation: Recommendation | None = None,
     user: Any = None,
 ) -> Gate:
-    """Compare two runs and record the verdict for good. A linked recommendation moves to
-    verified on a pass and gate_failed on a fail."""
+    """Compare two runs and record the verdict for good.
+
+    With a recommendation, the gate is linked to it only when `matching.link_mismatches`
+    finds nothing; then a pass moves it to verified and a fail to gate_failed. Otherwise the
+    gate is still recorded (the comparison stands on its own), unlinked, and GateLinkRefused,
+    carrying it, is raised once it is saved.
+    """
     kwargs: dict[str, Any] = {
         "baseline": (run_fields(baseline), run_metrics(baseline)),
         "candidate": (run_fields(candidate), run_metrics(candidate)),
@@ -194,50 +223,96 @@ def gate_evaluate(
     if tolerances:
         kwargs["tolerances"] = gating.tolerances_with(dict(tolerances))
     verdict = gating.evaluate_gate(**kwargs)
-    gate = Gate.objects.create(
-        baseline=baseline,
-        candidate=candidate,
-        baseline_sha256=baseline.upload.sha256,
-        candidate_sha256=candidate.upload.sha256,
-        inputs={
-            "mode": mode,
-            "cold_start_seconds": cold_start_seconds,
-            "traffic": traffic_source or ("profile" if traffic else "always busy"),
-            "traffic_hours": len(traffic or []),
-            "tolerances": dict(tolerances or {}),
-        },
-        verdict=verdict.verdict,
-        result=jsonable(verdict),
-        recommendation=recommendation,
-        created_by=user if user is not None and user.is_authenticated else None,
+    runs = matching.GateRuns(
+        baseline_model=baseline.model,
+        candidate_model=candidate.model,
+        candidate_gpu_type=kwargs["candidate"][0].gpu_type,
     )
+    with transaction.atomic():
+        locked = None
+        mismatches: tuple[matching.Mismatch, ...] = ()
+        if recommendation is not None:
+            # Locked so that of two gates for it, the second sees the status the first set.
+            locked = Recommendation.objects.select_for_update().get(pk=recommendation.pk)
+            mismatches = matching.link_mismatches(
+                recommendation=recommendation_terms(locked), runs=runs
+            )
+        gate = Gate.objects.create(
+            baseline=baseline,
+            candidate=candidate,
+            baseline_sha256=baseline.upload.sha256,
+            candidate_sha256=candidate.upload.sha256,
+            inputs={
+                "mode": mode,
+                "cold_start_seconds": cold_start_seconds,
+                "traffic": traffic_source or ("profile" if traffic else "always busy"),
+                "traffic_hours": len(traffic or []),
+                "tolerances": dict(tolerances or {}),
+            },
+            verdict=verdict.verdict,
+            result=jsonable(verdict),
+            recommendation=None if mismatches else locked,
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        _gate_audit(gate=gate, user=user, recommendation=locked, mismatches=mismatches)
+        if locked is not None and not mismatches:
+            _recommendation_move(recommendation=locked, gate=gate, verdict=verdict)
+    if locked is not None and mismatches:
+        raise GateLinkRefused(gate=gate, recommendation=locked, mismatches=mismatches)
+    return gate
+
+
+def _gate_audit(
+    *,
+    gate: Gate,
+    user: Any,
+    recommendation: Recommendation | None,
+    mismatches: tuple[matching.Mismatch, ...],
+) -> None:
+    summary = f"gate {gate.pk}: {gate.verdict} (run {gate.baseline_id} vs {gate.candidate_id})"
+    details: dict[str, Any] = {
+        "verdict": gate.verdict,
+        "baseline_sha256": gate.baseline_sha256,
+        "candidate_sha256": gate.candidate_sha256,
+    }
+    if recommendation is not None:
+        refused = [m.field for m in mismatches]
+        details.update(recommendation=recommendation.pk, link_refused=refused)
+        summary += (
+            f"; link to recommendation {recommendation.pk} refused ({', '.join(refused)})"
+            if refused
+            else f"; for recommendation {recommendation.pk}"
+        )
     audit_record(
         actor=user,
         action=AuditEvent.Action.GATE_CREATED,
         obj=gate,
-        summary=f"gate {gate.pk}: {verdict.verdict} (run {baseline.pk} vs {candidate.pk})",
-        details={
-            "verdict": verdict.verdict,
-            "baseline_sha256": gate.baseline_sha256,
-            "candidate_sha256": gate.candidate_sha256,
-        },
+        summary=summary,
+        details=details,
     )
-    if recommendation is not None and verdict.verdict in ("pass", "fail"):
-        new_status = (
-            Recommendation.Status.VERIFIED
-            if verdict.verdict == "pass"
-            else Recommendation.Status.GATE_FAILED
-        )
-        RecommendationEvent.objects.create(
-            recommendation=recommendation,
-            from_status=recommendation.status,
-            to_status=new_status,
-            user=gate.created_by,
-            note=f"Gate {gate.pk}: {verdict.summary}",
-        )
-        recommendation.status = new_status
-        recommendation.save(update_fields=["status", "updated_at"])
-    return gate
+
+
+def _recommendation_move(
+    *, recommendation: Recommendation, gate: Gate, verdict: gating.GateVerdict
+) -> None:
+    """A pass verifies the recommendation, a fail fails it; invalid or incomplete gates leave
+    it approved, for a better gate."""
+    if verdict.verdict not in ("pass", "fail"):
+        return
+    new_status = (
+        Recommendation.Status.VERIFIED
+        if verdict.verdict == "pass"
+        else Recommendation.Status.GATE_FAILED
+    )
+    RecommendationEvent.objects.create(
+        recommendation=recommendation,
+        from_status=recommendation.status,
+        to_status=new_status,
+        user=gate.created_by,
+        note=f"Gate {gate.pk}: {verdict.summary}",
+    )
+    recommendation.status = new_status
+    recommendation.save(update_fields=["status", "updated_at"])
 
 
 def workload_traffic(name: str) -> tuple[list[int], str]:

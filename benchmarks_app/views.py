@@ -21,7 +21,9 @@ from audit_app.services.uploads import BENCHMARK_FORMATS
 from benchmarks_app import charts, gating
 from benchmarks_app.api.views import META_KEYS
 from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.selectors import gateable_recommendations
 from benchmarks_app.services import (
+    GateLinkRefused,
     RunRefused,
     benchmark_run_import,
     gate_evaluate,
@@ -69,8 +71,21 @@ class GateForm(forms.Form):
         label="Or price on a workload's last 30 days (workload name)", required=False
     )
     recommendation = forms.ModelChoiceField(
-        queryset=Recommendation.objects.all(), required=False, label="For recommendation"
+        queryset=Recommendation.objects.all(),
+        required=False,
+        label="For recommendation (approved for a pilot, on dedicated hardware)",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Only the recommendations a gate may verify are offered. One that stopped being
+        # gateable after the page was loaded is still accepted here, so the service records
+        # the gate and says why it refused the link, as the API and the command do.
+        field = self.fields["recommendation"]
+        field.widget.choices = [
+            ("", field.empty_label),
+            *((r.pk, str(r)) for r in gateable_recommendations()),
+        ]
 
 
 def usd_per_million(run: BenchmarkRun) -> Decimal | None:
@@ -146,16 +161,20 @@ class BenchmarkListView(RoleRequiredMixin, View):
             except RunRefused as exc:
                 form.add_error("traffic_workload", str(exc))
                 return self._render(request, RunForm(), form, status=400)
-        gate = gate_evaluate(
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            mode=values["mode"],
-            cold_start_seconds=values["cold_start_seconds"],
-            traffic=traffic,
-            traffic_source=source,
-            recommendation=values["recommendation"],
-            user=request.user,
-        )
+        try:
+            gate = gate_evaluate(
+                baseline=values["baseline"],
+                candidate=values["candidate"],
+                mode=values["mode"],
+                cold_start_seconds=values["cold_start_seconds"],
+                traffic=traffic,
+                traffic_source=source,
+                recommendation=values["recommendation"],
+                user=request.user,
+            )
+        except GateLinkRefused as exc:
+            form.add_error("recommendation", str(exc))
+            return self._render(request, RunForm(), form, status=409 if exc.conflict else 400)
         return HttpResponseRedirect(reverse("gate", args=[gate.pk]))
 
     def _render(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -20,6 +20,7 @@ from benchmarks_app import gating
 from benchmarks_app.converters.base import METADATA_KEYS
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
+    GateLinkRefused,
     RunRefused,
     benchmark_run_import,
     gate_evaluate,
@@ -147,7 +148,20 @@ class GateCreateApi(APIView):
     def get(self, request: Request) -> Response:
         return Response(GateOutput(Gate.objects.all()[:500], many=True).data)
 
-    @extend_schema(request=GateInput, responses={201: GateOutput})
+    @extend_schema(
+        request=GateInput,
+        responses={
+            201: GateOutput,
+            400: OpenApiResponse(
+                description="Bad input, or the runs do not match the recommendation (the gate "
+                "is recorded, unlinked; its id is in `gate`)."
+            ),
+            409: OpenApiResponse(
+                description="The recommendation is not approved for a pilot "
+                "(the gate is recorded, unlinked; its id is in `gate`)."
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         data = GateInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -175,19 +189,47 @@ class GateCreateApi(APIView):
         if values.get("recommendation"):
             recommendation = Recommendation.objects.filter(pk=values["recommendation"]).first()
             if recommendation is None:
-                raise ValidationError({"recommendation": ["no such recommendation"]})
-        gate = gate_evaluate(
-            baseline=runs["baseline"],
-            candidate=runs["candidate"],
-            mode=values["mode"],
-            cold_start_seconds=values["cold_start_seconds"],
-            traffic=traffic,
-            traffic_source="CSV" if traffic else "",
-            tolerances=values.get("tolerances"),
-            recommendation=recommendation,
-            user=request.user,
-        )
+                raise ValidationError(
+                    {"recommendation": [f"no recommendation with id {values['recommendation']}"]}
+                )
+        try:
+            gate = gate_evaluate(
+                baseline=runs["baseline"],
+                candidate=runs["candidate"],
+                mode=values["mode"],
+                cold_start_seconds=values["cold_start_seconds"],
+                traffic=traffic,
+                traffic_source=source,
+                tolerances=values.get("tolerances"),
+                recommendation=recommendation,
+                user=request.user,
+            )
+        except GateLinkRefused as exc:
+            return link_refused_response(exc)
         return Response(GateOutput(gate).data, status=status.HTTP_201_CREATED)
+
+
+def link_refused_response(exc: GateLinkRefused) -> Response:
+    """409 when the recommendation's status refuses the link, 400 when the runs do not match
+    it: the house error body plus the recommendation, each mismatch and the gate recorded."""
+    recommendation = exc.recommendation
+    body = {
+        "detail": str(exc),
+        "errors": {"recommendation": [m.sentence for m in exc.mismatches]},
+        "recommendation": {
+            "id": recommendation.pk,
+            "status": recommendation.status,
+            "target_kind": recommendation.target_kind,
+            "target": recommendation.target,
+        },
+        "mismatches": [
+            {"field": m.field, "expected": list(m.expected), "actual": m.actual}
+            for m in exc.mismatches
+        ],
+        "gate": exc.gate.pk,
+    }
+    code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
+    return Response(body, status=code)
 
 
 class GateDetailApi(APIView):

@@ -3,6 +3,10 @@
 Generated from the URLconf: a new URL without a row in EXPECTED fails this test, so nobody can
 add an endpoint without saying who may use it. Detail URLs are asked for an object that does
 not exist, so "allowed" shows as 404 (past the permission check) and "refused" as 403/302/401.
+
+GATE_LINK: the transitions a gate makes on a recommendation (`POST /api/v1/gates/` with
+``recommendation``), for every role (and a user with none) x the recommendation's status x runs
+that match it or not: the answer, and the status the recommendation is left in.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from audit_app.models import Recommendation
+from tests.benchmarks_app.gate_samples import OTHER_MODEL, RUNS_MODEL, import_runs, recommendation
 from tests.support.urls import project_urls
 
 ROLES = ("anonymous", "finops", "engineer", "manager", "admin")
@@ -104,3 +110,63 @@ def test_admin_site_needs_staff(
     assert client.get("/admin/").status_code == 302
     client.force_login(admin_user)
     assert client.get("/admin/").status_code == 200
+
+
+GATE_ROLES = (*ROLES, "no role")
+
+
+def _engineers_only(status: str, answer: int, after: str) -> tuple[tuple[int, str], ...]:
+    """Per GATE_ROLES: (HTTP status, the recommendation's status after). Only engineers run
+    gates (admins hold every role): they get ``answer`` and leave it ``after``; anyone else is
+    refused and leaves it as it was."""
+    refused = (403, status)
+    return ((401, status), refused, (answer, after), refused, (answer, after), refused)
+
+
+# A gate verifies only a pilot-approved recommendation whose workload used the runs' model (on
+# the target's hardware). Otherwise the gate is still recorded, unlinked: 409 when the status
+# refuses the link, 400 when the runs do not match.
+GATE_LINK: dict[tuple[str, str], tuple[tuple[int, str], ...]] = {
+    ("proposed", "match"): _engineers_only("proposed", 409, "proposed"),
+    ("proposed", "mismatch"): _engineers_only("proposed", 409, "proposed"),
+    ("pilot_approved", "match"): _engineers_only("pilot_approved", 201, "verified"),
+    ("pilot_approved", "mismatch"): _engineers_only("pilot_approved", 400, "pilot_approved"),
+    ("rejected", "match"): _engineers_only("rejected", 409, "rejected"),
+    ("rejected", "mismatch"): _engineers_only("rejected", 409, "rejected"),
+    ("verified", "match"): _engineers_only("verified", 409, "verified"),
+    ("verified", "mismatch"): _engineers_only("verified", 409, "verified"),
+    ("gate_failed", "match"): _engineers_only("gate_failed", 409, "gate_failed"),
+    ("gate_failed", "mismatch"): _engineers_only("gate_failed", 409, "gate_failed"),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("status", "runs"), list(GATE_LINK), ids="-".join)
+def test_gate_link_matrix(status: str, runs: str, request: Any) -> None:
+    users = {
+        "anonymous": None,
+        "finops": request.getfixturevalue("finops_user"),
+        "engineer": request.getfixturevalue("engineer_user"),
+        "manager": request.getfixturevalue("manager_user"),
+        "admin": request.getfixturevalue("admin_user"),
+        "no role": request.getfixturevalue("no_role_user"),
+    }
+    baseline, candidate = import_runs()
+    linked = recommendation(
+        status=status, workload_model=RUNS_MODEL if runs == "match" else OTHER_MODEL
+    )
+    got = []
+    for role in GATE_ROLES:
+        Recommendation.objects.filter(pk=linked.pk).update(status=status)
+        client = Client()
+        if users[role] is not None:
+            client.force_login(users[role])
+        response = client.post(
+            "/api/v1/gates/",
+            {"baseline": baseline.pk, "candidate": candidate.pk, "recommendation": linked.pk},
+            content_type="application/json",
+        )
+        linked.refresh_from_db()
+        got.append((response.status_code, linked.status))
+    expected = GATE_LINK[(status, runs)]
+    assert dict(zip(GATE_ROLES, got, strict=True)) == dict(zip(GATE_ROLES, expected, strict=True))

@@ -14,8 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from audit_app.models import Recommendation, Workload
 from benchmarks_app.models import BenchmarkRun, Gate
+from tests.benchmarks_app.gate_samples import recommendation as approved_recommendation
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
@@ -139,18 +139,7 @@ def test_api_runs_gates_and_recommendation_link(
         )
         assert response.status_code == 201, response.json()
         ids.append(response.json()["id"])
-    workload = Workload.objects.create(name="evals")
-    recommendation = Recommendation.objects.create(
-        workload=workload,
-        target_kind="dedicated_hardware",
-        target="H100 pool",
-        current_monthly_usd=10,
-        projected_monthly_usd=5,
-        savings_monthly_usd=5,
-        confidence="low",
-        period_start="2026-11-01",
-        period_end="2026-11-30",
-    )
+    recommendation = approved_recommendation()  # for the runs' model, on H100s
     response = client.post(
         "/api/v1/gates/",
         {"baseline": ids[0], "candidate": ids[1], "recommendation": recommendation.pk},
