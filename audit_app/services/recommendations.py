@@ -144,8 +144,9 @@ def _provider_options(usage: dict[str, Any], hours: int) -> list[Option]:
                     f"Same token volume: {usage['input_tokens']:,} input and "
                     f"{usage['output_tokens']:,} output tokens in {WINDOW_DAYS} days.",
                 ],
-                confidence="Medium: a published price for the same open model; quality and "
-                "quantisation should be checked with a benchmark gate.",
+                confidence="Medium: a published price for the same open model; check quality and "
+                "quantisation with an evaluation on that provider (a gate verifies only "
+                "dedicated hardware).",
             )
         )
     return options
