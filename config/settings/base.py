@@ -213,7 +213,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Uploads, spend breakdowns, workloads, recommendations and benchmark gates.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema and its docs page need a role, like every other page and endpoint.
+    "SERVE_PERMISSIONS": ["audit_app.permissions.HasAnyRole"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
