@@ -112,6 +112,7 @@ class UploadRawView(RoleRequiredMixin, View):
 class UploadDeleteView(RoleRequiredMixin, View):
     """GET: what deleting the upload removes, with a Delete button (a POST) and Cancel. Who may
     is `upload_delete_refusal`, so a refusal names the rule."""
+
     template_name = "audit/upload_delete.html"
 
     def get(self, request: HttpRequest, upload_id: int) -> HttpResponse:
