@@ -1,36 +1,29 @@
-"""DRF authentication by API token (``Authorization: Token <key>`` or ``Bearer <key>``)."""
+"""DRF authentication by API token (``Authorization: Token <key>`` or ``Bearer <key>``).
+
+A valid token always authenticates: it is 32 random bytes, so no count of failures makes it
+guessable, and refusing it would only let someone else's mistakes lock its owner out. Invalid
+tokens are counted per client address and, when the key starts like a live token, per that
+token's owner; once either reaches AUTH_FAILURES_PER_MINUTE, further invalid tokens get 429
+with Retry-After (`audit_app.auth_failures`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-from django.core.cache import cache
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from audit_app.services.tokens import api_token_verify
+from audit_app.auth_failures import (
+    failure_lock,
+    failure_record,
+    token_account_key,
+    token_address_key,
+)
+from audit_app.client_address import client_address
+from audit_app.services.tokens import api_token_owner_id, api_token_verify
 
 _KEYWORDS = (b"token", b"bearer")
-FAILURE_WINDOW_SECONDS = 60
-
-
-def _client_address(request: Any) -> str:
-    return str(request.META.get("REMOTE_ADDR", "unknown"))
-
-
-def failures_over_limit(key: str) -> bool:
-    """True once `key` has failed AUTH_FAILURES_PER_MINUTE times in the current window."""
-    return int(cache.get(f"auth-failures:{key}", 0)) >= settings.AUTH_FAILURES_PER_MINUTE
-
-
-def record_failure(key: str) -> None:
-    cache_key = f"auth-failures:{key}"
-    if not cache.add(cache_key, 1, FAILURE_WINDOW_SECONDS):
-        try:
-            cache.incr(cache_key)
-        except ValueError:  # expired between add and incr
-            cache.add(cache_key, 1, FAILURE_WINDOW_SECONDS)
 
 
 class HashedTokenAuthentication(BaseAuthentication):
@@ -48,17 +41,20 @@ class HashedTokenAuthentication(BaseAuthentication):
             key = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid token: not ASCII.") from None
-        client = _client_address(request)
-        if failures_over_limit(f"api-token:{client}"):
-            raise exceptions.Throttled(
-                wait=FAILURE_WINDOW_SECONDS,
-                detail=("Too many invalid tokens from this address; try again in a minute."),
-            )
         token = api_token_verify(key=key)
-        if token is None:
-            record_failure(f"api-token:{client}")
-            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
-        return token.user, token
+        if token is not None:
+            return token.user, token
+        owner_id = api_token_owner_id(key=key)
+        account_key = token_account_key(owner_id) if owner_id is not None else None
+        address_key = token_address_key(client_address(request))
+        lock = failure_lock(account_key=account_key, address_key=address_key)
+        if lock is not None:
+            where = "for this token" if lock.on_account else "from this address"
+            raise exceptions.Throttled(
+                wait=lock.retry_after, detail=f"Too many invalid tokens {where}."
+            )
+        failure_record(account_key=account_key, address_key=address_key)
+        raise exceptions.AuthenticationFailed("Invalid or revoked token.")
 
     def authenticate_header(self, request: Any) -> str:
         return self.keyword

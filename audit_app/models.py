@@ -105,6 +105,18 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
+class AuthFailureCount(models.Model):
+    """Failed logins or invalid API tokens of one account or client address in a window
+    (`audit_app.auth_failures`), seen by every web process and kept across restarts."""
+
+    key = models.CharField(max_length=100, unique=True)
+    failures = models.PositiveIntegerField(default=0)
+    window_ends_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.failures} until {self.window_ends_at:%H:%M:%S}"
+
+
 class PriceCard(models.Model):
     """Token prices of one provider's model from a date on; edited in admin.
 

@@ -13,6 +13,8 @@ from django.contrib.auth.mixins import AccessMixin
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
+from audit_app.models import Upload
+
 
 class Role(StrEnum):
     FINOPS = "finops"
@@ -22,7 +24,14 @@ class Role(StrEnum):
 
 ALL_ROLES: frozenset[Role] = frozenset(Role)
 # Who may add or delete data: analysts upload bills, engineers upload logs and artifacts.
+# Which uploads each of them may delete is `upload_delete_refusal`.
 UPLOADER_ROLES: frozenset[Role] = frozenset({Role.FINOPS, Role.ENGINEER})
+# Upload kinds that hold spend data, which finops analysts own whoever uploaded them.
+SPEND_UPLOAD_KINDS = frozenset({Upload.Kind.TOKEN_LOG, Upload.Kind.BILLING})
+UPLOAD_DELETE_RULE = (
+    "Administrators may delete any upload; finops analysts any token log or billing export and "
+    "their own benchmark artifacts; engineers only their own uploads; managers none."
+)
 
 
 def user_roles(user: Any) -> frozenset[str]:
@@ -42,6 +51,26 @@ def user_roles(user: Any) -> frozenset[str]:
 def has_role(user: Any, roles: Iterable[str] = ALL_ROLES) -> bool:
     """True when the user is signed in and holds at least one of ``roles``."""
     return bool(user_roles(user) & frozenset(roles))
+
+
+def upload_delete_refusal(*, user: Any, upload: Upload) -> str | None:
+    """Why ``user`` may not delete ``upload`` (a sentence naming the rule), or None if they may.
+
+    The one rule for the upload page's button and confirmation and ``DELETE /api/v1/uploads/``.
+    """
+    roles = user_roles(user)
+    own = upload.uploaded_by_id is not None and upload.uploaded_by_id == user.pk
+    if (
+        user.is_superuser
+        or (Role.FINOPS in roles and (upload.kind in SPEND_UPLOAD_KINDS or own))
+        or (Role.ENGINEER in roles and own)
+    ):
+        return None
+    uploader = upload.uploaded_by.get_username() if upload.uploaded_by_id else "nobody known"
+    return (
+        f"You may not delete this upload (a {upload.get_kind_display().lower()} uploaded by "
+        f"{uploader}). {UPLOAD_DELETE_RULE}"
+    )
 
 
 class RoleRequiredMixin(AccessMixin):

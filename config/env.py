@@ -6,6 +6,7 @@ message naming the variable, instead of surfacing later as a confusing error.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 
@@ -53,3 +54,18 @@ def env_list(
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(
+    name: str, default: list[str], *, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """A comma-separated list of IP addresses or CIDR networks, each checked at start-up."""
+    items = env_list(name, default, environ=environ)
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/8)"
+            ) from None
+    return items

@@ -8,8 +8,16 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from audit_app.permissions import RoleRequiredMixin
 from audit_app.views.auth import LoginView
 from audit_app.views.health import healthz
+
+
+class ApiDocsView(RoleRequiredMixin, SpectacularSwaggerSplitView):
+    """The Swagger UI is a page: a user without a role is told which roles open it, as on every
+    other page (an anonymous visitor is sent to the login form by ``login_required``, as DRF
+    views are exempt from the login-required middleware)."""
+
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -19,13 +27,8 @@ urlpatterns = [
     path("api/v1/", include("audit_app.api.urls")),
     path("api/v1/", include("benchmarks_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # The Swagger UI is a page: an anonymous visitor is sent to the login form, not given a 401.
     # The "split" view serves its start-up script as a file, so the CSP can forbid inline code.
-    path(
-        "api/docs/",
-        login_required(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
-        name="api-docs",
-    ),
+    path("api/docs/", login_required(ApiDocsView.as_view(url_name="api-schema")), name="api-docs"),
     path("benchmarks/", include("benchmarks_app.urls")),
     path("", include("audit_app.urls")),
 ]

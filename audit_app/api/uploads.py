@@ -9,7 +9,7 @@ from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,7 +17,12 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from audit_app.models import Upload
-from audit_app.permissions import ALL_ROLES, UPLOADER_ROLES
+from audit_app.permissions import (
+    ALL_ROLES,
+    UPLOAD_DELETE_RULE,
+    UPLOADER_ROLES,
+    upload_delete_refusal,
+)
 from audit_app.selectors_bills import upload_billing
 from audit_app.services.uploads import (
     AUTO_KIND,
@@ -242,21 +247,24 @@ class UploadListCreateApi(APIView):
 
 
 class UploadDetailApi(APIView):
-    """One upload with its progress, totals and first rejects; DELETE removes its data."""
+    """One upload with its progress, totals and first rejects; DELETE removes its data (who may
+    is `upload_delete_refusal`, so a refusal names the rule)."""
 
     allowed_roles = ALL_ROLES
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        _write_roles_only(self, request)
-        super().initial(request, *args, **kwargs)
 
     @extend_schema(responses=UploadDetailOutput)
     def get(self, request: Request, upload_id: int) -> Response:
         upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
         return Response(UploadDetailOutput(upload, context={"request": request}).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(
+        responses={204: None, 403: None},
+        description=f"Deletes the upload and everything it added. {UPLOAD_DELETE_RULE}",
+    )
     def delete(self, request: Request, upload_id: int) -> Response:
-        upload = get_object_or_404(Upload, pk=upload_id)
+        upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
+        refusal = upload_delete_refusal(user=request.user, upload=upload)
+        if refusal is not None:
+            raise PermissionDenied(refusal)
         upload_delete(upload=upload, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -14,6 +14,8 @@ from django.utils import timezone
 from audit_app.models import ApiToken
 
 TOKEN_PREFIX = "isa_"
+# Characters of a key kept in clear (ApiToken.prefix) to tell tokens apart.
+_SHOWN_LENGTH = len(TOKEN_PREFIX) + 6
 # Writing last_used_at on every request would turn each API read into a write.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -32,7 +34,7 @@ def hash_key(key: str) -> str:
 def api_token_issue(*, user: Any, name: str = "") -> IssuedToken:
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=name, prefix=key[: len(TOKEN_PREFIX) + 6], key_hash=hash_key(key)
+        user=user, name=name, prefix=key[:_SHOWN_LENGTH], key_hash=hash_key(key)
     )
     return IssuedToken(token=token, key=key)
 
@@ -50,6 +52,17 @@ def api_token_verify(*, key: str) -> ApiToken | None:
     if token.last_used_at is None or now - token.last_used_at > _LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
+
+
+def api_token_owner_id(*, key: str) -> int | None:
+    """The user whose live token starts like ``key`` (a wrong key aimed at their token), if any."""
+    if len(key) <= _SHOWN_LENGTH or not key.startswith(TOKEN_PREFIX):
+        return None
+    return (
+        ApiToken.objects.filter(prefix=key[:_SHOWN_LENGTH], revoked_at__isnull=True)
+        .values_list("user_id", flat=True)
+        .first()
+    )
 
 
 def api_token_revoke(*, token: ApiToken) -> None:

@@ -1,4 +1,10 @@
-"""The login page, with failed attempts limited per client address."""
+"""The login page, with failed attempts limited per account and per client address.
+
+Credentials are checked first. A correct password signs in unless its account is locked by its
+own failed attempts (that lock stops password guessing, so it refuses the correct password too,
+until its window ends); a lock on the client address, which many users behind one proxy may
+share, refuses only wrong passwords (`audit_app.auth_failures`; README, "Running in production").
+"""
 
 from __future__ import annotations
 
@@ -7,22 +13,42 @@ from typing import Any
 from django.contrib.auth import views as auth_views
 from django.http import HttpResponse
 
-from audit_app.authentication import failures_over_limit, record_failure
+from audit_app.auth_failures import (
+    Lock,
+    failure_lock,
+    failure_record,
+    login_account_key,
+    login_address_key,
+)
+from audit_app.client_address import client_address
 
-TOO_MANY = "Too many failed logins from this address; wait a minute and try again."
+TOO_MANY_FOR_ACCOUNT = "Too many failed logins for this account; try again in {} seconds."
+TOO_MANY_FROM_ADDRESS = "Too many failed logins from this address; try again in {} seconds."
 
 
 class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def post(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
-        key = f"login:{request.META.get('REMOTE_ADDR', 'unknown')}"
-        if failures_over_limit(key):
-            form = self.get_form()
-            form.errors.clear()
-            form.add_error(None, TOO_MANY)
-            return self.render_to_response(self.get_context_data(form=form), status=429)
-        response = super().post(request, *args, **kwargs)
-        if not request.user.is_authenticated:
-            record_failure(key)
+        form = self.get_form()
+        username = str(request.POST.get("username", "")).strip()
+        account_key = login_account_key(username) if username else None
+        if form.is_valid():
+            lock = failure_lock(account_key=account_key, address_key=None)
+            if lock is None:
+                return self.form_valid(form)
+        else:
+            address_key = login_address_key(client_address(request))
+            lock = failure_lock(account_key=account_key, address_key=address_key)
+            if lock is None:
+                failure_record(account_key=account_key, address_key=address_key)
+                return self.form_invalid(form)
+        return self._too_many(form, lock)
+
+    def _too_many(self, form: Any, lock: Lock) -> HttpResponse:
+        message = TOO_MANY_FOR_ACCOUNT if lock.on_account else TOO_MANY_FROM_ADDRESS
+        form.errors.clear()
+        form.add_error(None, message.format(lock.retry_after))
+        response = self.render_to_response(self.get_context_data(form=form), status=429)
+        response["Retry-After"] = str(lock.retry_after)
         return response

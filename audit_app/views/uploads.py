@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -15,7 +16,7 @@ from django.views.generic import TemplateView
 
 from audit_app.forms import UploadForm
 from audit_app.models import Upload
-from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, has_role
+from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, upload_delete_refusal
 from audit_app.selectors_bills import upload_billing
 from audit_app.selectors_uploads import upload_contribution
 from audit_app.services.uploads import (
@@ -88,7 +89,7 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
             Upload.objects.select_related("uploaded_by"), pk=kwargs["upload_id"]
         )
         context["upload"] = upload
-        context["can_delete"] = has_role(self.request.user, UPLOADER_ROLES)
+        context["can_delete"] = upload_delete_refusal(user=self.request.user, upload=upload) is None
         context["finished"] = upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED)
         context["billing"] = (
             upload_billing(upload)
@@ -109,19 +110,27 @@ class UploadRawView(RoleRequiredMixin, View):
 
 
 class UploadDeleteView(RoleRequiredMixin, View):
-    """GET: what deleting the upload removes, with a Delete button (a POST) and Cancel."""
+    """GET: what deleting the upload removes, with a Delete button (a POST) and Cancel. Who may
+    is `upload_delete_refusal`, so a refusal names the rule."""
 
-    allowed_roles = UPLOADER_ROLES
     template_name = "audit/upload_delete.html"
 
     def get(self, request: HttpRequest, upload_id: int) -> HttpResponse:
-        upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
+        upload = _deletable_upload(request, upload_id)
         context = {"upload": upload, "contribution": upload_contribution(upload=upload)}
         return render(request, self.template_name, context)
 
     def post(self, request: HttpRequest, upload_id: int) -> HttpResponse:
-        upload = get_object_or_404(Upload, pk=upload_id)
+        upload = _deletable_upload(request, upload_id)
         name = upload.original_name
         upload_delete(upload=upload, user=request.user)
         messages.success(request, f"Deleted upload {upload_id} ({name}) and everything it added.")
         return HttpResponseRedirect(reverse("uploads"))
+
+
+def _deletable_upload(request: HttpRequest, upload_id: int) -> Upload:
+    upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
+    refusal = upload_delete_refusal(user=request.user, upload=upload)
+    if refusal is not None:
+        raise PermissionDenied(refusal)
+    return upload

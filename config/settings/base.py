@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("DJANGO_VAR_DIR", str(BASE_DIR / "var")))
@@ -109,8 +109,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Failed logins (form) and invalid API tokens allowed per client address and minute.
+# Failed logins (form) and invalid API tokens allowed per account and per client address and
+# minute (audit_app.auth_failures; README, "Running in production"). The counts are shared by
+# every web process: in Redis when AUTH_FAILURES_REDIS_URL names one, else in the database.
 AUTH_FAILURES_PER_MINUTE = env_int("AUTH_FAILURES_PER_MINUTE", 10)
+AUTH_FAILURES_REDIS_URL = env_str("AUTH_FAILURES_REDIS_URL", "")
+# Proxies (addresses or CIDR networks) whose X-Forwarded-For names the client; with none, the
+# client is the peer address (audit_app.client_address).
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", [])
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -197,9 +203,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["audit_app.permissions.HasAnyRole"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "audit_app.api.errors.exception_handler",
+    # DRF's own classes, counting anonymous clients by the address audit_app.client_address
+    # gives instead of trusting any X-Forwarded-For.
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "audit_app.throttling.AnonRateThrottle",
+        "audit_app.throttling.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("API_THROTTLE_ANON", "60/minute"),
@@ -213,7 +221,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Uploads, spend breakdowns, workloads, recommendations and benchmark gates.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema and its docs page need a role, like every other page and endpoint.
+    "SERVE_PERMISSIONS": ["audit_app.permissions.HasAnyRole"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -262,11 +271,12 @@ UPLOAD_REQUEUE_INTERVAL_SECONDS = env_int("UPLOAD_REQUEUE_INTERVAL_SECONDS", 30)
 UPLOAD_REQUEUE_AFTER_SECONDS = env_int("UPLOAD_REQUEUE_AFTER_SECONDS", 300)
 
 # --- Caches --------------------------------------------------------------------------------
-# `default` serves API throttling and failed-login counts. `results` keeps what pages compute
-# from rollups (spend, percentiles, filter choices) until the data changes: every landed or
-# deleted upload, price card or serving pool starts a new data version
-# (audit_app.results_cache). `default` stays in each process, so a Redis outage never fails a
-# request on a rate-limit lookup (limits are then per web process). `results` lives in Redis
+# `default` serves API throttling (failed-login counts are not kept in a cache: see
+# AUTH_FAILURES_REDIS_URL). `results` keeps what pages compute from rollups (spend,
+# percentiles, filter choices) until the data changes: every landed or deleted upload, price
+# card or serving pool starts a new data version (audit_app.results_cache). `default` stays in
+# each process, so a Redis outage never fails a request on a rate-limit lookup (API rate
+# limits are then per web process). `results` lives in Redis
 # when RESULTS_CACHE_URL names one, shared by every web process and the worker whose warm-up
 # after an ingest then serves everyone (a Redis outage only makes pages compute), else in
 # files under the var directory.

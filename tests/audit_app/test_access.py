@@ -90,7 +90,7 @@ def test_every_role_opens_every_page(
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", [n for n in SIMPLE_PAGES if n != "api-docs"])
+@pytest.mark.parametrize("name", SIMPLE_PAGES)
 def test_user_without_a_role_is_refused_pages(client: Client, no_role_user: Any, name: str) -> None:
     client.force_login(no_role_user)
     response = client.get(reverse(name))
@@ -101,12 +101,13 @@ def test_user_without_a_role_is_refused_pages(client: Client, no_role_user: Any,
 @pytest.mark.django_db
 def test_user_without_a_role_is_refused_the_api(client: Client, no_role_user: Any) -> None:
     client.force_login(no_role_user)
-    response = client.get(reverse("api-me"))
-    assert response.status_code == 403
-    assert response.json() == {
-        "detail": "Your account has no role that may use this endpoint.",
-        "errors": {},
-    }
+    for name in ("api-me", "api-schema"):
+        response = client.get(reverse(name), HTTP_ACCEPT="application/json")
+        assert response.status_code == 403
+        assert response.json() == {
+            "detail": "Your account has no role that may use this endpoint.",
+            "errors": {},
+        }
 
 
 @pytest.mark.django_db

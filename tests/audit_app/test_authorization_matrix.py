@@ -7,6 +7,9 @@ not exist, so "allowed" shows as 404 (past the permission check) and "refused" a
 GATE_LINK: the transitions a gate makes on a recommendation (`POST /api/v1/gates/` with
 ``recommendation``), for every role (and a user with none) x the recommendation's status x runs
 that match it or not: the answer, and the status the recommendation is left in.
+
+DELETE_RULE: who may delete an upload, for every role x upload kind x their own or someone
+else's, on the API and the pages.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from audit_app.models import Recommendation
+from audit_app.models import Recommendation, Upload
+from audit_app.permissions import UPLOAD_DELETE_RULE
 from tests.benchmarks_app.gate_samples import OTHER_MODEL, RUNS_MODEL, import_runs, recommendation
+from tests.factories import UploadFactory, UserFactory
 from tests.support.urls import project_urls
 
 ROLES = ("anonymous", "finops", "engineer", "manager", "admin")
@@ -64,7 +69,8 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "upload-new": (302, 200, 200, 403, 200),  # managers review; they do not upload
     "upload-detail": PAGE_DETAIL,
     "upload-raw": PAGE_DETAIL,
-    "upload-delete": (302, 404, 404, 403, 404),  # confirmation page; managers may not delete
+    # The confirmation page; whose uploads each role may delete: DELETE_RULE below.
+    "upload-delete": PAGE_DETAIL,
     "recommendations": PAGE,
     "recommendation-detail": PAGE_DETAIL,
     "recommendation-decision": (302, 403, 403, 405, 405),  # managers decide, by POST
@@ -170,3 +176,91 @@ def test_gate_link_matrix(status: str, runs: str, request: Any) -> None:
         got.append((response.status_code, linked.status))
     expected = GATE_LINK[(status, runs)]
     assert dict(zip(GATE_ROLES, got, strict=True)) == dict(zip(GATE_ROLES, expected, strict=True))
+
+
+@pytest.mark.django_db
+def test_user_without_a_role_is_refused_every_url(no_role_user: Any) -> None:
+    client = Client()
+    client.force_login(no_role_user)
+    got = {url.name: client.get(url.path).status_code for url in URLS}
+    expected = {url.name: 403 for url in URLS}
+    expected.update(healthz=got["healthz"], login=302, logout=405)
+    assert got == expected
+
+
+# Who may delete an upload, by role, kind and whether they uploaded it themselves
+# (README, "Ingesting token and request logs"): True where the delete goes through.
+DELETE_RULE: dict[tuple[str, str, str], bool] = {
+    **{("admin", kind, owner): True for kind in Upload.Kind for owner in ("own", "other")},
+    ("finops", "token_log", "own"): True,
+    ("finops", "token_log", "other"): True,
+    ("finops", "billing", "own"): True,
+    ("finops", "billing", "other"): True,
+    ("finops", "benchmark", "own"): True,
+    ("finops", "benchmark", "other"): False,
+    **{("engineer", kind, "own"): True for kind in Upload.Kind},
+    **{("engineer", kind, "other"): False for kind in Upload.Kind},
+    **{("manager", kind, owner): False for kind in Upload.Kind for owner in ("own", "other")},
+}
+
+
+def _upload_of(case: tuple[str, str, str], request: Any) -> tuple[Any, Upload]:
+    role, kind, owner = case
+    user = request.getfixturevalue(f"{role}_user")
+    other = UserFactory(username="oli-other", roles=["finops", "engineer"])
+    upload = UploadFactory(kind=kind, uploaded_by=user if owner == "own" else other)
+    return user, upload
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", list(DELETE_RULE), ids="-".join)
+def test_upload_delete_rule_on_the_api(case: tuple[str, str, str], request: Any) -> None:
+    user, upload = _upload_of(case, request)
+    client = Client()
+    client.force_login(user)
+    response = client.delete(f"/api/v1/uploads/{upload.pk}/")
+    if DELETE_RULE[case]:
+        assert response.status_code == 204
+        assert not Upload.objects.filter(pk=upload.pk).exists()
+    else:
+        assert response.status_code == 403
+        assert response.json()["detail"].endswith(UPLOAD_DELETE_RULE)
+        assert Upload.objects.filter(pk=upload.pk).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", list(DELETE_RULE), ids="-".join)
+def test_upload_delete_rule_on_the_pages(case: tuple[str, str, str], request: Any) -> None:
+    user, upload = _upload_of(case, request)
+    client = Client()
+    client.force_login(user)
+    delete_url = f"/uploads/{upload.pk}/delete/"
+    detail = client.get(f"/uploads/{upload.pk}/").content.decode()
+    confirmation = client.get(delete_url)
+    deleted = client.post(delete_url)
+    if DELETE_RULE[case]:
+        assert delete_url in detail
+        assert (confirmation.status_code, deleted.status_code) == (200, 302)
+        assert not Upload.objects.filter(pk=upload.pk).exists()
+    else:
+        assert delete_url not in detail
+        assert (confirmation.status_code, deleted.status_code) == (403, 403)
+        assert Upload.objects.filter(pk=upload.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_refused_delete_names_the_upload_and_the_rule(engineer_user: Any) -> None:
+    other = UserFactory(username="oli-other", roles=["finops"])
+    upload = UploadFactory(kind=Upload.Kind.BILLING, uploaded_by=other)
+    client = Client()
+    client.force_login(engineer_user)
+    expected = (
+        "You may not delete this upload (a billing export uploaded by oli-other). "
+        "Administrators may delete any upload; finops analysts any token log or billing export "
+        "and their own benchmark artifacts; engineers only their own uploads; managers none."
+    )
+    assert client.delete(f"/api/v1/uploads/{upload.pk}/").json() == {
+        "detail": expected,
+        "errors": {},
+    }
+    assert expected in client.post(f"/uploads/{upload.pk}/delete/").content.decode()

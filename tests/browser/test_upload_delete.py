@@ -19,7 +19,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_delete_confirm_cancel_then_delete(
     browser_page: Any, live_server: Any, engineer_user: Any
 ) -> None:
-    upload = upload_create(source=io.BytesIO(SAMPLE_CSV), original_name="log.csv", enqueue=False)
+    # The engineer's own upload: engineers delete only what they uploaded.
+    upload = upload_create(
+        source=io.BytesIO(SAMPLE_CSV), original_name="log.csv", user=engineer_user, enqueue=False
+    )
     assert upload_ingest(upload_id=upload.pk, refresh=False).status == "succeeded"
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/")

@@ -10,7 +10,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_networks, env_str
 from tests.support.processes import REPO_ROOT
 
 
@@ -42,6 +42,17 @@ def test_env_int() -> None:
     assert env_int("N", 5, environ={"N": "2_147_483_648"}) == 2_147_483_648
     with pytest.raises(ImproperlyConfigured, match="N='2GB' is not a whole number"):
         env_int("N", 5, environ={"N": "2GB"})
+
+
+def test_env_networks() -> None:
+    assert env_networks("P", [], environ={}) == []
+    assert env_networks("P", [], environ={"P": "10.0.0.5, 10.0.0.0/8,::1"}) == [
+        "10.0.0.5",
+        "10.0.0.0/8",
+        "::1",
+    ]
+    with pytest.raises(ImproperlyConfigured, match="P: 'proxy.local' is not an IP address"):
+        env_networks("P", [], environ={"P": "10.0.0.5,proxy.local"})
 
 
 def test_env_list_and_str() -> None:
@@ -170,7 +181,8 @@ def test_env_example_lists_every_variable_the_settings_read() -> None:
 
     read = set()
     for path in (REPO_ROOT / "config").rglob("*.py"):
-        read |= set(re.findall(r'env_(?:str|bool|int|list)\(\s*"([A-Z_]+)"', path.read_text()))
+        found = re.findall(r'env_(?:str|bool|int|list|networks)\(\s*"([A-Z_]+)"', path.read_text())
+        read |= set(found)
     listed = set(re.findall(r"^([A-Z_]+)=", (REPO_ROOT / ".env.example").read_text(), re.M))
     assert len(read) >= 15
     assert read - listed == set()

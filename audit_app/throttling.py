@@ -1,0 +1,23 @@
+"""DRF's API rate limits, counting anonymous clients by `audit_app.client_address`.
+
+DRF's own classes take X-Forwarded-For as sent, so a client could pick a new identity for every
+request; these believe it only from a trusted proxy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import throttling
+
+from audit_app.client_address import client_address
+
+
+class AnonRateThrottle(throttling.AnonRateThrottle):
+    def get_ident(self, request: Any) -> str:
+        return client_address(request)
+
+
+class UserRateThrottle(throttling.UserRateThrottle):
+    def get_ident(self, request: Any) -> str:
+        return client_address(request)
