@@ -5,7 +5,7 @@ naming the parameter for a bad value.
 Seeded: 105 workloads (`w000`..`w104`, each with a gpt-4o and a gpt-4o-mini request on day
 1 + i % 30 of November 2026, team `t{i % 5}`, cost (i % 10 + 1) cents per request, so spends
 tie in groups of ten and only the name breaks the tie), 15 recommendations, 105 audit events
-(104 created in one statement, so their times tie and only the id breaks it), four pool
+(all at one time, so only the id orders them), four pool
 reports (three pools, one billed in two currencies), token charges on six days in USD and EUR,
 seven bill periods, five benchmark runs and five gates.
 """
