@@ -409,7 +409,14 @@ def reconciliation(
     if flagged_only:
         rows = [r for r in rows if r.flagged]
     rows.sort(
-        key=lambda r: (not r.flagged, -abs(r.variance or Decimal(0)), r.day, r.provider, r.model)
+        key=lambda r: (
+            not r.flagged,
+            -abs(r.variance or Decimal(0)),
+            r.day,
+            r.provider,
+            r.model,
+            r.currency,  # the last part of a row's key: a stable order to page through
+        )
     )
     return rows
 

@@ -182,6 +182,13 @@ class ApiUser(AuditUser):
     def workloads(self) -> None:
         self.api("workloads/")
 
+    @task(1)
+    def workloads_page(self) -> None:
+        # Lists come 100 at a time: a script reading them all asks for the later pages too.
+        pages = -(-len(FIXTURE.get("workload_ids") or [None]) // 100)
+        offset = 100 * random.randrange(pages)
+        self.api(f"workloads/?limit=100&offset={offset}", "workloads/?limit=100&offset=[n]")
+
     @task(3)
     def workload_detail(self) -> None:
         workload = _pick("workload_ids")

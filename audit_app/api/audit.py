@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.models import AuditEvent
 
 
@@ -27,15 +28,24 @@ class AuditEventOutput(serializers.ModelSerializer):
         ]
 
 
+class AuditEventPageOutput(PageOutput):
+    results = AuditEventOutput(many=True)
+
+
 class AuditEventListApi(APIView):
     """Who did what and when, newest first (filter with ?action=)."""
 
     permission_classes = [IsAdminUser]
 
-    @extend_schema(responses=AuditEventOutput(many=True))
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses=AuditEventPageOutput,
+        operation_id="v1_audit_events_list",
+    )
     def get(self, request: Request) -> Response:
         events = AuditEvent.objects.all()
         action = request.query_params.get("action")
         if action:
             events = events.filter(action=action)
-        return Response(AuditEventOutput(events[:1000], many=True).data)
+        page = paginate(events, request)
+        return Response(AuditEventPageOutput(page.envelope(page.items)).data)

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import FILTER_PARAMETERS, MONEY, _filters
 from audit_app.filters import FilterError
 from audit_app.selectors_billing import (
@@ -65,14 +66,16 @@ class ReconciliationTotalsOutput(serializers.Serializer):
     by_provider = ReconciliationProviderTotalOutput(many=True)
 
 
-class ReconciliationOutput(serializers.Serializer):
+class ReconciliationOutput(PageOutput):
+    """Flag count and totals over every row, and one page of the rows (``results``)."""
+
     start = serializers.DateField()
     end = serializers.DateField()
     threshold_percent = serializers.DecimalField(max_digits=8, decimal_places=2)
     flagged_only = serializers.BooleanField()
     flagged = serializers.IntegerField()
     totals = ReconciliationTotalsOutput()
-    rows = ReconciliationRowOutput(many=True)
+    results = ReconciliationRowOutput(many=True)
 
 
 def _total(total: ReconciliationTotal) -> dict[str, Any]:
@@ -91,6 +94,7 @@ class ReconciliationApi(APIView):
             OpenApiParameter(
                 "flagged", str, enum=["1", "true", "0", "false"], description="Flagged rows only."
             ),
+            *PAGE_PARAMETERS,
         ],
         responses=ReconciliationOutput,
     )
@@ -108,6 +112,7 @@ class ReconciliationApi(APIView):
             flagged_only=flagged_only,
         )
         totals = reconciliation_totals(rows)
+        page = paginate(rows, request)
         data = {
             "start": filters.start,
             "end": filters.end,
@@ -118,16 +123,18 @@ class ReconciliationApi(APIView):
                 "overall": [_total(t) for t in totals.overall],
                 "by_provider": [_total(t) for t in totals.by_provider],
             },
-            "rows": [
-                {
-                    **r.__dict__,
-                    "variance": r.variance,
-                    "variance_percent": r.variance_percent,
-                    "flagged": r.flagged,
-                    "note": r.note,
-                }
-                for r in rows
-            ],
+            **page.envelope(
+                [
+                    {
+                        **r.__dict__,
+                        "variance": r.variance,
+                        "variance_percent": r.variance_percent,
+                        "flagged": r.flagged,
+                        "note": r.note,
+                    }
+                    for r in page.items
+                ]
+            ),
         }
         return Response(ReconciliationOutput(data).data)
 
@@ -147,14 +154,23 @@ class PoolOutput(serializers.Serializer):
     bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
 
 
+class PoolPageOutput(PageOutput):
+    results = PoolOutput(many=True)
+
+
 class PoolListApi(APIView):
     """Each serving pool's bill, attributed to workloads by token share, and its idle cost.
     Attributed plus idle equals billed to the cent."""
 
-    @extend_schema(parameters=FILTER_PARAMETERS[:2], responses=PoolOutput(many=True))
+    @extend_schema(
+        parameters=[*FILTER_PARAMETERS[:2], *PAGE_PARAMETERS],
+        responses=PoolPageOutput,
+        operation_id="v1_pools_list",
+    )
     def get(self, request: Request) -> Response:
         filters = _filters(request)
-        data = [
+        page = paginate(pool_reports(start=filters.start, end=filters.end), request)
+        results = [
             {
                 "name": r.pool.name,
                 "currency": r.currency,
@@ -169,6 +185,6 @@ class PoolListApi(APIView):
                 "instance_types": r.instance_types,
                 "bill_upload_ids": r.upload_ids,
             }
-            for r in pool_reports(start=filters.start, end=filters.end)
+            for r in page.items
         ]
-        return Response(PoolOutput(data, many=True).data)
+        return Response(PoolPageOutput(page.envelope(results)).data)

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.permissions import ALL_ROLES, HasAnyRole
 from audit_app.selectors_bills import bills_summary
 
@@ -30,19 +31,24 @@ class BillPeriodOutput(serializers.Serializer):
     )
 
 
-class BillsOutput(serializers.Serializer):
+class BillsOutput(PageOutput):
+    """Totals over every current period, and one page of the periods (``results``)."""
+
     billed_cost = serializers.DictField(child=serializers.CharField())
     effective_cost = serializers.DictField(child=serializers.CharField())
-    periods = BillPeriodOutput(many=True)
+    results = BillPeriodOutput(many=True)
 
 
 class BillsApi(APIView):
     """Billed and effective cost per currency over current charges: a restated export counts
-    instead of the uploads it superseded; the same JSON as `manage.py bills --json`."""
+    instead of the uploads it superseded; the JSON of `manage.py bills --json` with its
+    `periods` paginated as `results`."""
 
     permission_classes = [HasAnyRole]
     allowed_roles = ALL_ROLES
 
-    @extend_schema(responses=BillsOutput)
+    @extend_schema(parameters=PAGE_PARAMETERS, responses=BillsOutput)
     def get(self, request: Request) -> Response:
-        return Response(BillsOutput(bills_summary().as_json()).data)
+        summary = bills_summary().as_json()
+        page = paginate(summary.pop("periods"), request)
+        return Response(BillsOutput({**summary, **page.envelope(page.items)}).data)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.models import Recommendation, Workload
 from audit_app.selectors import RecommendationRole, recommendation_groups, recommendation_roles
@@ -132,12 +133,20 @@ class RecommendationOutput(serializers.ModelSerializer):
         ]
 
 
+class RecommendationPageOutput(PageOutput):
+    results = RecommendationOutput(many=True)
+
+
 class RecommendationListApi(APIView):
     """Recommendations grouped per workload, largest open savings first: each workload's
     leading option, then its alternatives (`alternative_to` names the leader), then closed
     ones."""
 
-    @extend_schema(responses=RecommendationOutput(many=True))
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses=RecommendationPageOutput,
+        operation_id="v1_recommendations_list",
+    )
     def get(self, request: Request) -> Response:
         groups = recommendation_groups(
             queryset=Recommendation.objects.prefetch_related("events__user")
@@ -147,8 +156,9 @@ class RecommendationListApi(APIView):
             for g in groups
             for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
         ]
+        page = paginate(ordered, request)
         context = {"roles": recommendation_roles(groups)}
-        return Response(RecommendationOutput(ordered, many=True, context=context).data)
+        return Response(RecommendationPageOutput(page.envelope(page.items), context=context).data)
 
 
 class RecommendationDetailApi(APIView):

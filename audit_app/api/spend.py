@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.filters import FilterError, SpendFilters, parse_filters
 from audit_app.models import Workload
 from audit_app.selectors import LatencySummary
@@ -70,7 +71,9 @@ class UnpricedModelOutput(serializers.Serializer):
     output_tokens = serializers.IntegerField()
 
 
-class SpendOutput(serializers.Serializer):
+class SpendOutput(PageOutput):
+    """The whole range's totals, and one page of its rows (``results``)."""
+
     group_by = serializers.CharField()
     start = serializers.DateField()
     end = serializers.DateField()
@@ -81,8 +84,8 @@ class SpendOutput(serializers.Serializer):
         **MONEY,
         help_text="Serving pools' idle cost: no workload's; 0 when team/provider/model is set.",
     )
-    rows = SpendRowOutput(many=True)
     unpriced_models = UnpricedModelOutput(many=True)
+    results = SpendRowOutput(many=True)
 
 
 def spend_row_payload(row: SpendRow) -> dict[str, Any]:
@@ -100,6 +103,7 @@ class SpendApi(APIView):
         parameters=[
             OpenApiParameter("group_by", str, enum=list(GROUP_BY_FIELDS), default="workload"),
             *FILTER_PARAMETERS,
+            *PAGE_PARAMETERS,
         ],
         responses=SpendOutput,
     )
@@ -111,6 +115,7 @@ class SpendApi(APIView):
             )
         filters = _filters(request)
         breakdown = spend_report(filters).breakdown(group_by)
+        page = paginate(breakdown.rows, request)
         data = {
             "group_by": group_by,
             "start": filters.start,
@@ -119,8 +124,8 @@ class SpendApi(APIView):
             "api_spend_usd": breakdown.api_spend_usd,
             "gpu_cost_usd": breakdown.gpu_cost_usd,
             "idle_gpu_usd": breakdown.idle_gpu_usd,
-            "rows": [spend_row_payload(row) for row in breakdown.rows],
             "unpriced_models": [m.__dict__ for m in breakdown.unpriced_models],
+            **page.envelope([spend_row_payload(row) for row in page.items]),
         }
         return Response(SpendOutput(data).data)
 
@@ -158,6 +163,10 @@ class WorkloadOutput(serializers.Serializer):
     confidence = serializers.FloatField()
     evidence = serializers.ListField(child=serializers.CharField())
     override = serializers.DictField(allow_null=True)
+
+
+class WorkloadPageOutput(PageOutput):
+    results = WorkloadOutput(many=True)
 
 
 class DailyOutput(serializers.Serializer):
@@ -206,20 +215,21 @@ class WorkloadListApi(APIView):
     """Workloads with requests, tokens, spend (API + GPU share) and p95 latency over a date
     range."""
 
-    @extend_schema(parameters=FILTER_PARAMETERS, responses=WorkloadOutput(many=True))
+    @extend_schema(
+        parameters=[*FILTER_PARAMETERS, *PAGE_PARAMETERS],
+        responses=WorkloadPageOutput,
+        operation_id="v1_workloads_list",
+    )
     def get(self, request: Request) -> Response:
         filters = _filters(request)
-        stats = [s for s in workload_list(filters) if s.id is not None]
+        page = paginate([s for s in workload_list(filters) if s.id is not None], request)
         workloads = (
             Workload.objects.select_related("classification")
             .prefetch_related("overrides__user")
-            .in_bulk([s.id for s in stats])
+            .in_bulk([s.id for s in page.items])
         )
-        return Response(
-            WorkloadOutput(
-                [workload_payload(s, request, workloads.get(s.id)) for s in stats], many=True
-            ).data
-        )
+        results = [workload_payload(s, request, workloads.get(s.id)) for s in page.items]
+        return Response(WorkloadPageOutput(page.envelope(results)).data)
 
 
 class WorkloadDetailApi(APIView):

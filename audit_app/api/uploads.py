@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.models import Upload
 from audit_app.permissions import (
     ALL_ROLES,
@@ -118,6 +119,10 @@ class UploadOutput(serializers.ModelSerializer):
         return reverse("upload-raw", args=[upload.pk], request=self.context.get("request"))
 
 
+class UploadPageOutput(PageOutput):
+    results = UploadOutput(many=True)
+
+
 class UploadPeriodOutput(serializers.Serializer):
     provider = serializers.CharField()
     account = serializers.CharField(help_text="Billing account ('' when the export had none).")
@@ -208,10 +213,13 @@ class UploadListCreateApi(APIView):
         _write_roles_only(self, request)
         super().initial(request, *args, **kwargs)
 
-    @extend_schema(responses=UploadOutput(many=True))
+    @extend_schema(
+        parameters=PAGE_PARAMETERS, responses=UploadPageOutput, operation_id="v1_uploads_list"
+    )
     def get(self, request: Request) -> Response:
-        uploads = Upload.objects.select_related("uploaded_by")[:200]
-        return Response(UploadOutput(uploads, many=True, context={"request": request}).data)
+        page = paginate(Upload.objects.select_related("uploaded_by"), request)
+        body = UploadPageOutput(page.envelope(page.items), context={"request": request})
+        return Response(body.data)
 
     @extend_schema(
         request={"multipart/form-data": UploadInput},

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.models import Recommendation
 from audit_app.permissions import ALL_ROLES, Role
 from audit_app.services.uploads import BENCHMARK_FORMATS
@@ -57,6 +58,10 @@ class RunOutput(serializers.ModelSerializer):
         ]
 
 
+class RunPageOutput(PageOutput):
+    results = RunOutput(many=True)
+
+
 def _writers_only(view: APIView, request: Request) -> None:
     view.allowed_roles = RUN_WRITERS if request.method == "POST" else ALL_ROLES
 
@@ -71,11 +76,12 @@ class RunListCreateApi(APIView):
         _writers_only(self, request)
         super().initial(request, *args, **kwargs)
 
-    @extend_schema(responses=RunOutput(many=True))
+    @extend_schema(
+        parameters=PAGE_PARAMETERS, responses=RunPageOutput, operation_id="v1_benchmark_runs_list"
+    )
     def get(self, request: Request) -> Response:
-        return Response(
-            RunOutput(BenchmarkRun.objects.select_related("upload")[:500], many=True).data
-        )
+        page = paginate(BenchmarkRun.objects.select_related("upload"), request)
+        return Response(RunPageOutput(page.envelope(page.items)).data)
 
     @extend_schema(request={"multipart/form-data": RunInput}, responses={201: RunOutput})
     def post(self, request: Request) -> Response:
@@ -135,6 +141,10 @@ class GateOutput(serializers.ModelSerializer):
         ]
 
 
+class GatePageOutput(PageOutput):
+    results = GateOutput(many=True)
+
+
 class GateCreateApi(APIView):
     """Compare a candidate run with a baseline; the verdict is recorded for good."""
 
@@ -144,9 +154,12 @@ class GateCreateApi(APIView):
         _writers_only(self, request)
         super().initial(request, *args, **kwargs)
 
-    @extend_schema(responses=GateOutput(many=True))
+    @extend_schema(
+        parameters=PAGE_PARAMETERS, responses=GatePageOutput, operation_id="v1_gates_list"
+    )
     def get(self, request: Request) -> Response:
-        return Response(GateOutput(Gate.objects.all()[:500], many=True).data)
+        page = paginate(Gate.objects.all(), request)
+        return Response(GatePageOutput(page.envelope(page.items)).data)
 
     @extend_schema(
         request=GateInput,

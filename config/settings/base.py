@@ -213,7 +213,7 @@ REST_FRAMEWORK = {
         "anon": env_str("API_THROTTLE_ANON", "60/minute"),
         "user": env_str("API_THROTTLE_USER", "1200/minute"),
     },
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "audit_app.api.pagination.ApiPagination",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {

@@ -103,7 +103,7 @@ def test_reconciliation_and_pools_api(client: Client, finops_user: Any) -> None:
 
     body = client.get("/api/v1/reconciliation/?start=2026-11-02&end=2026-11-02").json()
     assert body["flagged"] >= 1
-    row = next(r for r in body["rows"] if r["model"] == "gpt-4o-mini")
+    row = next(r for r in body["results"] if r["model"] == "gpt-4o-mini")
     assert (row["billed"], row["estimated"], row["flagged"]) == ("0.100000", "0.075000", True)
     assert row["variance_percent"] == "33.33"
     assert row["bill_upload_ids"] == [bill.pk]
@@ -112,7 +112,9 @@ def test_reconciliation_and_pools_api(client: Client, finops_user: Any) -> None:
     assert bad.status_code == 400
     assert bad.json()["errors"] == {"threshold": ["threshold='lots' is not a number"]}
 
-    [pool] = client.get("/api/v1/pools/?start=2026-11-02&end=2026-11-02").json()
+    pools = client.get("/api/v1/pools/?start=2026-11-02&end=2026-11-02").json()
+    assert (pools["count"], pools["next"], pools["previous"]) == (1, None, None)
+    [pool] = pools["results"]
     assert pool["name"] == "gpu"
     assert (pool["billed"], pool["attributed"], pool["idle"]) == (
         "294.960000",
@@ -155,8 +157,9 @@ def test_reconciliation_api_no_estimate_flagged_filter_and_totals(
     client.force_login(finops_user)
     url = "/api/v1/reconciliation/?start=2026-11-02&end=2026-11-02"
     body = client.get(url).json()
-    assert (body["flagged_only"], body["flagged"], len(body["rows"])) == (False, 2, 4)
-    unpriced = next(r for r in body["rows"] if r["model"] == "my-finetune")
+    assert (body["flagged_only"], body["flagged"], body["count"]) == (False, 2, 4)
+    assert len(body["results"]) == 4
+    unpriced = next(r for r in body["results"] if r["model"] == "my-finetune")
     assert unpriced["estimated"] is None and unpriced["variance"] is None
     assert (unpriced["billed"], unpriced["flagged"], unpriced["variance_percent"]) == (
         "0.004000",
@@ -186,10 +189,10 @@ def test_reconciliation_api_no_estimate_flagged_filter_and_totals(
     for value in ("1", "true", "TRUE"):
         flagged = client.get(f"{url}&flagged={value}").json()
         assert flagged["flagged_only"] is True
-        assert [r["model"] for r in flagged["rows"]] == ["claude-haiku-4-5", "gpt-4o-mini"]
+        assert [r["model"] for r in flagged["results"]] == ["claude-haiku-4-5", "gpt-4o-mini"]
         assert flagged["totals"]["overall"][0]["billed"] == "1.100000"  # 1.00 + 0.10
-    assert len(client.get(f"{url}&flagged=false").json()["rows"]) == 4
-    assert len(client.get(f"{url}&flagged=0").json()["rows"]) == 4
+    assert len(client.get(f"{url}&flagged=false").json()["results"]) == 4
+    assert len(client.get(f"{url}&flagged=0").json()["results"]) == 4
     bad = client.get(f"{url}&flagged=yes")
     assert bad.status_code == 400
     assert bad.json()["errors"] == {"flagged": ["flagged='yes' must be 1, true, 0 or false"]}

@@ -37,6 +37,7 @@ from audit_app.services.classification import workload_override
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.recommendations import recommendations_refresh
 from audit_app.services.uploads import upload_create
+from tests.support.api_pages import walk_pages
 from tests.support.urls import project_urls
 
 CENT = Decimal("0.01")
@@ -332,22 +333,22 @@ def finops(client: Client, finops_user: Any) -> Client:
 def test_every_surface_shows_the_same_money(seeded: None, finops: Client, window: Window) -> None:
     q = window.query
 
-    # The API: every grouping has the same total; rows plus idle make it up.
+    # The API: every grouping has the same total; rows (over all pages) plus idle make it up.
     spend = {}
     for group_by in ("workload", "team", "model", "provider", "pool", "day"):
-        body = finops.get(f"/api/v1/spend/?group_by={group_by}&{q}").json()
-        spend[group_by] = body
+        body, rows = walk_pages(finops, f"/api/v1/spend/?group_by={group_by}&{q}")
+        spend[group_by] = rows
         assert Decimal(body["total_usd"]) == window.total, group_by
         assert Decimal(body["idle_gpu_usd"]) == window.idle, group_by
-        rows = sum((Decimal(r["spend_usd"]) for r in body["rows"]), Decimal(0))
-        assert close(rows + Decimal(body["idle_gpu_usd"]), window.total), group_by
-        for r in body["rows"]:
+        rows_total = sum((Decimal(r["spend_usd"]) for r in rows), Decimal(0))
+        assert close(rows_total + Decimal(body["idle_gpu_usd"]), window.total), group_by
+        for r in rows:
             assert Decimal(r["spend_usd"]) == Decimal(r["api_spend_usd"]) + Decimal(
                 r["gpu_cost_usd"]
             )
-    by_workload = {r["key"]: Decimal(r["spend_usd"]) for r in spend["workload"]["rows"]}
+    by_workload = {r["key"]: Decimal(r["spend_usd"]) for r in spend["workload"]}
     assert by_workload == {k: v for k, v in window.workloads.items()}
-    by_pool = {r["key"]: Decimal(r["gpu_cost_usd"]) for r in spend["pool"]["rows"]}
+    by_pool = {r["key"]: Decimal(r["gpu_cost_usd"]) for r in spend["pool"]}
     if window.total:
         assert by_pool["gpu"] == GPU["copilot"] + GPU["batch-embed"]
 
@@ -357,7 +358,7 @@ def test_every_surface_shows_the_same_money(seeded: None, finops: Client, window
         assert close(sum((Decimal(r["spend_usd"]) for r in rows), Decimal(0)), window.total)
 
     # The workloads API and its detail: the same per-workload figures, daily points add up.
-    listed = finops.get(f"/api/v1/workloads/?{q}").json()
+    _, listed = walk_pages(finops, f"/api/v1/workloads/?{q}")
     assert {w["name"]: Decimal(w["spend_usd"]) for w in listed} == window.workloads
     for w in listed:
         assert Decimal(w["spend_usd"]) == Decimal(w["api_spend_usd"]) + Decimal(w["gpu_cost_usd"])
@@ -376,7 +377,7 @@ def test_every_surface_shows_the_same_money(seeded: None, finops: Client, window
     )
 
     # The pools API: idle per pool adds up to the idle figure; attributed to the workloads'.
-    pools = finops.get(f"/api/v1/pools/?{q}").json()
+    _, pools = walk_pages(finops, f"/api/v1/pools/?{q}")
     assert sum((Decimal(p["idle"]) for p in pools), Decimal(0)) == window.idle
     for p in pools:
         for name, amount in p["by_workload"].items():
@@ -418,8 +419,8 @@ def test_every_surface_shows_the_same_money(seeded: None, finops: Client, window
         assert close(sum((r.spend_usd for r in models), Decimal(0)), expected)
 
 
-def _api_part(spend: dict[str, Any], name: str) -> Decimal:
-    for r in spend["workload"]["rows"]:
+def _api_part(spend: dict[str, list[dict[str, Any]]], name: str) -> Decimal:
+    for r in spend["workload"]:
         if r["key"] == name:
             return Decimal(r["api_spend_usd"])
     return Decimal(0)
@@ -427,13 +428,9 @@ def _api_part(spend: dict[str, Any], name: str) -> Decimal:
 
 def test_recommendations_now_is_the_workload_spend(seeded: None, finops: Client) -> None:
     # The analysis window is the last 30 days with data: November, 720 hours.
-    spend = {
-        r["key"]: Decimal(r["spend_usd"])
-        for r in finops.get(
-            "/api/v1/spend/?group_by=workload&start=2026-11-01&end=2026-11-30"
-        ).json()["rows"]
-    }
-    recommendations = finops.get("/api/v1/recommendations/").json()
+    _, rows = walk_pages(finops, "/api/v1/spend/?group_by=workload&start=2026-11-01&end=2026-11-30")
+    spend = {r["key"]: Decimal(r["spend_usd"]) for r in rows}
+    _, recommendations = walk_pages(finops, "/api/v1/recommendations/")
     assert {r["workload"] for r in recommendations} == {"batch-embed", "evals"}
     for r in recommendations:
         now = (spend[r["workload"]] * 730 / 720).quantize(CENT)

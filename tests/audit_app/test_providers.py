@@ -158,7 +158,7 @@ def test_the_provider_filter_accepts_an_alias(client: Client, finops_user: Any) 
         body = client.get(
             f"/api/v1/spend/?group_by=provider&start=2026-11-02&end=2026-11-02&provider={alias}"
         ).json()
-        assert [(r["key"], r["requests"]) for r in body["rows"]] == [("aws-bedrock", 1)], alias
+        assert [(r["key"], r["requests"]) for r in body["results"]] == [("aws-bedrock", 1)], alias
     page = client.get("/?start=2026-11-02&end=2026-11-02&provider=bedrock")
     assert page.status_code == 200
     assert page.context["filters"].provider == "aws-bedrock"

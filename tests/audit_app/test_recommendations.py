@@ -181,7 +181,9 @@ def test_manager_decides_others_are_refused(
     # A decided recommendation keeps its status when prices are refreshed.
     recommendations_refresh()
     assert Recommendation.objects.get(pk=recommendation.pk).status == "pilot_approved"
-    assert client.get("/api/v1/recommendations/").json()[0]["status"] == "pilot_approved"
+    assert client.get("/api/v1/recommendations/").json()["results"][0]["status"] == (
+        "pilot_approved"
+    )
 
 
 def test_pages(

@@ -34,7 +34,8 @@ def test_spend_api_by_workload(client: Client, finops_user: Any, sample_upload: 
     client.force_login(finops_user)
     body = client.get(f"/api/v1/spend/?group_by=workload&{RANGE}").json()
     assert body["total_usd"] == "0.092500"
-    rows = {row["key"]: row for row in body["rows"]}
+    assert (body["count"], body["next"], body["previous"]) == (3, None, None)  # chat, evals, tool
+    rows = {row["key"]: row for row in body["results"]}
     assert rows["chat"]["spend_usd"] == "0.017500"
     assert rows["chat"]["logged_cost_usd"] == "0.010000"
     assert rows["chat"]["estimated_cost_usd"] == "0.007500"
@@ -54,9 +55,11 @@ def test_spend_api_by_workload(client: Client, finops_user: Any, sample_upload: 
 def test_spend_api_by_day_and_range(client: Client, finops_user: Any, sample_upload: Any) -> None:
     client.force_login(finops_user)
     body = client.get(f"/api/v1/spend/?group_by=day&{RANGE}").json()
-    assert [(r["key"], r["requests"]) for r in body["rows"]] == [("2026-11-02", 4)]
+    assert [(r["key"], r["requests"]) for r in body["results"]] == [("2026-11-02", 4)]
+    assert body["count"] == 1
     outside = client.get("/api/v1/spend/?group_by=day&start=2026-11-03&end=2026-11-05").json()
-    assert outside["rows"] == [] and outside["total_usd"] == "0.000000"
+    assert (outside["count"], outside["results"]) == (0, [])
+    assert outside["total_usd"] == "0.000000"
 
 
 def test_spend_api_rejects_bad_parameters(client: Client, finops_user: Any) -> None:
@@ -78,7 +81,8 @@ def test_spend_api_rejects_bad_parameters(client: Client, finops_user: Any) -> N
 def test_workloads_api(client: Client, manager_user: Any, sample_upload: Any) -> None:
     client.force_login(manager_user)
     listing = client.get(f"/api/v1/workloads/?{RANGE}").json()
-    by_name = {w["name"]: w for w in listing}
+    assert (listing["count"], listing["next"], listing["previous"]) == (3, None, None)
+    by_name = {w["name"]: w for w in listing["results"]}
     assert set(by_name) == {"chat", "evals", "tool"}
     chat = by_name["chat"]
     assert (chat["requests"], chat["input_tokens"], chat["output_tokens"]) == (2, 3000, 600)

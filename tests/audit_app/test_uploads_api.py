@@ -48,7 +48,8 @@ def test_engineer_uploads_and_the_task_ingests(
     assert detail["progress_percent"] == 100
     assert detail["raw_file_url"].endswith(f"/uploads/{body['id']}/raw/")
     listing = client.get("/api/v1/uploads/").json()
-    assert [u["id"] for u in listing] == [body["id"]]
+    assert listing["count"] == 1
+    assert [u["id"] for u in listing["results"]] == [body["id"]]
 
 
 def test_token_auth_upload(client: Client, finops_user: Any) -> None:

@@ -151,7 +151,8 @@ def test_api_runs_gates_and_recommendation_link(
     assert client.get(f"/api/v1/gates/{response.json()['id']}/").json()["verdict"] == "pass"
     # Managers read, but only engineers import runs and create gates.
     client.force_login(manager_user)
-    assert client.get("/api/v1/benchmark-runs/").status_code == 200
+    runs = client.get("/api/v1/benchmark-runs/").json()
+    assert (runs["count"], [r["id"] for r in runs["results"]]) == (2, ids[::-1])
     assert (
         client.post("/api/v1/gates/", {"baseline": ids[0], "candidate": ids[1]}).status_code == 403
     )
