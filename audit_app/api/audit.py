@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.models import AuditEvent
+from audit_app.query_params import choice_param
 
 
 class AuditEventOutput(serializers.ModelSerializer):
@@ -32,10 +33,13 @@ class AuditEventListApi(APIView):
 
     permission_classes = [IsAdminUser]
 
-    @extend_schema(responses=AuditEventOutput(many=True))
+    @extend_schema(
+        parameters=[OpenApiParameter("action", str, enum=AuditEvent.Action.values)],
+        responses=AuditEventOutput(many=True),
+    )
     def get(self, request: Request) -> Response:
         events = AuditEvent.objects.all()
-        action = request.query_params.get("action")
+        action = choice_param(request.query_params, "action", AuditEvent.Action.values, default="")
         if action:
             events = events.filter(action=action)
         return Response(AuditEventOutput(events[:1000], many=True).data)
