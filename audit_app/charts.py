@@ -5,11 +5,17 @@ A figure with no data point (`is_empty`) is not drawn at all: ``templates/partia
 says so in a sentence instead of drawing empty axes. Axes of amounts that are never negative
 (money, counts, latencies) start at zero (``rangemode``), so an all-zero chart never shows a
 negative tick.
+
+plotly.js reads a subset of HTML (``<a href>``, ``<b>``, ``<br>``...) in every text it draws:
+trace names, legend entries, category tick labels, hover text, titles. So every label a caller
+passes in (workload, team, model, provider, pool and run names, a recommendation's target)
+goes through ``plotly_text`` before it reaches a figure; a builder's own constant labels do not.
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +38,20 @@ _LAYOUT: dict[str, Any] = {
 
 
 IDLE_COLOUR = "#b0b7c3"
+
+
+def plotly_text(label: str) -> str:
+    """``label`` escaped for plotly.js, which then draws it literally: a workload named
+    ``<a href="https://evil.example">x</a>`` is shown as that text, not as a link.
+
+    plotly.js turns ``&lt;``, ``&gt;``, ``&amp;`` and numeric entities back into characters
+    after reading its tags, but not ``&quot;``, so quotes become ``&#34;`` and ``&#39;``.
+    """
+    return html.escape(label, quote=False).replace('"', "&#34;").replace("'", "&#39;")
+
+
+def plotly_texts(labels: Sequence[str]) -> list[str]:
+    return [plotly_text(label) for label in labels]
 
 
 def figure_to_dict(figure: go.Figure) -> dict[str, Any]:
@@ -84,7 +104,9 @@ def build_uploads_per_day_figure(
     """Stacked bars: how many files were uploaded each day, one trace per upload kind."""
     figure = go.Figure()
     for kind, counts in counts_by_kind.items():
-        figure.add_trace(go.Bar(name=kind, x=[d.isoformat() for d in days], y=list(counts)))
+        figure.add_trace(
+            go.Bar(name=plotly_text(kind), x=[d.isoformat() for d in days], y=list(counts))
+        )
     figure.update_layout(
         **_LAYOUT,
         barmode="stack",
@@ -114,7 +136,7 @@ def build_spend_per_day_figure(
     for name, values in series.items():
         figure.add_trace(
             go.Bar(
-                name=name,
+                name=plotly_text(name),
                 x=x,
                 y=_floats(values),
                 hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
@@ -123,7 +145,7 @@ def build_spend_per_day_figure(
     if any(idle):
         figure.add_trace(
             go.Bar(
-                name=idle_label,
+                name=plotly_text(idle_label),
                 x=x,
                 y=_floats(list(idle)),
                 marker={"color": IDLE_COLOUR},
@@ -133,7 +155,7 @@ def build_spend_per_day_figure(
     figure.update_layout(
         **_LAYOUT,
         barmode="stack",
-        title={"text": f"Spend per day by {dimension_label}"},
+        title={"text": f"Spend per day by {plotly_text(dimension_label)}"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
         yaxis={"title": {"text": "Spend (USD)"}, "rangemode": "tozero", "tickprefix": "$"},
     )
@@ -146,7 +168,7 @@ def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]
         go.Bar(
             name="Spend",
             x=_floats(list(spend))[::-1],
-            y=list(names)[::-1],
+            y=plotly_texts(names)[::-1],
             orientation="h",
             hovertemplate="%{y}: %{x:$,.2f}<extra></extra>",
         )
@@ -246,7 +268,7 @@ def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> d
     labels = ["p50", "p95", "p99"]
     figure = go.Figure()
     for measure, values in percentiles.items():
-        figure.add_trace(go.Bar(name=measure, x=labels, y=list(values)))
+        figure.add_trace(go.Bar(name=plotly_text(measure), x=labels, y=list(values)))
     figure.update_layout(
         **_LAYOUT,
         barmode="group",
@@ -262,11 +284,10 @@ def build_pool_attribution_figure(
 ) -> dict[str, Any]:
     """Stacked bars per pool: cost attributed to each workload, and idle cost in grey."""
     figure = go.Figure()
+    x = plotly_texts(pools)
     for workload, amounts in by_workload.items():
-        figure.add_trace(go.Bar(name=workload, x=list(pools), y=_floats(list(amounts))))
-    figure.add_trace(
-        go.Bar(name="Idle", x=list(pools), y=_floats(list(idle)), marker={"color": IDLE_COLOUR})
-    )
+        figure.add_trace(go.Bar(name=plotly_text(workload), x=x, y=_floats(list(amounts))))
+    figure.add_trace(go.Bar(name="Idle", x=x, y=_floats(list(idle)), marker={"color": IDLE_COLOUR}))
     figure.update_layout(
         **_LAYOUT,
         barmode="stack",
@@ -305,7 +326,7 @@ def build_cost_comparison_figure(
     figure = go.Figure(
         go.Bar(
             name="Monthly cost",
-            x=["Current", target],
+            x=["Current", plotly_text(target)],
             y=_floats([current, projected]),
             marker={"color": ["#d1495b", "#2e7d32"]},
             hovertemplate="%{x}: %{y:$,.2f} a month<extra></extra>",

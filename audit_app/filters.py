@@ -1,5 +1,5 @@
 """Filters that live in the URL (?start=&end=&team=&provider=&model=), parsed in one place for
-pages, CSV exports and the API."""
+pages, CSV exports, the API and the CLI (with the parsers of audit_app.query_params)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,11 @@ from django.utils import timezone
 
 from audit_app.models import DailyRollup, HourlyRollup
 from audit_app.providers import normalize_provider
+from audit_app.query_params import ParameterError, QueryParams, date_param, text_param
 from audit_app.selectors import daily_rollups, data_date_range, rollups_in_range
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 800
-
-
-class FilterError(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,16 +89,6 @@ class SpendFilters:
         return replace(self, start=start, end=end)
 
 
-def _parse_date(params: Any, name: str) -> date | None:
-    raw = (params.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise FilterError(name, f"{name}={raw!r} is not a date (use YYYY-MM-DD)") from None
-
-
 def whole_range() -> SpendFilters:
     """Every day with data (today alone when there is none): what the CLI shows by default."""
     bounds = data_date_range()
@@ -113,20 +98,23 @@ def whole_range() -> SpendFilters:
     return SpendFilters(start=bounds[0], end=bounds[1])
 
 
-def parse_filters(params: Any) -> SpendFilters:
-    """Filters from query parameters. Without dates: the 30 days ending on the last data day."""
-    start = _parse_date(params, "start")
-    end = _parse_date(params, "end")
+def parse_filters(params: QueryParams) -> SpendFilters:
+    """Filters from query parameters. Without dates: the 30 days ending on the last data day.
+    A bad value raises ParameterError naming it."""
+    start = date_param(params, "start")
+    end = date_param(params, "end")
     if end is None:
         bounds = data_date_range()
         end = bounds[1] if bounds else timezone.now().date()
     if start is None:
         start = end - timedelta(days=DEFAULT_DAYS - 1)
     if start > end:
-        raise FilterError("start", f"start ({start}) is after end ({end})")
+        raise ParameterError("start", f"start ({start}) is after end ({end})")
     if (end - start).days > MAX_DAYS:
-        raise FilterError("start", f"the range is longer than {MAX_DAYS} days")
-    text = {name: (params.get(name) or "").strip()[:200] for name in ("team", "provider", "model")}
+        raise ParameterError(
+            "start", f"start ({start}) to end ({end}) is longer than {MAX_DAYS} days"
+        )
+    text = {name: text_param(params, name) for name in ("team", "provider", "model")}
     if text["provider"]:
         # Rollups store each provider's one name; an alias (bedrock, aws.bedrock) finds it too.
         text["provider"] = normalize_provider(text["provider"])

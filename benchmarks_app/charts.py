@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from audit_app.charts import _LAYOUT, figure_to_dict
+from audit_app.charts import _LAYOUT, figure_to_dict, plotly_texts
 
 MODES = ("always_on", "autoscale", "scale_to_zero")
 
@@ -100,7 +100,7 @@ def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[st
             x=[_number(p["tpot_p95_ms"]) for p in points],
             y=[_number(p["usd_per_million"]) for p in points],
             mode="markers+text",
-            text=[p["label"] for p in points],
+            text=plotly_texts([p["label"] for p in points]),
             textposition="top center",
         )
     )

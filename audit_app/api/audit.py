@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.models import AuditEvent
+from audit_app.query_params import choice_param
 
 
 class AuditEventOutput(serializers.ModelSerializer):
@@ -38,13 +39,16 @@ class AuditEventListApi(APIView):
     permission_classes = [IsAdminUser]
 
     @extend_schema(
-        parameters=PAGE_PARAMETERS,
+        parameters=[
+            OpenApiParameter("action", str, enum=AuditEvent.Action.values),
+            *PAGE_PARAMETERS,
+        ],
         responses=AuditEventPageOutput,
         operation_id="v1_audit_events_list",
     )
     def get(self, request: Request) -> Response:
         events = AuditEvent.objects.all()
-        action = request.query_params.get("action")
+        action = choice_param(request.query_params, "action", AuditEvent.Action.values, default="")
         if action:
             events = events.filter(action=action)
         page = paginate(events, request)

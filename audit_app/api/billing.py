@@ -6,14 +6,13 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.api.spend import FILTER_PARAMETERS, MONEY, _filters
-from audit_app.filters import FilterError
+from audit_app.api.spend import FILTER_PARAMETERS, MONEY
+from audit_app.filters import parse_filters
 from audit_app.selectors_billing import (
     ReconciliationTotal,
     pool_reports,
@@ -99,12 +98,9 @@ class ReconciliationApi(APIView):
         responses=ReconciliationOutput,
     )
     def get(self, request: Request) -> Response:
-        filters = _filters(request)
-        try:
-            threshold = parse_threshold(request.query_params.get("threshold"))
-            flagged_only = parse_flagged(request.query_params.get("flagged"))
-        except FilterError as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
+        filters = parse_filters(request.query_params)
+        threshold = parse_threshold(request.query_params)
+        flagged_only = parse_flagged(request.query_params)
         rows = reconciliation(
             start=filters.start,
             end=filters.end,
@@ -168,7 +164,7 @@ class PoolListApi(APIView):
         operation_id="v1_pools_list",
     )
     def get(self, request: Request) -> Response:
-        filters = _filters(request)
+        filters = parse_filters(request.query_params)
         page = paginate(pool_reports(start=filters.start, end=filters.end), request)
         results = [
             {

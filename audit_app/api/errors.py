@@ -10,6 +10,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from audit_app.query_params import ParameterError
+
 
 def _as_messages(value: Any) -> list[str]:
     if isinstance(value, list | tuple):
@@ -38,7 +40,9 @@ def error_body(exc: exceptions.APIException) -> dict[str, Any]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, Http404):
+    if isinstance(exc, ParameterError):
+        exc = exceptions.ValidationError({exc.field: [str(exc)]})
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()

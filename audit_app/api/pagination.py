@@ -9,7 +9,6 @@ walks any list the same way: follow ``next`` and collect ``results``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -17,50 +16,27 @@ from typing import Any, Generic, TypeVar
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
-from audit_app.filters import FilterError
+from audit_app.query_params import QueryParams, int_param
 
 MAX_LIMIT = 1_000
 # Far past any list this product holds; keeps the number a database OFFSET takes as it is.
 MAX_OFFSET = 1_000_000_000
-_WHOLE_NUMBER = re.compile(r"[0-9]{1,10}")
-_SHOWN_CHARACTERS = 20
 
 T = TypeVar("T")
 
 
-def _shown(value: str) -> str:
-    """The value as an error message quotes it: a 10,000-character value is not echoed whole."""
-    if len(value) > _SHOWN_CHARACTERS:
-        return repr(value[:_SHOWN_CHARACTERS] + "…")
-    return repr(value)
-
-
-def _whole_number(name: str, value: str, low: int, high: int) -> int:
-    number = int(value) if _WHOLE_NUMBER.fullmatch(value) else None
-    if number is None or not low <= number <= high:
-        raise FilterError(
-            name, f"{name}={_shown(value)} is not a whole number from {low} to {high:,}"
-        )
-    return number
-
-
-def parse_limit(value: str | None, *, default: int) -> int:
+def parse_limit(params: QueryParams, *, default: int) -> int:
     """``?limit=``: how many items a page holds, 1 to MAX_LIMIT; absent or empty: ``default``."""
-    if not value:
-        return default
-    return _whole_number("limit", value, 1, MAX_LIMIT)
+    return int_param(params, "limit", default=default, minimum=1, maximum=MAX_LIMIT)
 
 
-def parse_offset(value: str | None) -> int:
+def parse_offset(params: QueryParams) -> int:
     """``?offset=``: how many items come before the page, 0 to MAX_OFFSET; absent or empty: 0."""
-    if not value:
-        return 0
-    return _whole_number("offset", value, 0, MAX_OFFSET)
+    return int_param(params, "offset", default=0, minimum=0, maximum=MAX_OFFSET)
 
 
 class ApiPagination(LimitOffsetPagination):
@@ -70,18 +46,10 @@ class ApiPagination(LimitOffsetPagination):
     max_limit = MAX_LIMIT
 
     def get_limit(self, request: Request) -> int:
-        try:
-            return parse_limit(
-                request.query_params.get(self.limit_query_param), default=self.default_limit
-            )
-        except FilterError as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
+        return parse_limit(request.query_params, default=self.default_limit)
 
     def get_offset(self, request: Request) -> int:
-        try:
-            return parse_offset(request.query_params.get(self.offset_query_param))
-        except FilterError as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
+        return parse_offset(request.query_params)
 
 
 @dataclass(frozen=True, kw_only=True)

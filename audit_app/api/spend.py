@@ -7,15 +7,15 @@ from typing import Any
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.filters import FilterError, SpendFilters, parse_filters
+from audit_app.filters import parse_filters
 from audit_app.models import Workload
+from audit_app.query_params import choice_param
 from audit_app.selectors import LatencySummary
 from audit_app.selectors_spend import (
     GROUP_BY_FIELDS,
@@ -35,13 +35,6 @@ FILTER_PARAMETERS = [
     OpenApiParameter("provider", str),
     OpenApiParameter("model", str),
 ]
-
-
-def _filters(request: Request) -> SpendFilters:
-    try:
-        return parse_filters(request.query_params)
-    except FilterError as exc:
-        raise ValidationError({exc.field: [str(exc)]}) from None
 
 
 class SpendRowOutput(serializers.Serializer):
@@ -108,12 +101,10 @@ class SpendApi(APIView):
         responses=SpendOutput,
     )
     def get(self, request: Request) -> Response:
-        group_by = request.query_params.get("group_by", "workload")
-        if group_by not in GROUP_BY_FIELDS:
-            raise ValidationError(
-                {"group_by": [f"must be one of {', '.join(GROUP_BY_FIELDS)}, not {group_by!r}"]}
-            )
-        filters = _filters(request)
+        group_by = choice_param(
+            request.query_params, "group_by", GROUP_BY_FIELDS, default="workload"
+        )
+        filters = parse_filters(request.query_params)
         breakdown = spend_report(filters).breakdown(group_by)
         page = paginate(breakdown.rows, request)
         data = {
@@ -221,7 +212,7 @@ class WorkloadListApi(APIView):
         operation_id="v1_workloads_list",
     )
     def get(self, request: Request) -> Response:
-        filters = _filters(request)
+        filters = parse_filters(request.query_params)
         page = paginate([s for s in workload_list(filters) if s.id is not None], request)
         workloads = (
             Workload.objects.select_related("classification")
@@ -238,7 +229,7 @@ class WorkloadDetailApi(APIView):
     @extend_schema(parameters=FILTER_PARAMETERS, responses=WorkloadDetailOutput)
     def get(self, request: Request, workload_id: int) -> Response:
         workload = get_object_or_404(Workload, pk=workload_id)
-        filters = _filters(request).for_workload(workload.name)
+        filters = parse_filters(request.query_params).for_workload(workload.name)
         payload = workload_payload(workload_stats(filters, workload_id=workload.pk), request)
         daily = spend_report(filters).daily
         payload.update(

@@ -9,9 +9,11 @@ from django.http import HttpRequest, HttpResponse
 from django.views.generic import TemplateView
 
 from audit_app.models import AuditEvent
+from audit_app.query_params import choice_param
+from audit_app.views.query import QueryParamsMixin
 
 
-class AuditTrailView(TemplateView):
+class AuditTrailView(QueryParamsMixin, TemplateView):
     template_name = "audit/audit_trail.html"
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -21,9 +23,9 @@ class AuditTrailView(TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        action = self.request.GET.get("action", "")
+        action = self.param(choice_param, "action", AuditEvent.Action.values, default="")
         events = AuditEvent.objects.select_related("actor")
-        if action in AuditEvent.Action.values:
+        if action:
             events = events.filter(action=action)
         context.update(events=events[:500], actions=AuditEvent.Action.choices, action=action)
         return context

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views import View
 
 from audit_app import charts
 from audit_app.csv_export import csv_response
-from audit_app.filters import FilterError, parse_filters
+from audit_app.filters import parse_filters
 from audit_app.permissions import RoleRequiredMixin
+from audit_app.query_params import QueryParams, bool_param, decimal_param
 from audit_app.selectors import filter_choices
 from audit_app.selectors_billing import (
     DEFAULT_THRESHOLD_PERCENT,
@@ -21,54 +21,44 @@ from audit_app.selectors_billing import (
     reconciliation_totals,
     unknown_meters,
 )
+from audit_app.views.query import QueryParamsMixin
 
-_TRUE = ("1", "true")
-_FALSE = ("0", "false", "")
-
-
-def parse_threshold(raw: str | None) -> Decimal:
-    """The flag threshold in percent; a bad value raises FilterError naming it."""
-    if raw in (None, ""):
-        return DEFAULT_THRESHOLD_PERCENT
-    try:
-        value = Decimal(raw)
-    except InvalidOperation:
-        raise FilterError("threshold", f"threshold={raw!r} is not a number") from None
-    if not value.is_finite() or value < 0:
-        raise FilterError("threshold", f"threshold={raw!r} must be 0 or more")
-    return value
+MAX_THRESHOLD_PERCENT = Decimal(100_000)
 
 
-def parse_flagged(raw: str | None) -> bool:
-    """``flagged=1`` / ``true`` keeps the flagged rows alone; ``0`` / ``false`` / absent keeps
-    all. Anything else raises FilterError naming the parameter."""
-    value = (raw or "").strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise FilterError("flagged", f"flagged={raw!r} must be 1, true, 0 or false")
+def parse_threshold(params: QueryParams) -> Decimal:
+    """The flag threshold in percent (page and API): 0 to MAX_THRESHOLD_PERCENT."""
+    return decimal_param(
+        params,
+        "threshold",
+        default=DEFAULT_THRESHOLD_PERCENT,
+        minimum=Decimal(0),
+        maximum=MAX_THRESHOLD_PERCENT,
+    )
 
 
-class ReconciliationView(RoleRequiredMixin, View):
+def parse_flagged(params: QueryParams) -> bool:
+    """``flagged=1`` / ``true`` keeps the flagged rows alone (page and API)."""
+    return bool_param(params, "flagged")
+
+
+class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
     template_name = "audit/reconciliation.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        error = None
-        try:
-            filters = parse_filters(request.GET)
-            threshold = parse_threshold(request.GET.get("threshold"))
-            flagged_only = parse_flagged(request.GET.get("flagged"))
-        except FilterError as exc:
-            filters, threshold, error = parse_filters({}), DEFAULT_THRESHOLD_PERCENT, str(exc)
-            flagged_only = False
+        filters = self.param(parse_filters)
+        threshold = self.param(parse_threshold)
+        flagged_only = self.param(parse_flagged)
+        export_csv = self.wants_csv()
+        if export_csv and (refused := self.csv_refused()):
+            return refused
         rows = reconciliation(
             start=filters.start,
             end=filters.end,
             threshold_percent=threshold,
             flagged_only=flagged_only,
         )
-        if request.GET.get("export") == "csv":
+        if export_csv:
             return csv_response(
                 filename=f"reconciliation-{filters.start}-{filters.end}.csv",
                 header=[
@@ -116,7 +106,6 @@ class ReconciliationView(RoleRequiredMixin, View):
                 estimated[row.day] += row.estimated or Decimal(0)
         context = {
             "filters": filters,
-            "filter_error": error,
             "choices": filter_choices(),
             "threshold": threshold,
             "flagged_only": flagged_only,
@@ -130,4 +119,4 @@ class ReconciliationView(RoleRequiredMixin, View):
                 estimated=[estimated.get(d) for d in days],
             ),
         }
-        return render(request, self.template_name, context)
+        return self.render_to_response(context)

@@ -5,17 +5,18 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.views import View
 from django.views.generic import TemplateView
 
 from audit_app import charts
 from audit_app.csv_export import csv_response
-from audit_app.filters import FilterError, SpendFilters, parse_filters
+from audit_app.filters import parse_filters
 from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
+from audit_app.query_params import choice_param
 from audit_app.selectors import (
     filter_choices,
     hour_of_week_requests,
@@ -35,31 +36,18 @@ from audit_app.selectors_spend import (
     workload_stats,
 )
 from audit_app.services.classification import current_override, effective_class
+from audit_app.views.query import QueryParamsMixin
 
 TOP_WORKLOADS = 10
 
 
-class FilteredPageMixin:
-    """Parses the URL filters; a bad value re-renders the page with the error, not a 500."""
-
-    request: HttpRequest
-
-    def filters(self) -> tuple[SpendFilters, str | None]:
-        try:
-            return parse_filters(self.request.GET), None
-        except FilterError as exc:
-            return parse_filters({}), str(exc)
-
-
-class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
+class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
     template_name = "audit/overview.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        filters, filter_error = self.filters()
-        stack = self.request.GET.get("stack", "provider")
-        if stack not in STACK_CHOICES:
-            stack = "provider"
+        filters = self.param(parse_filters)
+        stack = self.param(choice_param, "stack", STACK_CHOICES, default="provider")
         report = spend_report(filters)
         breakdown = report.breakdown(stack)
         per_day = report.series[stack]
@@ -97,7 +85,6 @@ class OverviewView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             if usd_pools
             else None,
             filters=filters,
-            filter_error=filter_error,
             choices=filter_choices(),
             stack=stack,
             stack_choices=STACK_CHOICES,
@@ -161,14 +148,14 @@ def spend_csv_rows(breakdown: SpendBreakdown) -> list[list[object]]:
     return rows
 
 
-class SpendCsvView(RoleRequiredMixin, FilteredPageMixin, View):
+class SpendCsvView(RoleRequiredMixin, QueryParamsMixin, View):
     """The overview's breakdown table as CSV (?group_by=...)."""
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        filters, _ = self.filters()
-        group_by = request.GET.get("group_by", "provider")
-        if group_by not in GROUP_BY_FIELDS:
-            raise Http404("unknown group_by")
+        filters = self.param(parse_filters)
+        group_by = self.param(choice_param, "group_by", GROUP_BY_FIELDS, default="provider")
+        if refused := self.csv_refused():
+            return refused
         breakdown = spend_report(filters).breakdown(group_by)
         return csv_response(
             filename=f"spend-by-{group_by}-{filters.start}-{filters.end}.csv",
@@ -187,23 +174,26 @@ WORKLOAD_SORTS = {
     "p95_e2e": lambda w: (w.latency.p95_ms is not None, w.latency.p95_ms or 0.0),
 }
 
-
-def sorted_workloads(stats: list[Any], sort: str) -> tuple[list[Any], str]:
-    descending = sort.startswith("-")
-    key = sort.lstrip("-")
-    if key not in WORKLOAD_SORTS:
-        return stats, "-spend"
-    return sorted(stats, key=WORKLOAD_SORTS[key], reverse=descending), sort
+# ?sort=<key> sorts ascending, ?sort=-<key> descending.
+WORKLOAD_SORT_CHOICES = (*WORKLOAD_SORTS, *(f"-{key}" for key in WORKLOAD_SORTS))
 
 
-class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
+def sorted_workloads(stats: list[Any], sort: str) -> list[Any]:
+    return sorted(stats, key=WORKLOAD_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
+
+
+class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
     template_name = "audit/workloads.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        filters, filter_error = self.filters()
+        filters = self.param(parse_filters)
+        sort = self.param(choice_param, "sort", WORKLOAD_SORT_CHOICES, default="-spend")
+        export_csv = self.wants_csv()
+        if export_csv and (refused := self.csv_refused()):
+            return refused
         report = spend_report(filters)
-        stats, sort = sorted_workloads(workload_list(filters), request.GET.get("sort", "-spend"))
-        if request.GET.get("export") == "csv":
+        stats = sorted_workloads(workload_list(filters), sort)
+        if export_csv:
             rows: list[list[object]] = [
                 [
                     w.name,
@@ -265,7 +255,6 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
         ]
         context = {
             "filters": filters,
-            "filter_error": filter_error,
             "choices": filter_choices(),
             "workloads": stats,
             "headers": headers,
@@ -274,20 +263,20 @@ class WorkloadListView(RoleRequiredMixin, FilteredPageMixin, View):
             "attributed_spend": report.breakdown("workload").attributed_usd,
             "idle_usd": report.idle_gpu_usd,
         }
-        return render(request, self.template_name, context)
+        return self.render_to_response(context)
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
-class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
+class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
     template_name = "audit/workload_detail.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         workload = get_object_or_404(Workload, pk=kwargs["workload_id"])
-        filters, filter_error = self.filters()
+        filters = self.param(parse_filters)
         mine = filters.for_workload(workload.name)
         report = spend_report(mine)
         stats = workload_stats(mine, workload_id=workload.pk)
@@ -314,7 +303,6 @@ class WorkloadDetailView(RoleRequiredMixin, FilteredPageMixin, TemplateView):
             gpu_costs=gpu,
             workload=workload,
             filters=filters,
-            filter_error=filter_error,
             stats=stats if stats.requests else None,
             models=report.breakdown("model"),
             usage_figure=charts.build_daily_usage_figure(

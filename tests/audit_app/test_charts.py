@@ -190,3 +190,59 @@ def test_money_and_count_axes_start_at_zero() -> None:
     top = charts.build_top_workloads_figure(names=["a"], spend=[Decimal(0)])
     assert top["layout"]["xaxis"]["rangemode"] == "tozero"
     assert figures["usage"]["layout"]["yaxis2"]["rangemode"] == "tozero"
+
+
+# A workload name that plotly.js would draw as a live link, and how every figure must carry it:
+# plotly turns the entities back into characters and shows them as text.
+LINK = '<a href="https://evil.example/phish">CLICK-ME</a>'
+LINK_ESCAPED = "&lt;a href=&#34;https://evil.example/phish&#34;&gt;CLICK-ME&lt;/a&gt;"
+
+
+def test_plotly_text_escapes_markup_and_quotes() -> None:
+    from audit_app.charts import plotly_text
+
+    assert plotly_text(LINK) == LINK_ESCAPED
+    assert plotly_text("R&D's <b>") == "R&amp;D&#39;s &lt;b&gt;"
+    assert plotly_text("&lt;") == "&amp;lt;"  # shown as the five characters it is
+    assert plotly_text("chat") == "chat"
+
+
+def test_every_label_from_data_reaches_the_figure_escaped() -> None:
+    from decimal import Decimal
+
+    from audit_app.charts import (
+        build_cost_comparison_figure,
+        build_latency_figure,
+        build_pool_attribution_figure,
+        build_spend_per_day_figure,
+        build_top_workloads_figure,
+    )
+
+    day = [date(2026, 11, 2)]
+    uploads = build_uploads_per_day_figure(days=day, counts_by_kind={LINK: [1]})
+    assert [t["name"] for t in uploads["data"]] == [LINK_ESCAPED]
+
+    spend = build_spend_per_day_figure(
+        days=day,
+        series={LINK: [Decimal(1)]},
+        dimension_label="<i>x</i>",
+        idle=[Decimal(2)],
+        idle_label="<b>idle</b>",
+    )
+    assert [t["name"] for t in spend["data"]] == [LINK_ESCAPED, "&lt;b&gt;idle&lt;/b&gt;"]
+    assert spend["layout"]["title"]["text"] == "Spend per day by &lt;i&gt;x&lt;/i&gt;"
+
+    top = build_top_workloads_figure(names=[LINK, "chat"], spend=[Decimal(2), Decimal(1)])
+    assert top["data"][0]["y"] == ["chat", LINK_ESCAPED]  # categories are tick labels
+
+    latency = build_latency_figure(percentiles={LINK: [1.0, 2.0, 3.0]})
+    assert [t["name"] for t in latency["data"]] == [LINK_ESCAPED]
+
+    pools = build_pool_attribution_figure(
+        pools=["<b>gpu</b>"], by_workload={LINK: [Decimal(1)]}, idle=[Decimal(1)]
+    )
+    assert [t["name"] for t in pools["data"]] == [LINK_ESCAPED, "Idle"]
+    assert pools["data"][0]["x"] == pools["data"][1]["x"] == ["&lt;b&gt;gpu&lt;/b&gt;"]
+
+    cost = build_cost_comparison_figure(current=Decimal(2), projected=Decimal(1), target=LINK)
+    assert cost["data"][0]["x"] == ["Current", LINK_ESCAPED]

@@ -137,8 +137,17 @@ def test_overview_page_with_data(client: Client, finops_user: Any, sample_upload
 def test_bad_filter_is_shown_not_a_500(client: Client, finops_user: Any) -> None:
     client.force_login(finops_user)
     response = client.get("/workloads/?start=not-a-date")
-    assert response.status_code == 200
-    assert "start=&#x27;not-a-date&#x27; is not a date" in response.content.decode()
+    assert response.status_code == 400
+    assert (
+        "start=&#x27;not-a-date&#x27; is not a date (use YYYY-MM-DD); showing the defaults instead."
+        in response.content.decode()
+    )
+    assert [w.name for w in response.context["workloads"]] == []  # the default range: no data
+    csv_export = client.get("/workloads/?start=not-a-date&export=csv")
+    assert (csv_export.status_code, csv_export.content.decode()) == (
+        400,
+        "start='not-a-date' is not a date (use YYYY-MM-DD)",
+    )
 
 
 def test_workloads_page_sorts_and_keeps_filters(

@@ -75,3 +75,10 @@ def test_run_figures() -> None:
     assert telemetry["layout"]["yaxis2"]["title"]["text"] == "Watts"
     assert not is_empty(telemetry)
     assert is_empty(build_telemetry_figure(seconds=[0], utilization=[None], power=[None]))
+
+
+def test_cost_vs_tpot_labels_are_escaped() -> None:
+    figure = build_cost_vs_tpot_figure(
+        points=[{"tpot_p95_ms": 20, "usd_per_million": "1.5", "label": '<a href="x">run</a>'}]
+    )
+    assert figure["data"][0]["text"] == ["&lt;a href=&#34;x&#34;&gt;run&lt;/a&gt;"]

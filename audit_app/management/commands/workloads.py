@@ -8,8 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.filters import FilterError, parse_filters, whole_range
+from audit_app.filters import parse_filters, whole_range
 from audit_app.models import Workload
+from audit_app.query_params import ParameterError
 from audit_app.selectors_spend import spend_report, workload_list
 from audit_app.services.classification import class_summary
 
@@ -33,7 +34,7 @@ class Command(BaseCommand):
         }
         try:
             filters = parse_filters(params)
-        except FilterError as exc:
+        except ParameterError as exc:
             raise CommandError(str(exc)) from None
         stats = workload_list(filters)
         classes = {
