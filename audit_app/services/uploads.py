@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit_app import file_kinds
+from audit_app.filenames import NAME_MAX_BYTES, shortened_name
 from audit_app.importers.base import ImportFileError
 from audit_app.models import AuditEvent, Upload
 from audit_app.services.audit import audit_record
@@ -52,6 +53,8 @@ FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
 # artifacts are imported on their own page).
 UPLOAD_KINDS = (AUTO_KIND, Upload.Kind.TOKEN_LOG.value, Upload.Kind.BILLING.value)
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# Django's storage makes a taken name free by adding "_" and 7 random characters to its stem.
+_COLLISION_SUFFIX_BYTES = 8
 # Errors meaning "no room to write": a full volume, or the user's disk quota.
 _NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 STORAGE_FULL_MESSAGE = (
@@ -100,9 +103,22 @@ def too_large_message(limit: int) -> str:
     return f"The file is larger than the upload limit of {human_bytes(limit)} (UPLOAD_MAX_BYTES)."
 
 
+def _upload_name(original_name: str) -> str:
+    """The name an upload keeps (`Upload.original_name`): the file's own name, shortened past
+    255 bytes keeping its extension."""
+    return shortened_name(Path(original_name).name) or "upload"
+
+
 def _storage_name(original_name: str) -> str:
-    safe = _UNSAFE_NAME.sub("_", Path(original_name).name).strip("._") or "upload"
-    return f"uploads/{timezone.now():%Y/%m/%d}/{uuid.uuid4().hex[:12]}-{safe[:120]}"
+    """`uploads/<date>/<12 hex>-<name>`, the name made of safe ASCII characters and shortened so
+    that the last component stays within 255 bytes even with the `_<7 characters>` the storage
+    adds to a name that is taken."""
+    safe = _UNSAFE_NAME.sub("_", Path(original_name).name).strip(".") or "upload"
+    prefix = uuid.uuid4().hex[:12]
+    safe = shortened_name(
+        safe, max_bytes=NAME_MAX_BYTES - len(prefix) - 1 - _COLLISION_SUFFIX_BYTES
+    )
+    return f"uploads/{timezone.now():%Y/%m/%d}/{prefix}-{safe}"
 
 
 def validate_kind_and_format(*, kind: str, requested_format: str) -> None:
@@ -172,7 +188,7 @@ def upload_create(
                 kind=kind,
                 requested_format=requested_format,
                 file=name,
-                original_name=Path(original_name).name[:255] or "upload",
+                original_name=_upload_name(original_name),
                 size_bytes=size,
                 sha256=digest.hexdigest(),
                 uploaded_by=user if user is not None and user.is_authenticated else None,
