@@ -16,12 +16,14 @@ from typing import Any, BinaryIO
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from audit_app import file_kinds
 from audit_app.filenames import NAME_MAX_BYTES, shortened_name
 from audit_app.importers.base import ImportFileError
 from audit_app.models import AuditEvent, Upload
+from audit_app.selectors_uploads import GateUse, upload_gate_uses
 from audit_app.services.audit import audit_record
 from audit_app.services.supersession import charges_release
 
@@ -297,11 +299,40 @@ def _open_for_write(path: Path) -> BinaryIO:
     return open(path, "wb")  # noqa: SIM115 - closed by the caller's `with`
 
 
+class UploadInUse(Exception):
+    """The upload cannot be deleted: benchmark gates compare runs of it, and gates are kept."""
+
+    def __init__(self, *, upload: Upload, uses: tuple[GateUse, ...]) -> None:
+        compared = "; ".join(
+            f"run {use.run_id} is the {use.role} of gate {use.gate_id}" for use in uses
+        )
+        super().__init__(
+            f"Upload {upload.pk} cannot be deleted: {compared}. A gate is the permanent record "
+            "of a comparison and cannot be deleted, so the runs it compares and their files "
+            "are kept."
+        )
+        self.gate_ids = sorted({use.gate_id for use in uses})
+        self.run_ids = sorted({use.run_id for use in uses})
+
+
+def upload_delete_conflict(*, upload: Upload) -> UploadInUse | None:
+    """Why the upload cannot be deleted, or None: the one rule the delete service, its page and
+    API go by. A gate comparing a benchmark run of it keeps it."""
+    uses = upload_gate_uses(upload=upload)
+    return UploadInUse(upload=upload, uses=uses) if uses else None
+
+
 @transaction.atomic
 def upload_delete(*, upload: Upload, user: Any = None) -> None:
     """Remove the upload, everything it contributed (rollups, day shapes, charges) and its raw
     file. Charges of a billing upload it had superseded count again, unless a newer upload
-    superseded it too (`audit_app.services.supersession`)."""
+    superseded it too (`audit_app.services.supersession`).
+
+    Refused (UploadInUse, nothing deleted) while a gate compares a benchmark run of it.
+    """
+    conflict = upload_delete_conflict(upload=upload)
+    if conflict is not None:
+        raise conflict
     audit_record(
         actor=user,
         action=AuditEvent.Action.UPLOAD_DELETED,
@@ -312,6 +343,14 @@ def upload_delete(*, upload: Upload, user: Any = None) -> None:
     name = upload.file.name
     if upload.kind == Upload.Kind.BILLING:
         charges_release(upload=upload)
-    upload.delete()  # rollups, workload days and charges cascade
+    try:
+        upload.delete()  # rollups, workload days, charges and benchmark runs cascade
+    except ProtectedError:
+        # A gate created since the check above: this transaction (its audit record too) rolls
+        # back, and the caller hears which gate.
+        conflict = upload_delete_conflict(upload=upload)
+        if conflict is None:
+            raise
+        raise conflict from None
     if name:
         transaction.on_commit(lambda: default_storage.delete(name))
