@@ -28,7 +28,8 @@ class Upload(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     format = models.CharField(max_length=32, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    file = models.FileField(upload_to="uploads/%Y/%m/%d/")
+    # `uploads/<date>/<12 hex>-<name of up to 234 bytes>`: see services.uploads._storage_name.
+    file = models.FileField(upload_to="uploads/%Y/%m/%d/", max_length=500)
     original_name = models.CharField(max_length=255)
     size_bytes = models.BigIntegerField(default=0)
     # Unique among live uploads only (see Meta): a failed upload does not block its bytes.

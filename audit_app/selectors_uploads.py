@@ -1,4 +1,5 @@
-"""Reads about one upload: what deleting it would remove (the delete confirmation page)."""
+"""Reads about one upload: what deleting it would remove (the delete confirmation page), and
+the benchmark gates that keep it from being deleted."""
 
 from __future__ import annotations
 
@@ -17,6 +18,15 @@ class WorkloadContribution:
     name: str
     requests: int
     workload_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateUse:
+    """A benchmark run of an upload compared in a gate, as its baseline or its candidate."""
+
+    gate_id: int
+    run_id: int
+    role: str  # "baseline" or "candidate"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,3 +68,19 @@ def upload_contribution(*, upload: Upload) -> UploadContribution:
     return UploadContribution(
         rows_accepted=upload.rows_accepted, workloads=workloads, billed=billed
     )
+
+
+def upload_gate_uses(*, upload: Upload) -> tuple[GateUse, ...]:
+    """The gates comparing a benchmark run of this upload, by gate then run.
+
+    Found through the reverse relations (upload -> its runs -> the gates naming them), as
+    `audit_app` never imports `benchmarks_app`.
+    """
+    uses = [
+        GateUse(gate_id=gate_id, run_id=run_id, role=role)
+        for role in ("baseline", "candidate")
+        for run_id, gate_id in Upload.objects.filter(
+            pk=upload.pk, **{f"benchmark_runs__gates_as_{role}__isnull": False}
+        ).values_list("benchmark_runs__pk", f"benchmark_runs__gates_as_{role}__pk")
+    ]
+    return tuple(sorted(uses, key=lambda use: (use.gate_id, use.run_id, use.role)))

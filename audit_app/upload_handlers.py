@@ -1,8 +1,10 @@
-"""Enforce the upload size limit while the request body streams in.
+"""Upload handlers: enforce the size limit while the body streams in, and keep file names.
 
 Django would otherwise write the whole body to a temporary file before any view could look at
-its size. This handler counts bytes as they arrive and stops the upload past UPLOAD_MAX_BYTES;
-the view then answers with a clear error (see `upload_too_large`).
+its size. `SizeLimitUploadHandler` counts bytes as they arrive and stops the upload past
+UPLOAD_MAX_BYTES; the view then answers with a clear error (see `upload_too_large`).
+`NamedTemporaryFileUploadHandler` then streams the file to a temporary file with the client's
+name shortened by `audit_app.filenames.shortened_name`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.core.files.uploadedfile import TemporaryUploadedFile
+from django.core.files.uploadhandler import (
+    FileUploadHandler,
+    StopUpload,
+    TemporaryFileUploadHandler,
+)
+
+from audit_app.filenames import shortened_name
 
 TOO_LARGE_ATTRIBUTE = "_upload_too_large"
 # Multipart framing and the other form fields ride along with the file.
@@ -46,6 +55,24 @@ class SizeLimitUploadHandler(FileUploadHandler):
             setattr(self.request, TOO_LARGE_ATTRIBUTE, True)
         # Keep reading (and discarding) the body so the client gets our answer, not a reset.
         raise StopUpload(connection_reset=False)
+
+
+class NamedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
+    """Django's temporary-file handler, keeping the client's file name up to 255 bytes with its
+    whole extension (`shortened_name`).
+
+    Django's own handler cuts a name over 255 characters keeping only its last suffix (the
+    `.gz` of `.csv.gz`), and names its temporary file after that suffix, which fails with "File
+    name too long" (a 500) when a name ends in a long dotted tail; the temporary file here is
+    named without it.
+    """
+
+    def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
+        FileUploadHandler.new_file(self, field_name, shortened_name(file_name), *args, **kwargs)
+        self.file = TemporaryUploadedFile(
+            "upload", self.content_type, 0, self.charset, self.content_type_extra
+        )
+        self.file.name = self.file_name
 
 
 def upload_too_large(request: Any) -> bool:

@@ -44,8 +44,14 @@ class Gate(models.Model):
         INVALID = "invalid", "Invalid"
         INCOMPLETE = "incomplete", "Incomplete"
 
-    baseline = models.ForeignKey(BenchmarkRun, on_delete=models.PROTECT, related_name="+")
-    candidate = models.ForeignKey(BenchmarkRun, on_delete=models.PROTECT, related_name="+")
+    # A run compared in a gate is kept, and so is its upload: `audit_app` finds these gates
+    # through the reverse relations to refuse deleting it (`upload_gate_uses`).
+    baseline = models.ForeignKey(
+        BenchmarkRun, on_delete=models.PROTECT, related_name="gates_as_baseline"
+    )
+    candidate = models.ForeignKey(
+        BenchmarkRun, on_delete=models.PROTECT, related_name="gates_as_candidate"
+    )
     baseline_sha256 = models.CharField(max_length=64)
     candidate_sha256 = models.CharField(max_length=64)
     inputs = models.JSONField(default=dict)  # mode, cold start, traffic, tolerances

@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.filenames import shortened_name
 from audit_app.models import AuditEvent, Recommendation, RecommendationEvent, Upload
 from audit_app.services.audit import audit_record
 from audit_app.services.uploads import DuplicateUpload, UploadRefused, upload_create
@@ -32,6 +33,8 @@ from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.selectors import recommendation_terms
 
 logger = logging.getLogger(__name__)
+# A run named after its file keeps the name within its column (`BenchmarkRun.name`).
+RUN_NAME_MAX_BYTES = 200
 
 
 class RunRefused(Exception):
@@ -159,7 +162,7 @@ def benchmark_run_import(
     return BenchmarkRun.objects.create(
         upload=upload,
         telemetry_upload=telemetry_upload,
-        name=(name or filename)[:200],
+        name=name[:200] or shortened_name(filename, max_bytes=RUN_NAME_MAX_BYTES),
         tool=artifact.tool,
         model=(fields.model or artifact.model)[:300],
         fields=jsonable(fields),

@@ -30,6 +30,7 @@ from audit_app.services.uploads import (
     STORAGE_FULL_MESSAGE,
     UPLOAD_KINDS,
     StorageFull,
+    UploadInUse,
     UploadRefused,
     too_large_message,
     upload_create,
@@ -198,6 +199,17 @@ class UploadDetailOutput(UploadOutput):
         return dict(UploadBillingOutput(upload_billing(upload).as_json()).data)
 
 
+class UploadInUseOutput(serializers.Serializer):
+    """Why an upload cannot be deleted: the gates comparing its benchmark runs."""
+
+    detail = serializers.CharField()
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    gates = serializers.ListField(child=serializers.IntegerField(), help_text="Gate ids.")
+    runs = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Ids of this upload's runs they compare."
+    )
+
+
 def _write_roles_only(view: APIView, request: Request) -> None:
     if request.method not in ("GET", "HEAD", "OPTIONS"):
         view.allowed_roles = UPLOADER_ROLES
@@ -266,13 +278,21 @@ class UploadDetailApi(APIView):
         return Response(UploadDetailOutput(upload, context={"request": request}).data)
 
     @extend_schema(
-        responses={204: None, 403: None},
-        description=f"Deletes the upload and everything it added. {UPLOAD_DELETE_RULE}",
+        responses={204: None, 403: None, 409: UploadInUseOutput},
+        description=(
+            f"Deletes the upload and everything it added. {UPLOAD_DELETE_RULE} 409 while a "
+            "benchmark gate compares a run of it (gates are kept for good), naming the gates "
+            "and runs; nothing is deleted."
+        ),
     )
     def delete(self, request: Request, upload_id: int) -> Response:
         upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
         refusal = upload_delete_refusal(user=request.user, upload=upload)
         if refusal is not None:
             raise PermissionDenied(refusal)
-        upload_delete(upload=upload, user=request.user)
+        try:
+            upload_delete(upload=upload, user=request.user)
+        except UploadInUse as exc:
+            body = {"detail": str(exc), "errors": {}, "gates": exc.gate_ids, "runs": exc.run_ids}
+            return Response(UploadInUseOutput(body).data, status=status.HTTP_409_CONFLICT)
         return Response(status=status.HTTP_204_NO_CONTENT)

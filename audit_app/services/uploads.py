@@ -16,11 +16,14 @@ from typing import Any, BinaryIO
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from audit_app import file_kinds
+from audit_app.filenames import NAME_MAX_BYTES, shortened_name
 from audit_app.importers.base import ImportFileError
 from audit_app.models import AuditEvent, Upload
+from audit_app.selectors_uploads import GateUse, upload_gate_uses
 from audit_app.services.audit import audit_record
 from audit_app.services.supersession import charges_release
 
@@ -52,6 +55,8 @@ FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
 # artifacts are imported on their own page).
 UPLOAD_KINDS = (AUTO_KIND, Upload.Kind.TOKEN_LOG.value, Upload.Kind.BILLING.value)
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# Django's storage makes a taken name free by adding "_" and 7 random characters to its stem.
+_COLLISION_SUFFIX_BYTES = 8
 # Errors meaning "no room to write": a full volume, or the user's disk quota.
 _NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 STORAGE_FULL_MESSAGE = (
@@ -100,9 +105,22 @@ def too_large_message(limit: int) -> str:
     return f"The file is larger than the upload limit of {human_bytes(limit)} (UPLOAD_MAX_BYTES)."
 
 
+def _upload_name(original_name: str) -> str:
+    """The name an upload keeps (`Upload.original_name`): the file's own name, shortened past
+    255 bytes keeping its extension."""
+    return shortened_name(Path(original_name).name) or "upload"
+
+
 def _storage_name(original_name: str) -> str:
-    safe = _UNSAFE_NAME.sub("_", Path(original_name).name).strip("._") or "upload"
-    return f"uploads/{timezone.now():%Y/%m/%d}/{uuid.uuid4().hex[:12]}-{safe[:120]}"
+    """`uploads/<date>/<12 hex>-<name>`, the name made of safe ASCII characters and shortened so
+    that the last component stays within 255 bytes even with the `_<7 characters>` the storage
+    adds to a name that is taken."""
+    safe = _UNSAFE_NAME.sub("_", Path(original_name).name).strip(".") or "upload"
+    prefix = uuid.uuid4().hex[:12]
+    safe = shortened_name(
+        safe, max_bytes=NAME_MAX_BYTES - len(prefix) - 1 - _COLLISION_SUFFIX_BYTES
+    )
+    return f"uploads/{timezone.now():%Y/%m/%d}/{prefix}-{safe}"
 
 
 def validate_kind_and_format(*, kind: str, requested_format: str) -> None:
@@ -172,7 +190,7 @@ def upload_create(
                 kind=kind,
                 requested_format=requested_format,
                 file=name,
-                original_name=Path(original_name).name[:255] or "upload",
+                original_name=_upload_name(original_name),
                 size_bytes=size,
                 sha256=digest.hexdigest(),
                 uploaded_by=user if user is not None and user.is_authenticated else None,
@@ -281,11 +299,40 @@ def _open_for_write(path: Path) -> BinaryIO:
     return open(path, "wb")  # noqa: SIM115 - closed by the caller's `with`
 
 
+class UploadInUse(Exception):
+    """The upload cannot be deleted: benchmark gates compare runs of it, and gates are kept."""
+
+    def __init__(self, *, upload: Upload, uses: tuple[GateUse, ...]) -> None:
+        compared = "; ".join(
+            f"run {use.run_id} is the {use.role} of gate {use.gate_id}" for use in uses
+        )
+        super().__init__(
+            f"Upload {upload.pk} cannot be deleted: {compared}. A gate is the permanent record "
+            "of a comparison and cannot be deleted, so the runs it compares and their files "
+            "are kept."
+        )
+        self.gate_ids = sorted({use.gate_id for use in uses})
+        self.run_ids = sorted({use.run_id for use in uses})
+
+
+def upload_delete_conflict(*, upload: Upload) -> UploadInUse | None:
+    """Why the upload cannot be deleted, or None: the one rule the delete service, its page and
+    API go by. A gate comparing a benchmark run of it keeps it."""
+    uses = upload_gate_uses(upload=upload)
+    return UploadInUse(upload=upload, uses=uses) if uses else None
+
+
 @transaction.atomic
 def upload_delete(*, upload: Upload, user: Any = None) -> None:
     """Remove the upload, everything it contributed (rollups, day shapes, charges) and its raw
     file. Charges of a billing upload it had superseded count again, unless a newer upload
-    superseded it too (`audit_app.services.supersession`)."""
+    superseded it too (`audit_app.services.supersession`).
+
+    Refused (UploadInUse, nothing deleted) while a gate compares a benchmark run of it.
+    """
+    conflict = upload_delete_conflict(upload=upload)
+    if conflict is not None:
+        raise conflict
     audit_record(
         actor=user,
         action=AuditEvent.Action.UPLOAD_DELETED,
@@ -296,6 +343,14 @@ def upload_delete(*, upload: Upload, user: Any = None) -> None:
     name = upload.file.name
     if upload.kind == Upload.Kind.BILLING:
         charges_release(upload=upload)
-    upload.delete()  # rollups, workload days and charges cascade
+    try:
+        upload.delete()  # rollups, workload days, charges and benchmark runs cascade
+    except ProtectedError:
+        # A gate created since the check above: this transaction (its audit record too) rolls
+        # back, and the caller hears which gate.
+        conflict = upload_delete_conflict(upload=upload)
+        if conflict is None:
+            raise
+        raise conflict from None
     if name:
         transaction.on_commit(lambda: default_storage.delete(name))

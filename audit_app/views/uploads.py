@@ -22,10 +22,12 @@ from audit_app.selectors_uploads import upload_contribution
 from audit_app.services.uploads import (
     DuplicateUpload,
     StorageFull,
+    UploadInUse,
     UploadRefused,
     too_large_message,
     upload_create,
     upload_delete,
+    upload_delete_conflict,
 )
 from audit_app.upload_handlers import upload_too_large
 
@@ -117,15 +119,29 @@ class UploadDeleteView(RoleRequiredMixin, View):
 
     def get(self, request: HttpRequest, upload_id: int) -> HttpResponse:
         upload = _deletable_upload(request, upload_id)
-        context = {"upload": upload, "contribution": upload_contribution(upload=upload)}
-        return render(request, self.template_name, context)
+        conflict = upload_delete_conflict(upload=upload)
+        return self._render(request, upload, conflict=str(conflict or ""))
 
     def post(self, request: HttpRequest, upload_id: int) -> HttpResponse:
         upload = _deletable_upload(request, upload_id)
         name = upload.original_name
-        upload_delete(upload=upload, user=request.user)
+        try:
+            upload_delete(upload=upload, user=request.user)
+        except UploadInUse as exc:
+            return self._render(request, upload, conflict=str(exc), status=409)
         messages.success(request, f"Deleted upload {upload_id} ({name}) and everything it added.")
         return HttpResponseRedirect(reverse("uploads"))
+
+    def _render(
+        self, request: HttpRequest, upload: Upload, *, conflict: str, status: int = 200
+    ) -> HttpResponse:
+        """The confirmation page; with a conflict it says why instead of offering the button."""
+        context = {
+            "upload": upload,
+            "contribution": upload_contribution(upload=upload),
+            "conflict": conflict,
+        }
+        return render(request, self.template_name, context, status=status)
 
 
 def _deletable_upload(request: HttpRequest, upload_id: int) -> Upload:

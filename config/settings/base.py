@@ -161,10 +161,11 @@ RECOMMENDATION_MIN_SAVINGS_USD = env_int("RECOMMENDATION_MIN_SAVINGS_USD", 10)
 # Refresh workload classes and recommendations in the worker whenever one of their inputs
 # changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
 DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
-# Uploads stream to a temporary file (never into memory) through the size check.
+# Uploads stream to a temporary file (never into memory) through the size check, keeping the
+# client's file name up to 255 bytes with its extension.
 FILE_UPLOAD_HANDLERS = [
     "audit_app.upload_handlers.SizeLimitUploadHandler",
-    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+    "audit_app.upload_handlers.NamedTemporaryFileUploadHandler",
 ]
 
 # --- Security (production defaults switch on when DEBUG is off) -----------------------------

@@ -1,6 +1,7 @@
 """A corpus of hostile input files, generated in code (nothing big is committed).
 
-`hostile_cases()` returns `HostileCase(name, kind, data)` tuples. `kind` says where the file goes:
+`hostile_cases()` returns `HostileCase(name, kind, data, filename)` tuples (`filename` is given
+for the cases about the name itself). `kind` says where the file goes:
 
 - `token_log`: `POST /api/v1/uploads/` with kind=token_log, the upload page, `ingest`;
 - `billing`: the same with kind=billing (`ingest --kind billing`);
@@ -25,6 +26,7 @@ class HostileCase(NamedTuple):
     name: str
     kind: str
     data: bytes
+    filename: str = ""  # the name the file is sent under; by default one built from `name`
 
 
 BIG_FIELD_BYTES = 5 * 1024 * 1024
@@ -266,6 +268,13 @@ def good_vllm() -> bytes:
 
 
 NVIDIA_HEADER = "timestamp, index, name, driver_version, utilization.gpu [%], power.draw [W]"
+
+
+def long_name(extension: str) -> str:
+    """A file name of exactly 255 UTF-8 bytes (the most a Linux file name holds), mostly
+    three-byte characters, ending in ``extension``."""
+    stem = "export-" + "€" * ((255 - 7 - len(extension)) // 3)
+    return stem + "x" * (255 - len(stem.encode()) - len(extension)) + extension
 
 
 def hostile_cases() -> list[HostileCase]:  # noqa: PLR0915 (a long, flat list reads best)
@@ -691,6 +700,40 @@ def hostile_cases() -> list[HostileCase]:  # noqa: PLR0915 (a long, flat list re
             .encode("utf-16"),
         ),
         HostileCase("nvidia_smi_csv_header_only", "telemetry", _csv(NVIDIA_HEADER)),
+    ]
+    # File names: the longest a file can have (255 bytes of mostly multibyte characters), and
+    # one whose long dotted tail is no extension (Django named its temporary file after it).
+    cases += [
+        HostileCase(
+            "litellm_csv_long_filename",
+            "token_log",
+            _csv(LITELLM_HEADER, _litellm_row("long-name")),
+            long_name(".csv"),
+        ),
+        HostileCase(
+            "litellm_csv_long_dotted_filename",
+            "token_log",
+            _csv(LITELLM_HEADER, _litellm_row("dotted-name")),
+            "x." + "a" * 253,
+        ),
+        HostileCase(
+            "focus_csv_long_filename",
+            "billing",
+            _csv(FOCUS_HEADER, _focus_row()),
+            long_name(".csv"),
+        ),
+        HostileCase(
+            "vllm_json_long_filename",
+            "benchmark",
+            json.dumps(_vllm(model_id="long-name-model")).encode(),
+            long_name(".json"),
+        ),
+        HostileCase(
+            "nvidia_smi_csv_long_filename",
+            "telemetry",
+            _csv(NVIDIA_HEADER, "2025/03/10 14:00:00.000, 0, H100, 550, 40 %, 300.00 W"),
+            long_name(".csv"),
+        ),
     ]
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"

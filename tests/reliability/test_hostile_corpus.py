@@ -4,7 +4,8 @@ For each case and channel the outcome must be one of: accepted (rows landed, rej
 line numbers), rejected rows only, refused with a clear message (4xx with `detail` and `errors`,
 a form error, a one-line CommandError), or an upload that failed with a one-line error. Never a
 5xx, never "Traceback" in a message; the server keeps serving, and a known-good token log,
-billing export and benchmark run ingested first are untouched afterwards.
+billing export and benchmark run ingested first are untouched afterwards. An upload that is
+stored keeps the file's name.
 
 The same bytes are refused a second time (sha256 duplicate check), so each channel gets its own
 suffix: the API the bytes as generated, the page the bytes + "\\n", the CLI the bytes + "\\n\\n"
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Sum
 from django.test import Client
 
 from audit_app.models import BillingCharge, HourlyRollup, Upload
@@ -67,6 +68,8 @@ def _short(text: str) -> str:
 
 
 def _filename(case: HostileCase) -> str:
+    if case.filename:
+        return case.filename
     if "gzip" in case.name:
         return f"{case.name}.csv.gz"
     for ext in ("jsonl", "json", "csv"):
@@ -293,6 +296,14 @@ def _via_cli(tmp_path: Path, case: HostileCase, data: bytes) -> tuple[str, list]
         ]
 
 
+def _name_problems(case: HostileCase, upload: Upload | None) -> list[str]:
+    """The upload a channel stored (a telemetry case's: the telemetry file) keeps the file's
+    name, up to 255 bytes."""
+    if upload is None or upload.original_name == _filename(case):
+        return []
+    return [f"the upload kept the name {upload.original_name!r}, not the file's"]
+
+
 def _still_serving(client: Client) -> list[str]:
     problems = []
     health = client.get("/healthz")
@@ -324,6 +335,7 @@ def test_hostile_file(
     problems: list[str] = []
     for channel in CHANNELS:
         data = _bytes_for(case, channel)
+        last_upload = Upload.objects.aggregate(last=Max("pk"))["last"] or 0
         if channel == "API":
             text, found = _via_api(client, django_capture_on_commit_callbacks, case, data)
         elif channel == "page":
@@ -331,6 +343,9 @@ def test_hostile_file(
         else:
             text, found = _via_cli(tmp_path, case, data)
         outcomes[channel] = text
+        found += _name_problems(
+            case, Upload.objects.filter(pk__gt=last_upload).order_by("-pk").first()
+        )
         problems += [f"{channel}: {p}" for p in found]
         problems += [f"after {channel}: {p}" for p in _still_serving(client)]
     if _snapshot(good_data) != before:
@@ -372,7 +387,10 @@ def test_write_reliability_doc() -> None:
             '`"\\n"` and the CLI the bytes plus `"\\n\\n"` (an empty file stays empty). Telemetry '
             "files are attached to a small valid vLLM result. After every channel `/healthz` "
             "must not answer 500 and `/` must answer 200, and a known-good token log, billing "
-            "export and benchmark run ingested first must be unchanged at the end.",
+            "export and benchmark run ingested first must be unchanged at the end. An upload a "
+            "channel stores keeps the name the file was sent under (the `*_long_filename` "
+            "cases: 255 bytes of mostly three-byte characters, and a long dotted tail that is "
+            "no extension).",
             "",
             "| file | kind | API | page | CLI |",
             "|---|---|---|---|---|",
