@@ -25,7 +25,7 @@ class BenchmarkRunAdmin(admin.ModelAdmin):
 
 @admin.register(Gate)
 class GateAdmin(admin.ModelAdmin):
-    """Gates are immutable records: shown, never added or changed here."""
+    """Gates are immutable records: shown, never added, changed or deleted here."""
 
     list_display = ("id", "verdict", "baseline", "candidate", "created_by", "created_at")
     list_filter = ("verdict",)
@@ -34,4 +34,7 @@ class GateAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
         return False

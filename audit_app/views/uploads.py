@@ -92,6 +92,8 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
         )
         context["upload"] = upload
         context["can_delete"] = upload_delete_refusal(user=self.request.user, upload=upload) is None
+        conflict = upload_delete_conflict(upload=upload) if context["can_delete"] else None
+        context["delete_conflict"] = str(conflict or "")
         context["finished"] = upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED)
         context["billing"] = (
             upload_billing(upload)

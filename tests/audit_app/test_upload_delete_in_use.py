@@ -128,6 +128,23 @@ def test_page_says_why_and_offers_no_delete_button(
     _assert_nothing_deleted(gated)
 
 
+def test_upload_page_says_why_instead_of_offering_delete(
+    client: Client, engineer_user: Any, gated: dict[str, Any]
+) -> None:
+    client.force_login(engineer_user)
+    upload_id = gated["upload"].pk
+    first, second, _ = gated["runs"]
+    gate_a, gate_b = gated["gates"]
+    message = _message(
+        upload_id,
+        f"run {first} is the baseline of gate {gate_a}; "
+        f"run {second} is the candidate of gate {gate_b}",
+    )
+    html = client.get(f"/uploads/{upload_id}/").content.decode()
+    assert f'<p class="note" data-field="delete-conflict">{message}</p>' in html
+    assert f'href="/uploads/{upload_id}/delete/"' not in html
+
+
 def test_page_post_answers_409_and_deletes_nothing(
     client: Client,
     engineer_user: Any,
