@@ -25,7 +25,6 @@ from django.test import Client
 
 from audit_app.api.pagination import MAX_LIMIT, parse_limit, parse_offset
 from audit_app.filters import parse_filters
-from audit_app.query_params import ParameterError
 from audit_app.models import (
     AuditEvent,
     BillingCharge,
@@ -34,6 +33,7 @@ from audit_app.models import (
     Upload,
     Workload,
 )
+from audit_app.query_params import ParameterError
 from audit_app.selectors import recommendation_groups
 from audit_app.selectors_billing import pool_reports, reconciliation
 from audit_app.selectors_bills import bills_summary
