@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from audit_app import billing, importers
 from audit_app.billing.base import PARQUET_MAGIC, table_columns
-from audit_app.importers.base import ImportFileError, read_head
+from audit_app.importers.reading import ImportFileError, read_head
 
 AUTO_KIND = "auto"
 TOKEN_LOG = "token_log"

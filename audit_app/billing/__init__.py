@@ -30,7 +30,7 @@ from audit_app.billing.base import (
     table_columns,
 )
 from audit_app.billing.meters import ParsedMeter, parse_meter
-from audit_app.importers.base import ImportFileError, check_head, read_head
+from audit_app.importers.reading import ImportFileError, check_head, read_head
 
 __all__ = [
     "BILLING_IMPORTERS",

@@ -67,7 +67,7 @@ from audit_app.billing.base import (
     require_columns,
 )
 from audit_app.billing.meters import parse_meter
-from audit_app.importers.base import RowRejected, quoted, text
+from audit_app.importers.reading import RowRejected, quoted, text
 
 LABEL = "Azure cost details"
 PROVIDER = "azure"

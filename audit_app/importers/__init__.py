@@ -19,15 +19,9 @@ from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
 from audit_app.importers import generic, litellm, otel
-from audit_app.importers.base import (
-    CanonicalRequest,
-    ImportFileError,
-    ParsedChunk,
-    RowReject,
-    check_head,
-    read_head,
-)
+from audit_app.importers.base import CanonicalRequest, ParsedChunk
 from audit_app.importers.litellm_columnar import ColumnarUnsupported
+from audit_app.importers.reading import ImportFileError, RowReject, check_head, read_head
 
 __all__ = [
     "DETECTION_ORDER",

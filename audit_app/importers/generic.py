@@ -36,15 +36,13 @@ from typing import BinaryIO
 
 from audit_app.importers.base import (
     CanonicalRequest,
-    ImportFileError,
     ParsedChunk,
     SourceFields,
     build_request,
     head_field_names,
-    read_head,
     read_tabular_requests,
-    text,
 )
+from audit_app.importers.reading import ImportFileError, read_head, text
 
 COLUMNS = (
     "started_at",

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from audit_app import file_kinds
 from audit_app.filenames import NAME_MAX_BYTES, shortened_name
-from audit_app.importers.base import ImportFileError
+from audit_app.importers.reading import ImportFileError
 from audit_app.models import AuditEvent, Upload
 from audit_app.selectors_uploads import GateUse, upload_gate_uses
 from audit_app.services.audit import audit_record

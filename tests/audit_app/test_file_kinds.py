@@ -19,7 +19,7 @@ from audit_app.file_kinds import (
     unrecognised_message,
     wrong_kind_message,
 )
-from audit_app.importers.base import ImportFileError
+from audit_app.importers.reading import ImportFileError
 from audit_app.models import Upload
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
