@@ -44,6 +44,9 @@ from audit_app.importers.base import (
 )
 from audit_app.importers.reading import ImportFileError, read_head, text
 
+# The upload form's choice, and how a sentence names such a file (`audit_app.formats`).
+LABEL = "Generic CSV / JSONL (canonical columns)"
+DESCRIPTION = "a generic request log"
 COLUMNS = (
     "started_at",
     "ended_at",

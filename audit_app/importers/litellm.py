@@ -32,6 +32,10 @@ from audit_app.importers.reading import (
     row_outcome,
 )
 
+# The upload form's choice, and how a sentence names such a file (`audit_app.formats`).
+LABEL = "LiteLLM spend logs (CSV, JSON, JSONL)"
+DESCRIPTION = "a LiteLLM spend log"
+
 
 def sniff(head: bytes) -> bool:
     """A LiteLLM spend log has `request_id` and `startTime` or `call_type` in its first record."""

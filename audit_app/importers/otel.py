@@ -63,6 +63,9 @@ from audit_app.importers.reading import (
     text,
 )
 
+# The upload form's choice, and how a sentence names such a file (`audit_app.formats`).
+LABEL = "OpenTelemetry GenAI spans (OTLP JSON)"
+DESCRIPTION = "an OpenTelemetry trace export"
 GEN_AI_PREFIX = "gen_ai."
 TTFT_ATTRIBUTES = ("gen_ai.response.time_to_first_chunk", "gen_ai.latency.time_to_first_token")
 INPUT_TOKEN_ATTRIBUTES = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")

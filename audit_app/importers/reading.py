@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO, Generic, TypeVar
 
+# The format a caller names to have the file's own format detected (`audit_app.formats`).
+AUTO_FORMAT = "auto"
 HEAD_BYTES = 64 * 1024
 MAX_REJECT_VALUE_CHARS = 200
 # LiteLLM keeps whole prompts and responses in `messages` / `response`; one cell can be several
