@@ -11,7 +11,7 @@ token log. A Parquet file is read for its column names from its footer, which is
 takes the whole stream rather than its head. Benchmark artifacts are not detected here: they
 are imported on their own page (`benchmarks_app`, which `audit_app` never imports).
 
-Pure: no Django; the kind names are those of `audit_app.models.Upload.Kind`.
+Pure: no Django; kind and format names, labels and descriptions are `audit_app.formats`'.
 """
 
 from __future__ import annotations
@@ -21,27 +21,8 @@ from typing import BinaryIO
 
 from audit_app import billing, importers
 from audit_app.billing.base import PARQUET_MAGIC, table_columns
-from audit_app.importers.base import ImportFileError, read_head
-
-AUTO_KIND = "auto"
-TOKEN_LOG = "token_log"
-BILLING = "billing"
-
-# As `Upload.Kind` labels them (the upload form's choices), and as a sentence names them.
-KIND_LABELS = {TOKEN_LOG: "Token / request log", BILLING: "Billing export"}
-KIND_NOUNS = {TOKEN_LOG: "a token log", BILLING: "a billing export"}
-FORMAT_DESCRIPTIONS = {
-    "litellm": "a LiteLLM spend log",
-    "otel": "an OpenTelemetry trace export",
-    "generic": "a generic request log",
-    "focus": "a FOCUS billing export",
-    "aws-cur": "an AWS CUR billing export",
-    "azure": "an Azure cost details billing export",
-}
-KIND_OF_FORMAT = {
-    **dict.fromkeys(importers.IMPORTERS, TOKEN_LOG),
-    **dict.fromkeys(billing.BILLING_IMPORTERS, BILLING),
-}
+from audit_app.formats import AUTO_FORMAT, BILLING, FORMATS, KIND_LABELS, KIND_NOUNS, TOKEN_LOG
+from audit_app.importers.reading import ImportFileError, read_head
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +34,7 @@ class DetectedFile:
 
     @property
     def description(self) -> str:
-        return FORMAT_DESCRIPTIONS[self.format]
+        return FORMATS[self.format].description
 
 
 def token_log_format(stream: BinaryIO) -> str | None:
@@ -117,7 +98,7 @@ def wrong_kind_message(*, sent_as: str, detected: DetectedFile, requested_format
     """ "This looks like a FOCUS billing export, not a token log: upload it as a Billing export
     (kind=billing)." A format chosen by hand is named too, as it has to change with the kind."""
     fix = f"kind={detected.kind}"
-    if requested_format != AUTO_KIND:
+    if requested_format != AUTO_FORMAT:
         fix += f", format auto or {detected.format}"
     return (
         f"This looks like {detected.description}, not {KIND_NOUNS[sent_as]}: upload it as a "

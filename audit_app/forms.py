@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from django import forms
 
+from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMAT_LABELS, FORMATS_BY_KIND
 from audit_app.models import Upload
-from audit_app.services.uploads import AUTO_KIND, FORMATS_BY_KIND, UPLOAD_KINDS
+from audit_app.services.uploads import UPLOAD_KINDS
 
-FORMAT_LABELS = {
-    "auto": "Detect automatically",
-    "litellm": "LiteLLM spend logs (CSV, JSON, JSONL)",
-    "otel": "OpenTelemetry GenAI spans (OTLP JSON)",
-    "generic": "Generic CSV / JSONL (canonical columns)",
-    "focus": "FOCUS 1.0-1.3 billing export (CSV, Parquet)",
-    "aws-cur": "AWS Cost and Usage Report (legacy or 2.0)",
-    "azure": "Azure cost details (EA or MCA)",
-}
 KIND_LABELS = {
     AUTO_KIND: "Detect from the file (token log or billing export)",
     **{kind.value: kind.label for kind in (Upload.Kind.TOKEN_LOG, Upload.Kind.BILLING)},
@@ -38,7 +30,7 @@ class UploadForm(forms.Form):
     format = forms.ChoiceField(
         label="Format",
         choices=[(name, FORMAT_LABELS[name]) for name in FORMATS_BY_KIND[AUTO_KIND]],
-        initial="auto",
+        initial=AUTO_FORMAT,
         help_text="Detected from the header or keys; override it if detection guesses wrong.",
     )
 

@@ -15,9 +15,9 @@ from django.views.generic import TemplateView
 
 from audit_app import formatting
 from audit_app.costing import Deployment, busy_only_usd_per_million
+from audit_app.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
 from audit_app.permissions import Role, RoleRequiredMixin, has_role
-from audit_app.services.uploads import BENCHMARK_FORMATS
 from benchmarks_app import charts, gating
 from benchmarks_app.api.views import META_KEYS
 from benchmarks_app.models import BenchmarkRun, Gate

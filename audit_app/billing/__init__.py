@@ -30,7 +30,7 @@ from audit_app.billing.base import (
     table_columns,
 )
 from audit_app.billing.meters import ParsedMeter, parse_meter
-from audit_app.importers.base import ImportFileError, check_head, read_head
+from audit_app.importers.reading import AUTO_FORMAT, ImportFileError, check_head, read_head
 
 __all__ = [
     "BILLING_IMPORTERS",
@@ -46,7 +46,6 @@ __all__ = [
     "read_billing",
 ]
 
-AUTO_FORMAT = "auto"
 DEFAULT_CHUNK_ROWS = 50_000
 
 
@@ -54,6 +53,8 @@ class BillingImporter(Protocol):
     """What every billing importer module provides."""
 
     LABEL: str
+    DESCRIPTION: str
+    SHORT_LABEL: str
 
     def sniff(self, head: bytes) -> bool: ...
 
@@ -129,12 +130,12 @@ def read_billing(
             None,
         )
         hint = (
-            f"it looks like {BILLING_IMPORTERS[looks_like].LABEL} (`{looks_like}`)"
+            f"it looks like {BILLING_IMPORTERS[looks_like].SHORT_LABEL} (`{looks_like}`)"
             if looks_like
             else f"expected {EXPECTED_FORMATS}"
         )
         raise ImportFileError(
             f"the file was sent as `{format}` but its columns are not "
-            f"{BILLING_IMPORTERS[format].LABEL}: {hint}"
+            f"{BILLING_IMPORTERS[format].SHORT_LABEL}: {hint}"
         )
     yield from BILLING_IMPORTERS[format].read(stream, chunk_rows=chunk_rows)

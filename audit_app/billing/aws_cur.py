@@ -67,9 +67,13 @@ from audit_app.billing.base import (
     require_columns,
 )
 from audit_app.billing.meters import parse_meter
-from audit_app.importers.base import RowRejected, is_missing, quoted, text
+from audit_app.importers.reading import RowRejected, is_missing, quoted, text
 
-LABEL = "AWS CUR"
+# How the wrong-format sentence names the format; the upload form's choice; how a sentence
+# names such a file (`audit_app.formats`).
+SHORT_LABEL = "AWS CUR"
+LABEL = "AWS Cost and Usage Report (legacy or 2.0)"
+DESCRIPTION = "an AWS CUR billing export"
 PROVIDER = "aws"
 PROVIDER_RAW_DEFAULT = "AWS"
 MARKER_COLUMNS = ("lineItem/UnblendedCost", "line_item_unblended_cost")

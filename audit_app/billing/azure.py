@@ -67,9 +67,13 @@ from audit_app.billing.base import (
     require_columns,
 )
 from audit_app.billing.meters import parse_meter
-from audit_app.importers.base import RowRejected, quoted, text
+from audit_app.importers.reading import RowRejected, quoted, text
 
-LABEL = "Azure cost details"
+# How the wrong-format sentence names the format; the upload form's choice; how a sentence
+# names such a file (`audit_app.formats`).
+SHORT_LABEL = "Azure cost details"
+LABEL = "Azure cost details (EA or MCA)"
+DESCRIPTION = "an Azure cost details billing export"
 PROVIDER = "azure"
 PROVIDER_RAW = "Microsoft"
 

@@ -3,7 +3,9 @@
 Every billing importer (FOCUS, AWS CUR, Azure cost details) reads its file through
 `read_table`, which streams CSV row by row (or Parquet batch by batch), and turns each record
 into a `BillingLine` or a `BillingReject`. A file that cannot be read at all raises
-`ImportFileError` (shared with the token-log importers) with one sentence.
+`ImportFileError` with one sentence. The failures, the reject type, the chunking, the CSV row
+loop, the missing-column sentence and the years a period may fall in are shared with the
+token-log importers (`audit_app.importers.reading`).
 
 Conventions fixed here for all billing formats:
 - Money is `Decimal`, exactly as written (`1.81E-8` stays 1.81E-8); the sign is kept, so credits
@@ -45,19 +47,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from audit_app.billing.meters import ParsedMeter
-from audit_app.importers.base import (
-    CSV_FIELD_SIZE_LIMIT,
+from audit_app.importers.base import parse_timestamp
+from audit_app.importers.reading import (
     HEAD_BYTES,
     ImportFileError,
+    Record,
+    RowReject,
     RowRejected,
-    display_value,
+    check_chunk_rows,
+    check_in_years,
+    csv_header,
+    csv_record,
+    group_outcomes,
     head_text,
+    is_blank_row,
     is_missing,
-    iter_text_lines,
-    parse_timestamp,
+    iter_csv_rows,
+    missing_message,
     quoted,
     read_head,
-    shorten,
+    row_outcome,
     text,
 )
 
@@ -128,14 +137,8 @@ class BillingLine:
     commitment: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class BillingReject:
-    """A row that was read but not accepted, with where it is and why."""
-
-    line: int
-    field: str
-    value: str
-    reason: str
+# The reject type both importer stacks share, under the name the billing stack's callers use.
+BillingReject = RowReject
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,23 +151,6 @@ class BillingChunk:
     bytes_read: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class BillingRecord:
-    """One row of a CSV or Parquet file, before conversion."""
-
-    line: int
-    fields: Mapping[str, object]
-
-
-def reject_of(rejected: RowRejected, *, line: int) -> BillingReject:
-    return BillingReject(
-        line=line,
-        field=rejected.field,
-        value=shorten(display_value(rejected.value)),
-        reason=rejected.reason,
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # Coercions
 # ---------------------------------------------------------------------------------------------
@@ -172,9 +158,6 @@ def reject_of(rejected: RowRejected, *, line: int) -> BillingReject:
 
 # No billing line is worth (or counts) more than this; larger values are garbage or overflow.
 MAX_ABS_AMOUNT = Decimal(10) ** 15
-# Charge periods outside these years are placeholders or typos.
-EARLIEST_PERIOD = datetime(2000, 1, 1, tzinfo=UTC)
-LATEST_PERIOD = datetime(2100, 1, 1, tzinfo=UTC)
 
 
 def parse_amount(value: object, *, field: str) -> Decimal | None:
@@ -226,14 +209,8 @@ def parse_period(value: object, *, field: str) -> datetime:
             value=value,
             reason=f"`{field}` is not a date or timestamp: {quoted(value)}.",
         ) from error
-    if not EARLIEST_PERIOD <= moment < LATEST_PERIOD:
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` is {quoted(value)}, outside the years "
-            f"{EARLIEST_PERIOD.year}-{LATEST_PERIOD.year - 1}.",
-        )
-    return moment
+    # Charge periods outside 2000-2099 are placeholders or typos.
+    return check_in_years(moment, field=field, value=value)
 
 
 @lru_cache(maxsize=16_384)
@@ -381,12 +358,6 @@ class ColumnIndex:
         return None
 
 
-def missing_columns_message(where: str, missing: Sequence[str]) -> str:
-    names = ", ".join(missing)
-    plural = "s" if len(missing) > 1 else ""
-    return f"{where}: missing required column{plural} {names}"
-
-
 def require_columns(columns: ColumnIndex, *, where: str, required: Sequence[Sequence[str]]) -> None:
     """Each entry lists the accepted spellings of one column; name every one that is absent."""
     missing = [
@@ -395,7 +366,7 @@ def require_columns(columns: ColumnIndex, *, where: str, required: Sequence[Sequ
         if columns.find(*spellings) is None
     ]
     if missing:
-        raise ImportFileError(missing_columns_message(where, missing))
+        raise ImportFileError(missing_message(where, noun="column", names=missing))
 
 
 def _column_with_alternatives(spellings: Sequence[str]) -> str:
@@ -436,48 +407,21 @@ class CsvTable:
 
     def __init__(self, stream: BinaryIO) -> None:
         read_head(stream)
-        # The limit is process-wide in the csv module; raising it never breaks another reader.
-        csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))
         self._stream = stream
-        self._reader = csv.reader(iter_text_lines(stream))
-        self._last_line = 0
-        header: list[str] | None = None
-        for row in self._rows():
-            header = [name.strip() for name in row[1]]
-            self.header_line = row[0]
-            break
-        if header is None:
+        # Blank lines, and rows of empty cells (",,,," as spreadsheets save them), are not
+        # records.
+        self._rows = iter_csv_rows(stream, is_blank=is_blank_row)
+        first = next(self._rows, None)
+        if first is None:
             raise ImportFileError("the file is empty")
-        self.columns = ColumnIndex(header)
+        self.header_line, header_row = first
+        self.columns = ColumnIndex(csv_header(header_row))
         self.where = f"line {self.header_line}"
 
-    def _rows(self) -> Iterator[tuple[int, list[str]]]:
-        try:
-            for row in self._reader:
-                row_start = self._last_line + 1
-                self._last_line = self._reader.line_num
-                # Blank lines, and rows of empty cells (",,,," as spreadsheets save them), are
-                # not records.
-                if not any(value.strip() for value in row):
-                    continue
-                yield row_start, row
-        except csv.Error as error:
-            raise ImportFileError(
-                f"line {self._reader.line_num}: unreadable CSV ({error})"
-            ) from error
-
-    def records(self) -> Iterator[BillingRecord | BillingReject]:
+    def records(self) -> Iterator[Record | BillingReject]:
         names = self.columns.names
-        for line, row in self._rows():
-            if len(row) != len(names):
-                yield BillingReject(
-                    line=line,
-                    field="(row)",
-                    value=shorten(",".join(row)),
-                    reason=f"the row has {len(row)} fields but the header has {len(names)}.",
-                )
-                continue
-            yield BillingRecord(line=line, fields=dict(zip(names, row, strict=True)))
+        for line, row in self._rows:
+            yield csv_record(line, row, names)
 
     def position(self) -> int:
         return self._stream.tell()
@@ -514,14 +458,14 @@ class ParquetTable:
         self._rows_done = 0
         self._finished = False
 
-    def records(self) -> Iterator[BillingRecord | BillingReject]:
+    def records(self) -> Iterator[Record | BillingReject]:
         ordinal = 0
         try:
             for batch in self._file.iter_batches(batch_size=PARQUET_BATCH_ROWS):
                 for row in batch.to_pylist():
                     ordinal += 1
                     self._rows_done = ordinal
-                    yield BillingRecord(line=ordinal + 1, fields=row)
+                    yield Record(line=ordinal + 1, fields=row)
         except (pa.ArrowException, OSError, ValueError) as error:
             raise ImportFileError(parquet_error_message(error)) from error
         self._finished = True
@@ -575,22 +519,16 @@ def read_table(
     `prepare(columns, where)` raises `ImportFileError` for missing columns (`where` is "line 1"
     or "the Parquet file") and returns the function that turns one record into a line.
     """
-    if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
+    check_chunk_rows(chunk_rows)
     table = open_table(stream)
     convert = prepare(table.columns, table.where)
     outcomes = (
-        record if isinstance(record, BillingReject) else _outcome(convert, record)
+        record
+        if isinstance(record, RowReject)
+        else row_outcome(convert, record.fields, record.line)
         for record in table.records()
     )
     return chunk_outcomes(outcomes, position=table.position, chunk_rows=chunk_rows)
-
-
-def _outcome(convert: RowConverter, record: BillingRecord) -> BillingLine | BillingReject:
-    try:
-        return convert(record.fields, record.line)
-    except RowRejected as rejected:
-        return reject_of(rejected, line=record.line)
 
 
 def chunk_outcomes(
@@ -605,27 +543,14 @@ def chunk_outcomes(
     data rows (or trailing blank lines after a full chunk) still yields a final chunk, possibly
     empty, so progress reaches the file size.
     """
-    lines: list[BillingLine] = []
-    rejects: list[BillingReject] = []
-    reported = -1
-    for outcome in outcomes:
-        if isinstance(outcome, BillingReject):
-            rejects.append(outcome)
-        else:
-            lines.append(outcome)
-        if len(lines) + len(rejects) >= chunk_rows:
-            reported = position()
-            yield BillingChunk(
-                lines=lines,
-                rejects=rejects,
-                rows_read=len(lines) + len(rejects),
-                bytes_read=reported,
-            )
-            lines, rejects = [], []
-    end = position()
-    if lines or rejects or end != reported:
+    for group in group_outcomes(
+        outcomes, chunk_rows=chunk_rows, position=position, end_at_file_end=True
+    ):
         yield BillingChunk(
-            lines=lines, rejects=rejects, rows_read=len(lines) + len(rejects), bytes_read=end
+            lines=group.accepted,
+            rejects=group.rejects,
+            rows_read=group.rows_read,
+            bytes_read=group.bytes_read,
         )
 
 

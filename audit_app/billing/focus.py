@@ -58,9 +58,13 @@ from audit_app.billing.base import (
     require_columns,
 )
 from audit_app.billing.meters import parse_meter
-from audit_app.importers.base import RowRejected, quoted, text
+from audit_app.importers.reading import RowRejected, quoted, text
 
-LABEL = "FOCUS"
+# How the wrong-format sentence names the format; the upload form's choice; how a sentence
+# names such a file (`audit_app.formats`).
+SHORT_LABEL = "FOCUS"
+LABEL = "FOCUS 1.0-1.3 billing export (CSV, Parquet)"
+DESCRIPTION = "a FOCUS billing export"
 MARKER_COLUMNS = ("BilledCost", "ChargePeriodStart")
 CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
 CHARGE_CLASS_CORRECTION = "Correction"

@@ -19,15 +19,15 @@ from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
 from audit_app.importers import generic, litellm, otel
-from audit_app.importers.base import (
-    CanonicalRequest,
+from audit_app.importers.base import CanonicalRequest, ParsedChunk
+from audit_app.importers.litellm_columnar import ColumnarUnsupported
+from audit_app.importers.reading import (
+    AUTO_FORMAT,
     ImportFileError,
-    ParsedChunk,
     RowReject,
     check_head,
     read_head,
 )
-from audit_app.importers.litellm_columnar import ColumnarUnsupported
 
 __all__ = [
     "DETECTION_ORDER",
@@ -43,12 +43,14 @@ __all__ = [
     "read_requests",
 ]
 
-AUTO_FORMAT = "auto"
 DEFAULT_CHUNK_ROWS = 20_000
 
 
 class Importer(Protocol):
     """What every importer module provides."""
+
+    LABEL: str
+    DESCRIPTION: str
 
     def sniff(self, head: bytes) -> bool: ...
 

@@ -3,7 +3,9 @@
 Every importer turns its format into `CanonicalRequest` rows through `build_request`, so the
 validation rules (and the wording of every reject) are the same for LiteLLM, OpenTelemetry and
 the generic format. A row that fails validation becomes a `RowReject`; a file that cannot be
-read at all raises `ImportFileError` with one sentence naming the line, byte or column.
+read at all raises `ImportFileError` with one sentence naming the line, byte or column. Those
+two, the chunking, the CSV row loop and the text decoding are shared with the billing importers
+in `audit_app.importers.reading`.
 
 Conventions fixed here for all formats:
 - Timestamps become timezone-aware UTC datetimes. Accepted: ISO 8601 with `T` or a space, with or
@@ -21,7 +23,6 @@ Conventions fixed here for all formats:
 from __future__ import annotations
 
 import ast
-import codecs
 import csv
 import json
 import re
@@ -32,25 +33,41 @@ from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any, BinaryIO
 
 from audit_app.identity import resolve_workload
+from audit_app.importers.reading import (
+    UTF8_BOM,
+    ImportFileError,
+    Record,
+    RowReject,
+    RowRejected,
+    check_chunk_rows,
+    check_in_years,
+    csv_header,
+    csv_record,
+    decode_text,
+    display_value,
+    group_outcomes,
+    head_text,
+    in_backticks,
+    is_empty_line,
+    is_missing,
+    iter_csv_rows,
+    iter_text_lines,
+    missing_message,
+    quoted,
+    read_head,
+    row_outcome,
+    shorten,
+    text,
+)
 
 MAX_TOKENS_PER_REQUEST = 10_000_000
 # A single request costing more than this is a unit mistake or garbage, never a real bill.
 MAX_COST_PER_REQUEST = Decimal(100_000)
-# Request times outside these years are typos or placeholders (1900-01-01, 9999-12-31); they
-# are rejected as rows rather than overflowing the nanosecond timestamps the rollups use.
-EARLIEST_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
-LATEST_TIMESTAMP = datetime(2100, 1, 1, tzinfo=UTC)
-HEAD_BYTES = 64 * 1024
-MAX_REJECT_VALUE_CHARS = 200
-# LiteLLM keeps whole prompts and responses in `messages` / `response`; one cell can be several
-# megabytes, far above the csv module's 128 KiB default.
-CSV_FIELD_SIZE_LIMIT = 16 * 1024 * 1024
 
 STATUS_SUCCESS = "success"
 STATUS_ERROR = "error"
 OPERATION_EMBEDDING = "embedding"
 
-MISSING_TEXT = frozenset({"", "null", "none"})
 SUCCESS_WORDS = frozenset({"success", "succeeded", "ok", "completed"})
 ERROR_WORDS = frozenset({"error", "failure", "failed", "fail"})
 TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "on"})
@@ -58,7 +75,6 @@ FALSE_WORDS = frozenset({"false", "f", "no", "n", "0", "off"})
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MILLISECOND = timedelta(milliseconds=1)
-UTF8_BOM = "\ufeff"
 
 _ISO_TIMESTAMP = re.compile(
     r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})[T ]"
@@ -123,16 +139,6 @@ class CanonicalRequest:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RowReject:
-    """A row that was read but not accepted, with where it is and why."""
-
-    line: int
-    field: str
-    value: str
-    reason: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class ParsedChunk:
     """Up to `chunk_rows` rows of a file; `bytes_read` is the stream position after them."""
 
@@ -162,74 +168,12 @@ class SourceFields:
     status: str = "status"
 
 
-@dataclass(frozen=True, kw_only=True)
-class TabularRecord:
-    """One row of a CSV / JSON array / JSONL file before validation."""
-
-    line: int
-    fields: Mapping[str, object]
-
-
-class ImportFileError(Exception):
-    """The file cannot be read at all; the message is one sentence for the upload's report."""
-
-
-class RowRejected(Exception):
-    """Raised by coercions inside one row; turned into a `RowReject` by `row_outcome`."""
-
-    def __init__(self, *, field: str, value: object, reason: str) -> None:
-        super().__init__(reason)
-        self.field = field
-        self.value = value
-        self.reason = reason
-
-    def to_reject(self, *, line: int) -> RowReject:
-        return RowReject(
-            line=line,
-            field=self.field,
-            value=shorten(display_value(self.value)),
-            reason=self.reason,
-        )
-
-
 RowOutcome = CanonicalRequest | RowReject
 
 
 # ---------------------------------------------------------------------------------------------
 # Scalar coercions
 # ---------------------------------------------------------------------------------------------
-
-
-def display_value(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dict | list):
-        return json.dumps(value, default=str)
-    return str(value)
-
-
-def shorten(text: str) -> str:
-    return text[:MAX_REJECT_VALUE_CHARS]
-
-
-def quoted(value: object) -> str:
-    """The value as it appears in a reason sentence, kept short enough to read."""
-    text = display_value(value)
-    return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-def is_missing(value: object) -> bool:
-    """None, an empty string or a `NULL`/`None` placeholder written by database exports."""
-    if value is None:
-        return True
-    return isinstance(value, str) and value.strip().lower() in MISSING_TEXT
-
-
-def text(value: object) -> str:
-    """A stripped string, "" when missing."""
-    if is_missing(value):
-        return ""
-    return display_value(value).strip()
 
 
 def first_text(*values: object) -> str:
@@ -408,22 +352,11 @@ def _timestamp_from_text(value: str) -> datetime:
     return moment.astimezone(UTC)
 
 
-def _in_range(moment: datetime, *, field: str, value: object) -> datetime:
-    if not EARLIEST_TIMESTAMP <= moment < LATEST_TIMESTAMP:
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` is {quoted(value)}, outside the years "
-            f"{EARLIEST_TIMESTAMP.year}-{LATEST_TIMESTAMP.year - 1}.",
-        )
-    return moment
-
-
 def parse_timestamp(value: object, *, field: str) -> datetime | None:
     """A timezone-aware UTC datetime; None when missing (see the module docstring for forms).
     Times outside 2000-2099 are rejected."""
     moment = _parse_timestamp(value, field=field)
-    return None if moment is None else _in_range(moment, field=field, value=value)
+    return None if moment is None else check_in_years(moment, field=field, value=value)
 
 
 def _parse_timestamp(value: object, *, field: str) -> datetime | None:
@@ -473,7 +406,7 @@ def parse_unix_nanos(value: object, *, field: str) -> datetime | None:
         raise RowRejected(
             field=field, value=value, reason=f"`{field}` is out of range: {quoted(value)}."
         ) from None
-    return _in_range(moment, field=field, value=value)
+    return check_in_years(moment, field=field, value=value)
 
 
 def parse_duration_seconds(value: object, *, field: str) -> timedelta | None:
@@ -692,114 +625,28 @@ def build_request(
     )
 
 
-def row_outcome(
-    convert: Callable[[Mapping[str, object], int], CanonicalRequest],
-    fields: Mapping[str, object],
-    line: int,
-) -> RowOutcome:
-    """Run an importer's row conversion, turning a `RowRejected` into the row's reject."""
-    try:
-        return convert(fields, line)
-    except RowRejected as rejected:
-        return rejected.to_reject(line=line)
-
-
 def chunk_outcomes(
     outcomes: Iterable[RowOutcome], *, stream: BinaryIO, chunk_rows: int
 ) -> Iterator[ParsedChunk]:
-    """Group row outcomes into chunks of `chunk_rows` rows.
+    """Group row outcomes into chunks of `chunk_rows` rows; a file without rows yields none.
 
     `outcomes` must be lazy so `stream.tell()` is the position just after the chunk's last row.
     """
-    if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
-    requests: list[CanonicalRequest] = []
-    rejects: list[RowReject] = []
-    for outcome in outcomes:
-        if isinstance(outcome, RowReject):
-            rejects.append(outcome)
-        else:
-            requests.append(outcome)
-        if len(requests) + len(rejects) >= chunk_rows:
-            yield ParsedChunk(
-                requests=requests,
-                rejects=rejects,
-                rows_read=len(requests) + len(rejects),
-                bytes_read=stream.tell(),
-            )
-            requests, rejects = [], []
-    if requests or rejects:
+    check_chunk_rows(chunk_rows)
+    for group in group_outcomes(
+        outcomes, chunk_rows=chunk_rows, position=stream.tell, end_at_file_end=False
+    ):
         yield ParsedChunk(
-            requests=requests,
-            rejects=rejects,
-            rows_read=len(requests) + len(rejects),
-            bytes_read=stream.tell(),
+            requests=group.accepted,
+            rejects=group.rejects,
+            rows_read=group.rows_read,
+            bytes_read=group.bytes_read,
         )
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading bytes as text
+# Reading JSON
 # ---------------------------------------------------------------------------------------------
-
-
-def read_head(stream: BinaryIO) -> bytes:
-    """The first `HEAD_BYTES` of the file, checked, with the stream rewound to the start."""
-    stream.seek(0)
-    head = stream.read(HEAD_BYTES)
-    stream.seek(0)
-    check_head(head)
-    return head
-
-
-def check_head(head: bytes) -> None:
-    """Fail early on files that are empty, binary or not UTF-8, before any format guessing."""
-    if not head.strip():
-        raise ImportFileError("the file is empty")
-    if head.startswith(b"\x1f\x8b"):
-        raise ImportFileError(
-            "the file is gzip-compressed; compressed uploads are not accepted, so upload the "
-            "uncompressed file (it is never expanded here)"
-        )
-    if head.startswith(b"PK\x03\x04"):
-        raise ImportFileError("the file is a ZIP archive; upload the CSV or JSON file inside it")
-    nul_at = head.find(b"\x00")
-    if nul_at >= 0:
-        raise ImportFileError(f"the file looks binary (NUL byte at byte {nul_at})")
-    try:
-        # final=False: the head may end in the middle of a multi-byte character.
-        codecs.getincrementaldecoder("utf-8")().decode(head, False)
-    except UnicodeDecodeError as error:
-        raise ImportFileError(f"not valid UTF-8 at byte {error.start}") from error
-
-
-def head_text(head: bytes) -> str:
-    """The head as text for sniffing: BOM and leading whitespace gone, a cut character dropped."""
-    return head.decode("utf-8", errors="ignore").lstrip(UTF8_BOM).lstrip()
-
-
-def _decode_line(raw: bytes, *, offset: int) -> str:
-    nul_at = raw.find(b"\x00")
-    if nul_at >= 0:
-        raise ImportFileError(f"the file looks binary (NUL byte at byte {offset + nul_at})")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ImportFileError(f"not valid UTF-8 at byte {offset + error.start}") from error
-
-
-def iter_text_lines(stream: BinaryIO) -> Iterator[str]:
-    """Decoded lines (with their line endings) from the start of the stream, one at a time.
-
-    Decoding line by line is exact for UTF-8: no multi-byte character contains the byte 0x0A.
-    """
-    stream.seek(0)
-    offset = 0
-    for raw in iter(stream.readline, b""):
-        line = _decode_line(raw, offset=offset)
-        if offset == 0:
-            line = line.removeprefix(UTF8_BOM)
-        offset += len(raw)
-        yield line
 
 
 def read_json_document(stream: BinaryIO) -> object:
@@ -810,7 +657,7 @@ def read_json_document(stream: BinaryIO) -> object:
     """
     stream.seek(0)
     raw = stream.read()
-    document_text = _decode_line(raw, offset=0).removeprefix(UTF8_BOM)
+    document_text = decode_text(raw, offset=0).removeprefix(UTF8_BOM)
     try:
         # Decimal keeps money exact: a float would turn 0.1 into 0.1000000000000000055...
         return json.loads(document_text, parse_float=Decimal)
@@ -873,7 +720,7 @@ def head_field_names(head: bytes) -> set[str]:
 
 def iter_tabular_records(
     stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[TabularRecord | RowReject]:
+) -> Iterator[Record | RowReject]:
     """Records of a CSV, JSON array or JSONL file, told apart by the first character."""
     start = head_text(read_head(stream))
     if start.startswith("["):
@@ -883,45 +730,19 @@ def iter_tabular_records(
     return _iter_csv_records(stream, required_fields=required_fields)
 
 
-def _missing_fields_message(where: str, kind: str, missing: Sequence[str]) -> str:
-    names = ", ".join(f"`{name}`" for name in missing)
-    plural = "s" if len(missing) > 1 else ""
-    return f"{where}: missing required {kind}{plural} {names}"
-
-
 def _iter_csv_records(
     stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[TabularRecord | RowReject]:
-    # The limit is process-wide in the csv module; raising it never breaks another reader.
-    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_SIZE_LIMIT))
-    reader = csv.reader(iter_text_lines(stream))
-    header: list[str] = []
-    last_line = 0
-    try:
-        for row in reader:
-            row_start = last_line + 1
-            last_line = reader.line_num
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if not header:
-                header = [name.strip() for name in row]
-                missing = [name for name in required_fields if name not in header]
-                if missing:
-                    raise ImportFileError(
-                        _missing_fields_message(f"line {row_start}", "column", missing)
-                    )
-                continue
-            if len(row) != len(header):
-                yield RowReject(
-                    line=row_start,
-                    field="(row)",
-                    value=shorten(",".join(row)),
-                    reason=f"the row has {len(row)} fields but the header has {len(header)}.",
-                )
-                continue
-            yield TabularRecord(line=row_start, fields=dict(zip(header, row, strict=True)))
-    except csv.Error as error:
-        raise ImportFileError(f"line {reader.line_num}: unreadable CSV ({error})") from error
+) -> Iterator[Record | RowReject]:
+    rows = iter_csv_rows(stream, is_blank=is_empty_line)
+    for header_line, header_row in rows:
+        header = csv_header(header_row)
+        missing = [name for name in required_fields if name not in header]
+        if missing:
+            raise ImportFileError(
+                missing_message(f"line {header_line}", noun="column", names=in_backticks(missing))
+            )
+        for line, row in rows:
+            yield csv_record(line, row, header)
 
 
 def _check_first_record(
@@ -931,12 +752,12 @@ def _check_first_record(
     is the wrong shape, and rejecting every row one by one would bury that."""
     missing = [name for name in required_fields if name not in fields]
     if missing:
-        raise ImportFileError(_missing_fields_message(where, "field", missing))
+        raise ImportFileError(missing_message(where, noun="field", names=in_backticks(missing)))
 
 
 def _iter_jsonl_records(
     stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[TabularRecord | RowReject]:
+) -> Iterator[Record | RowReject]:
     checked = False
     for line_number, line_text in enumerate(iter_text_lines(stream), start=1):
         if not line_text.strip():
@@ -959,12 +780,12 @@ def _iter_jsonl_records(
                 record, where=f"line {line_number}", required_fields=required_fields
             )
             checked = True
-        yield TabularRecord(line=line_number, fields=record)
+        yield Record(line=line_number, fields=record)
 
 
 def _iter_json_array_records(
     stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[TabularRecord | RowReject]:
+) -> Iterator[Record | RowReject]:
     document = read_json_document(stream)
     if not isinstance(document, list):
         raise ImportFileError("the JSON document is not a list of records")
@@ -983,7 +804,7 @@ def _iter_json_array_records(
         if not checked:
             _check_first_record(record, where=f"record {position}", required_fields=required_fields)
             checked = True
-        yield TabularRecord(line=position, fields=record)
+        yield Record(line=position, fields=record)
 
 
 def read_tabular_requests(

@@ -36,16 +36,17 @@ from typing import BinaryIO
 
 from audit_app.importers.base import (
     CanonicalRequest,
-    ImportFileError,
     ParsedChunk,
     SourceFields,
     build_request,
     head_field_names,
-    read_head,
     read_tabular_requests,
-    text,
 )
+from audit_app.importers.reading import ImportFileError, read_head, text
 
+# The upload form's choice, and how a sentence names such a file (`audit_app.formats`).
+LABEL = "Generic CSV / JSONL (canonical columns)"
+DESCRIPTION = "a generic request log"
 COLUMNS = (
     "started_at",
     "ended_at",

@@ -48,32 +48,35 @@ import pyarrow.csv as pa_csv
 
 from audit_app.identity import resolve_workload
 from audit_app.importers import frame as canonical
-from audit_app.importers import litellm
+from audit_app.importers import litellm_rows
 from audit_app.importers.base import (
-    CSV_FIELD_SIZE_LIMIT,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     MAX_COST_PER_REQUEST,
     MAX_TOKENS_PER_REQUEST,
     STATUS_ERROR,
     CanonicalRequest,
-    ImportFileError,
     ParsedChunk,
-    RowReject,
-    RowRejected,
-    _missing_fields_message,
     first_text,
-    iter_text_lines,
     parse_json_object,
     parse_status,
     parse_tags,
     parse_token_count,
+)
+from audit_app.importers.reading import (
+    CSV_FIELD_SIZE_LIMIT,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ImportFileError,
+    RowReject,
+    RowRejected,
+    in_backticks,
+    iter_text_lines,
+    missing_message,
     read_head,
     row_outcome,
     text,
 )
 
-# The columns `litellm._request_from_record` reads; nothing else is converted.
+# The columns `litellm_rows.request_from_record` reads; nothing else is converted.
 MAPPED_COLUMNS = (
     "request_id",
     "call_type",
@@ -233,9 +236,9 @@ def _read_header(stream: BinaryIO) -> _Header:
     if reader.line_num != 1:
         raise ColumnarUnsupported("the header spans more than one line")
     names = [name.strip() for name in row]
-    missing = [name for name in litellm.REQUIRED_COLUMNS if name not in names]
+    missing = [name for name in litellm_rows.REQUIRED_COLUMNS if name not in names]
     if missing:
-        raise ImportFileError(_missing_fields_message("line 1", "column", missing))
+        raise ImportFileError(missing_message("line 1", noun="column", names=in_backticks(missing)))
     if len(set(names)) != len(names):
         raise ColumnarUnsupported("the header repeats a column name")
     return _Header(names=names, end=stream.tell())
@@ -457,7 +460,7 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
     try:
         metadata = parse_json_object(raw, field="metadata")
         spend_logs_metadata = parse_json_object(
-            litellm._nested(metadata, "spend_logs_metadata"),
+            litellm_rows.nested(metadata, "spend_logs_metadata"),
             field="metadata.spend_logs_metadata",
         )
         tags = parse_tags(metadata.get("tags"), field="metadata.tags")
@@ -465,13 +468,14 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
         return None
     try:
         cached = parse_token_count(
-            litellm._cached_tokens(metadata), field=litellm.SOURCE_FIELDS.cached_input_tokens
+            litellm_rows.cached_tokens(metadata),
+            field=litellm_rows.SOURCE_FIELDS.cached_input_tokens,
         )
         cached_tokens: int | None = 0 if cached is None else cached
     except RowRejected:
         cached_tokens = None
     try:
-        batch_api: bool | None = litellm._is_batch("", metadata)
+        batch_api: bool | None = litellm_rows.is_batch("", metadata)
     except RowRejected:
         batch_api = None
     # The row's own metadata wins over the per-request key/values the caller passed in.
@@ -498,7 +502,7 @@ def _request_tags(raw: str) -> tuple[str, ...] | None:
 def _operation(raw: str) -> tuple[str, bool]:
     """(canonical operation, call type names a batch call) for one `call_type` text."""
     call_type = text(raw)
-    operation = litellm.OPERATION_BY_CALL_TYPE.get(call_type.lower(), call_type)
+    operation = litellm_rows.OPERATION_BY_CALL_TYPE.get(call_type.lower(), call_type)
     return text(operation).lower(), "batch" in call_type.lower()
 
 
@@ -1006,7 +1010,7 @@ def _convert_row_by_row(
     columns = [picked.column(name).to_pylist() for name in names]
     for position, row in enumerate(rows):
         record = {name: values[position] for name, values in zip(names, columns, strict=True)}
-        outcome = row_outcome(litellm._request_from_record, record, first_line + int(row))
+        outcome = row_outcome(litellm_rows.request_from_record, record, first_line + int(row))
         if isinstance(outcome, RowReject):
             rejects.append(outcome)
         else:

@@ -42,25 +42,30 @@ from audit_app.importers.base import (
     STATUS_ERROR,
     STATUS_SUCCESS,
     CanonicalRequest,
-    ImportFileError,
     ParsedChunk,
     RowOutcome,
-    RowRejected,
     SourceFields,
     build_request,
     chunk_outcomes,
     first_text,
     head_field_names,
-    iter_text_lines,
     parse_duration_seconds,
     parse_json_line,
     parse_unix_nanos,
-    read_head,
     read_json_document,
+)
+from audit_app.importers.reading import (
+    ImportFileError,
+    RowRejected,
+    iter_text_lines,
+    read_head,
     row_outcome,
     text,
 )
 
+# The upload form's choice, and how a sentence names such a file (`audit_app.formats`).
+LABEL = "OpenTelemetry GenAI spans (OTLP JSON)"
+DESCRIPTION = "an OpenTelemetry trace export"
 GEN_AI_PREFIX = "gen_ai."
 TTFT_ATTRIBUTES = ("gen_ai.response.time_to_first_chunk", "gen_ai.latency.time_to_first_token")
 INPUT_TOKEN_ATTRIBUTES = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")

@@ -34,13 +34,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from audit_app.importers.base import (
-    ImportFileError,
-    RowRejected,
-    head_text,
-    iter_text_lines,
-    parse_json_line,
-)
+from audit_app.importers.base import parse_json_line
+from audit_app.importers.reading import ImportFileError, RowRejected, head_text, iter_text_lines
 
 SCAN_BLOCK_BYTES = 16 << 20
 # The header record (CSV) or first record (JSONL) must end within this many bytes, or the file

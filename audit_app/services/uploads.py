@@ -21,36 +21,14 @@ from django.utils import timezone
 
 from audit_app import file_kinds
 from audit_app.filenames import NAME_MAX_BYTES, shortened_name
-from audit_app.importers.base import ImportFileError
+from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMATS, FORMATS_BY_KIND, KIND_LABELS
+from audit_app.importers.reading import ImportFileError
 from audit_app.models import AuditEvent, Upload
 from audit_app.selectors_uploads import GateUse, upload_gate_uses
 from audit_app.services.audit import audit_record
 from audit_app.services.supersession import charges_release
 
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
-TOKEN_LOG_FORMATS = ("auto", "litellm", "otel", "generic")
-BILLING_FORMATS = ("auto", "focus", "aws-cur", "azure")
-BENCHMARK_FORMATS = (
-    "auto",
-    "vllm",
-    "guidellm",
-    "aiperf",
-    "genai-perf",
-    "llmperf",
-    "mlperf",
-    "llm-d",
-    "telemetry",
-)
-# `auto`: detect token log vs billing export from the file (`audit_app.file_kinds`); the row
-# stores the kind found. Any token-log or billing format may go with it and then sets the kind.
-AUTO_KIND = file_kinds.AUTO_KIND
-AUTO_KIND_FORMATS = tuple(dict.fromkeys(TOKEN_LOG_FORMATS + BILLING_FORMATS))
-FORMATS_BY_KIND: dict[str, tuple[str, ...]] = {
-    AUTO_KIND: AUTO_KIND_FORMATS,
-    Upload.Kind.TOKEN_LOG: TOKEN_LOG_FORMATS,
-    Upload.Kind.BILLING: BILLING_FORMATS,
-    Upload.Kind.BENCHMARK: BENCHMARK_FORMATS,
-}
 # What the upload page, `POST /api/v1/uploads/` and `manage.py ingest` accept (benchmark
 # artifacts are imported on their own page).
 UPLOAD_KINDS = (AUTO_KIND, Upload.Kind.TOKEN_LOG.value, Upload.Kind.BILLING.value)
@@ -227,8 +205,8 @@ def resolve_kind(stream: BinaryIO, *, kind: str, requested_format: str) -> str:
       ("This looks like a FOCUS billing export, not a token log: ..."). A file that neither
       family recognises keeps the kind it was sent as; its ingest fails saying what is missing.
     """
-    if kind == AUTO_KIND and requested_format != AUTO_KIND:
-        kind = file_kinds.KIND_OF_FORMAT[requested_format]
+    if kind == AUTO_KIND and requested_format != AUTO_FORMAT:
+        kind = FORMATS[requested_format].kind
     elif kind == AUTO_KIND:
         try:
             detected = file_kinds.detect_file(stream)
@@ -237,7 +215,7 @@ def resolve_kind(stream: BinaryIO, *, kind: str, requested_format: str) -> str:
         if detected is None:
             raise UploadRefused(file_kinds.unrecognised_message())
         return detected.kind
-    if kind not in file_kinds.KIND_LABELS:
+    if kind not in KIND_LABELS:
         return kind  # benchmark artifacts: their importer checks them
     other = file_kinds.other_kind(stream, kind=kind)
     if other is not None:

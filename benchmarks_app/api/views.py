@@ -14,9 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
+from audit_app.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
 from audit_app.permissions import ALL_ROLES, Role
-from audit_app.services.uploads import BENCHMARK_FORMATS
 from benchmarks_app import gating
 from benchmarks_app.converters.base import METADATA_KEYS
 from benchmarks_app.models import BenchmarkRun, Gate

@@ -11,15 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from audit_app.file_kinds import (
-    KIND_LABELS,
-    KIND_OF_FORMAT,
     DetectedFile,
     detect_file,
     other_kind,
     unrecognised_message,
     wrong_kind_message,
 )
-from audit_app.importers.base import ImportFileError
+from audit_app.formats import FORMATS, KIND_LABELS
+from audit_app.importers.reading import ImportFileError
 from audit_app.models import Upload
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -55,7 +54,7 @@ def test_kind_names_are_the_models() -> None:
         Upload.Kind.TOKEN_LOG.value: Upload.Kind.TOKEN_LOG.label,
         Upload.Kind.BILLING.value: Upload.Kind.BILLING.label,
     } == KIND_LABELS
-    assert KIND_OF_FORMAT == {
+    assert {name: found.kind for name, found in FORMATS.items()} == {
         "litellm": "token_log",
         "otel": "token_log",
         "generic": "token_log",

@@ -9,12 +9,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMATS_BY_KIND
 from audit_app.models import Upload
 from audit_app.selectors_spend import upload_spend
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import (
-    AUTO_KIND,
-    FORMATS_BY_KIND,
     UPLOAD_KINDS,
     StorageFull,
     UploadRefused,
@@ -34,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("path")
         parser.add_argument(
             "--format",
-            default="auto",
+            default=AUTO_FORMAT,
             choices=FORMATS_BY_KIND[AUTO_KIND],
         )
         parser.add_argument(

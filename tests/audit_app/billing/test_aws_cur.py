@@ -17,7 +17,7 @@ import pytest
 
 from audit_app.billing import aws_cur
 from audit_app.billing.base import BillingLine, BillingReject
-from audit_app.importers.base import ImportFileError
+from audit_app.importers.reading import ImportFileError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "billing"
 CUR2 = FIXTURES / "cur2_bedrock-gpu.csv"

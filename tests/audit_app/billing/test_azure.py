@@ -15,7 +15,7 @@ import pytest
 
 from audit_app.billing import azure
 from audit_app.billing.base import BillingLine, BillingReject
-from audit_app.importers.base import ImportFileError
+from audit_app.importers.reading import ImportFileError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "billing"
 MCA = FIXTURES / "azure-mca_openai-eur.csv"

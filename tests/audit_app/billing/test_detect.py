@@ -16,7 +16,7 @@ from audit_app.billing import (
     detect_billing_format,
     read_billing,
 )
-from audit_app.importers.base import ImportFileError
+from audit_app.importers.reading import ImportFileError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "billing"
 

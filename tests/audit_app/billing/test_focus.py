@@ -27,7 +27,7 @@ from audit_app.billing.base import (
     parse_period,
     parse_tag_object,
 )
-from audit_app.importers.base import ImportFileError, RowRejected
+from audit_app.importers.reading import ImportFileError, RowRejected
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "billing"
 FOCUS_13 = FIXTURES / "focus-1.3_providers.csv"

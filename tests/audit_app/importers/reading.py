@@ -6,7 +6,8 @@ import io
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-from audit_app.importers.base import CanonicalRequest, ParsedChunk, RowReject
+from audit_app.importers.base import CanonicalRequest, ParsedChunk
+from audit_app.importers.reading import RowReject
 
 Reader = Callable[..., Iterator[ParsedChunk]]
 

@@ -11,12 +11,8 @@ import pytest
 from audit_app.importers.base import (
     MAX_TOKENS_PER_REQUEST,
     CanonicalRequest,
-    ImportFileError,
-    RowRejected,
     SourceFields,
     build_request,
-    check_head,
-    iter_text_lines,
     parse_bool,
     parse_cost,
     parse_json_object,
@@ -26,6 +22,7 @@ from audit_app.importers.base import (
     parse_token_count,
     read_json_document,
 )
+from audit_app.importers.reading import ImportFileError, RowRejected, check_head, iter_text_lines
 
 NOON = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

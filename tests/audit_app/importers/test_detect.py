@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit_app.importers import DETECTION_ORDER, IMPORTERS, detect_format, read_requests
-from audit_app.importers.base import ImportFileError
+from audit_app.importers.reading import ImportFileError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

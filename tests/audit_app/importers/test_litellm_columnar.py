@@ -21,9 +21,10 @@ import pandas as pd
 import pytest
 
 from audit_app.importers import ColumnarUnsupported, litellm, litellm_columnar
-from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject
+from audit_app.importers.base import ParsedChunk
 from audit_app.importers.frame import LINE, requests_to_frame
 from audit_app.importers.litellm_columnar import read_csv_columnar
+from audit_app.importers.reading import ImportFileError, RowReject
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "litellm"
 HEADER = [

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from audit_app.importers import otel
-from audit_app.importers.base import CanonicalRequest, ImportFileError, RowReject
+from audit_app.importers.base import CanonicalRequest
+from audit_app.importers.reading import ImportFileError, RowReject
 from tests.audit_app.importers.reading import read_all
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "otel"
