@@ -174,7 +174,11 @@ def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]
             hovertemplate="%{y}: %{x:$,.2f}<extra></extra>",
         )
     )
-    layout = {**BASE_LAYOUT, "hovermode": "closest", "margin": {"l": 180, "r": 16, "t": 40, "b": 48}}
+    layout = {
+        **BASE_LAYOUT,
+        "hovermode": "closest",
+        "margin": {"l": 180, "r": 16, "t": 40, "b": 48},
+    }
     figure.update_layout(
         **layout,
         title={"text": "Top workloads by spend"},
