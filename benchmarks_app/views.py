@@ -95,7 +95,7 @@ class BenchmarkListView(RoleRequiredMixin, View):
                 user=request.user,
             )
         except GateRefused as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            form.add_error(exc.field, str(exc))  # the page's fields: traffic_csv, traffic_workload
             return self._render(request, RunForm(), form, status=400)
         except GateLinkRefused as exc:
             form.add_error("recommendation", str(exc))
