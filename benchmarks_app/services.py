@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Mapping
+from contextlib import ExitStack
 from datetime import timedelta
 from decimal import Decimal
 from enum import Enum
@@ -189,26 +190,20 @@ def benchmark_run_import_path(
     if telemetry is not None and not telemetry.is_file():
         raise RunRefused(f"{telemetry}: no such file", field="telemetry")
     try:
-        with path.open("rb") as source:
-            if telemetry is None:
-                return benchmark_run_import(
-                    source=source,
-                    filename=path.name,
-                    format=format,
-                    meta=meta,
-                    name=name,
-                    user=user,
-                )
-            with telemetry.open("rb") as samples:
-                return benchmark_run_import(
-                    source=source,
-                    filename=path.name,
-                    format=format,
-                    meta=meta,
-                    name=name,
-                    user=user,
-                    telemetry=(samples, telemetry.name),
-                )
+        with ExitStack() as files:
+            source = files.enter_context(path.open("rb"))
+            samples = None
+            if telemetry is not None:
+                samples = (files.enter_context(telemetry.open("rb")), telemetry.name)
+            return benchmark_run_import(
+                source=source,
+                filename=path.name,
+                format=format,
+                meta=meta,
+                name=name,
+                user=user,
+                telemetry=samples,
+            )
     except OSError as exc:
         raise RunRefused(str(exc)) from None
 
