@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-_LAYOUT: dict[str, Any] = {
+# The layout every figure starts from (this module's builders and `benchmarks_app.charts`).
+BASE_LAYOUT: dict[str, Any] = {
     "margin": {"l": 56, "r": 16, "t": 48, "b": 56},
     "font": {"family": "system-ui, sans-serif", "size": 13},
     "paper_bgcolor": "#ffffff",
@@ -108,7 +109,7 @@ def build_uploads_per_day_figure(
             go.Bar(name=plotly_text(kind), x=[d.isoformat() for d in days], y=list(counts))
         )
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="stack",
         title={"text": "Uploads per day"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
@@ -153,7 +154,7 @@ def build_spend_per_day_figure(
             )
         )
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="stack",
         title={"text": f"Spend per day by {plotly_text(dimension_label)}"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
@@ -173,7 +174,11 @@ def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]
             hovertemplate="%{y}: %{x:$,.2f}<extra></extra>",
         )
     )
-    layout = {**_LAYOUT, "hovermode": "closest", "margin": {"l": 180, "r": 16, "t": 40, "b": 48}}
+    layout = {
+        **BASE_LAYOUT,
+        "hovermode": "closest",
+        "margin": {"l": 180, "r": 16, "t": 40, "b": 48},
+    }
     figure.update_layout(
         **layout,
         title={"text": "Top workloads by spend"},
@@ -221,7 +226,7 @@ def build_daily_usage_figure(
         go.Scatter(name="Output tokens", x=x, y=list(output_tokens), mode="lines", yaxis="y2")
     )
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="stack",
         title={"text": "Daily spend and tokens"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
@@ -253,7 +258,7 @@ def build_hour_of_week_figure(*, matrix: Sequence[Sequence[int]]) -> dict[str, A
             colorbar={"title": {"text": "Requests"}},
         )
     )
-    layout = {**_LAYOUT, "hovermode": "closest"}
+    layout = {**BASE_LAYOUT, "hovermode": "closest"}
     figure.update_layout(
         **layout,
         title={"text": "Requests by hour of week (UTC)"},
@@ -270,7 +275,7 @@ def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> d
     for measure, values in percentiles.items():
         figure.add_trace(go.Bar(name=plotly_text(measure), x=labels, y=list(values)))
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="group",
         title={"text": "Latency percentiles"},
         xaxis={"title": {"text": "Percentile"}},
@@ -289,7 +294,7 @@ def build_pool_attribution_figure(
         figure.add_trace(go.Bar(name=plotly_text(workload), x=x, y=_floats(list(amounts))))
     figure.add_trace(go.Bar(name="Idle", x=x, y=_floats(list(idle)), marker={"color": IDLE_COLOUR}))
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="stack",
         title={"text": "Self-hosted pools: attributed and idle cost"},
         xaxis={"title": {"text": "Serving pool"}},
@@ -310,7 +315,7 @@ def build_reconciliation_figure(
     figure.add_trace(go.Bar(name="Billed", x=x, y=_floats(list(billed))))
     figure.add_trace(go.Bar(name="Estimated from token logs", x=x, y=_floats(list(estimated))))
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="group",
         title={"text": "Billed vs estimated per day"},
         xaxis={"title": {"text": "Day (UTC)"}, "type": "date"},
@@ -333,7 +338,7 @@ def build_cost_comparison_figure(
         )
     )
     figure.update_layout(
-        **{**_LAYOUT, "hovermode": "closest"},
+        **{**BASE_LAYOUT, "hovermode": "closest"},
         title={"text": "Monthly cost: current vs recommended"},
         xaxis={"title": {"text": "Where it runs"}},
         yaxis={"title": {"text": "USD per month"}, "tickprefix": "$", "rangemode": "tozero"},

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 
 
 class Upload(models.Model):
@@ -578,6 +578,55 @@ class Recommendation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload} -> {self.target} (${self.savings_monthly_usd}/month)"
+
+    @transaction.atomic
+    def move_to(self, status: str, *, user: Any, note: str = "") -> RecommendationEvent:
+        """Move to ``status`` if `RECOMMENDATION_MOVES` allows it from the current one, writing
+        the event that says who did it and why. Callers lock the row first (select_for_update)
+        so that of two moves, the second sees the status the first set."""
+        target = Recommendation.Status(status)
+        if target not in RECOMMENDATION_MOVES.get(self.status, ()):
+            raise RecommendationMoveRefused(recommendation=self, to_status=target)
+        event = RecommendationEvent.objects.create(
+            recommendation=self,
+            from_status=self.status,
+            to_status=target,
+            user=user if user is not None and user.is_authenticated else None,
+            note=note,
+        )
+        self.status = target
+        self.save(update_fields=["status", "updated_at"])
+        return event
+
+
+# The one table of allowed status moves: a manager decides on a proposal; a gate run for an
+# approved pilot verifies it or fails it. Every other status is final.
+RECOMMENDATION_MOVES: dict[str, frozenset[Recommendation.Status]] = {
+    Recommendation.Status.PROPOSED: frozenset(
+        {Recommendation.Status.PILOT_APPROVED, Recommendation.Status.REJECTED}
+    ),
+    Recommendation.Status.PILOT_APPROVED: frozenset(
+        {Recommendation.Status.VERIFIED, Recommendation.Status.GATE_FAILED}
+    ),
+}
+
+
+class RecommendationMoveRefused(Exception):
+    """A status move `RECOMMENDATION_MOVES` does not allow (callers answer 409 Conflict)."""
+
+    def __init__(self, *, recommendation: Recommendation, to_status: str) -> None:
+        current = recommendation.get_status_display().lower()
+        sources = sorted(
+            Recommendation.Status(source).label.lower()
+            for source, targets in RECOMMENDATION_MOVES.items()
+            if to_status in targets
+        )
+        super().__init__(
+            f"This recommendation is {current}: only a {' or '.join(sources)} "
+            f"recommendation can become {Recommendation.Status(to_status).label.lower()}."
+        )
+        self.recommendation = recommendation
+        self.to_status = to_status
 
 
 class RecommendationEvent(models.Model):

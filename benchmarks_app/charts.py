@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from audit_app.charts import _LAYOUT, figure_to_dict, plotly_texts
+from audit_app.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
 
 MODES = ("always_on", "autoscale", "scale_to_zero")
 
@@ -20,7 +20,7 @@ def build_latency_distribution_figure(
     figure.add_trace(go.Histogram(name="TTFT (ms)", x=list(ttft_ms), opacity=0.7))
     figure.add_trace(go.Histogram(name="TPOT (ms)", x=list(tpot_ms), opacity=0.7))
     figure.update_layout(
-        **{**_LAYOUT, "hovermode": "closest"},
+        **{**BASE_LAYOUT, "hovermode": "closest"},
         barmode="overlay",
         title={"text": "TTFT and TPOT per request"},
         xaxis={"title": {"text": "Milliseconds"}, "rangemode": "nonnegative"},
@@ -36,7 +36,7 @@ def build_throughput_timeline_figure(
         go.Scatter(name="Output tokens/s", x=list(seconds), y=list(tokens_per_s), mode="lines")
     )
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         title={"text": "Output tokens per second over the run"},
         xaxis={"title": {"text": "Seconds since start"}, "rangemode": "nonnegative"},
         yaxis={"title": {"text": "Tokens/s"}, "rangemode": "tozero"},
@@ -55,7 +55,7 @@ def build_telemetry_figure(
         go.Scatter(name="Power (W)", x=list(seconds), y=list(power), mode="lines", yaxis="y2")
     )
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         title={"text": "GPU utilization and power"},
         xaxis={"title": {"text": "Seconds since start"}, "rangemode": "nonnegative"},
         yaxis={"title": {"text": "Utilization (%)"}, "range": [0, 100]},
@@ -82,7 +82,7 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
             )
         )
     figure.update_layout(
-        **_LAYOUT,
+        **BASE_LAYOUT,
         barmode="group",
         title={"text": "Cost per 1M output tokens by serving mode"},
         xaxis={"title": {"text": "Serving mode"}},
@@ -105,7 +105,7 @@ def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[st
         )
     )
     figure.update_layout(
-        **{**_LAYOUT, "hovermode": "closest"},
+        **{**BASE_LAYOUT, "hovermode": "closest"},
         title={"text": "Cost vs p95 TPOT, runs of this model"},
         xaxis={"title": {"text": "p95 TPOT (ms)"}, "rangemode": "nonnegative"},
         yaxis={

@@ -9,17 +9,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from contextlib import ExitStack
 from datetime import timedelta
 from decimal import Decimal
 from enum import Enum
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from django.db import transaction
 from django.utils import timezone
 
 from audit_app.filenames import shortened_name
-from audit_app.models import AuditEvent, Recommendation, RecommendationEvent, Upload
+from audit_app.models import AuditEvent, Recommendation, Upload
 from audit_app.services.audit import audit_record
 from audit_app.services.uploads import DuplicateUpload, UploadRefused, upload_create
 from benchmarks_app import converters, gating, matching, metrics
@@ -173,6 +175,87 @@ def benchmark_run_import(
     )
 
 
+def benchmark_run_import_path(
+    *,
+    path: Path,
+    format: str = "auto",
+    meta: Mapping[str, str] | None = None,
+    name: str = "",
+    telemetry: Path | None = None,
+    user: Any = None,
+) -> BenchmarkRun:
+    """`benchmark_run_import` of a file on this machine (the command line's way in)."""
+    if not path.is_file():
+        raise RunRefused(f"{path}: no such file")
+    if telemetry is not None and not telemetry.is_file():
+        raise RunRefused(f"{telemetry}: no such file", field="telemetry")
+    try:
+        with ExitStack() as files:
+            source = files.enter_context(path.open("rb"))
+            samples = None
+            if telemetry is not None:
+                samples = (files.enter_context(telemetry.open("rb")), telemetry.name)
+            return benchmark_run_import(
+                source=source,
+                filename=path.name,
+                format=format,
+                meta=meta,
+                name=name,
+                user=user,
+                telemetry=samples,
+            )
+    except OSError as exc:
+        raise RunRefused(str(exc)) from None
+
+
+class GateRefused(Exception):
+    """Gate input the service cannot use; ``field`` names it (traffic_csv, traffic_workload,
+    tolerances, mode). Nothing was recorded."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GateTraffic:
+    """The traffic both runs are priced on: output tokens per hour (None: always busy), and
+    the label the gate records as its `inputs["traffic"]`."""
+
+    demand: tuple[int, ...] | None
+    source: str
+
+
+ALWAYS_BUSY = GateTraffic(demand=None, source="always busy")
+
+
+def gate_traffic(*, csv_text: str = "", csv_name: str = "", workload: str = "") -> GateTraffic:
+    """Resolve a gate's traffic once, for every front end: an hourly CSV (`hour,output_tokens`,
+    ``csv_name`` its file when it came as one), a workload's last 30 days, or neither."""
+    workload = workload.strip()
+    if csv_text.strip() and workload:
+        raise GateRefused(
+            "Give a traffic CSV or a workload to price the runs on, not both.",
+            field="traffic_workload",
+        )
+    if workload:
+        demand, source = workload_traffic(workload)
+        return GateTraffic(demand=tuple(demand), source=source)
+    if not csv_text.strip():
+        return ALWAYS_BUSY
+    try:
+        demand = gating.parse_traffic_csv(csv_text)
+    except ValueError as exc:
+        raise GateRefused(str(exc), field="traffic_csv") from None
+    if not any(demand):
+        raise GateRefused(
+            "the traffic CSV demands 0 output tokens in every hour; cost per 1M tokens is "
+            "undefined",
+            field="traffic_csv",
+        )
+    return GateTraffic(demand=tuple(demand), source=f"CSV {csv_name}" if csv_name else "CSV")
+
+
 class GateLinkRefused(Exception):
     """The gate was recorded, but not linked to the recommendation it was run for: the
     mismatches say why (`benchmarks_app.matching`), and the message is the sentence every
@@ -201,35 +284,39 @@ def gate_evaluate(
     *,
     baseline: BenchmarkRun,
     candidate: BenchmarkRun,
-    mode: str = "always_on",
+    mode: str = gating.ScalingMode.ALWAYS_ON,
     cold_start_seconds: float = 0.0,
-    traffic: Sequence[int] | None = None,
-    traffic_source: str = "",
+    traffic_csv: str = "",
+    traffic_csv_name: str = "",
+    traffic_workload: str = "",
     tolerances: Mapping[str, float] | None = None,
     recommendation: Recommendation | None = None,
     user: Any = None,
 ) -> Gate:
-    """Compare two runs and record the verdict for good.
+    """Compare two runs and record the verdict for good: the one way the page, the API and the
+    command line create a gate.
 
-    With a recommendation, the gate is linked to it only when `matching.link_mismatches`
-    finds nothing; then a pass moves it to verified and a fail to gate_failed. Otherwise the
-    gate is still recorded (the comparison stands on its own), unlinked, and GateLinkRefused,
-    carrying it, is raised once it is saved.
+    The traffic is resolved here (`gate_traffic`); bad input raises GateRefused before
+    anything is written. With a recommendation, the gate is linked to it only when
+    `matching.link_mismatches` finds nothing; then a pass moves it to verified and a fail to
+    gate_failed. Otherwise the gate is still recorded (the comparison stands on its own),
+    unlinked, and GateLinkRefused, carrying it, is raised once it is saved.
     """
-    kwargs: dict[str, Any] = {
-        "baseline": (run_fields(baseline), run_metrics(baseline)),
-        "candidate": (run_fields(candidate), run_metrics(candidate)),
-        "demand_per_hour": list(traffic) if traffic else None,
-        "mode": gating.ScalingMode(mode),
-        "cold_start_seconds": cold_start_seconds,
-    }
-    if tolerances:
-        kwargs["tolerances"] = gating.tolerances_with(dict(tolerances))
-    verdict = gating.evaluate_gate(**kwargs)
+    traffic = gate_traffic(
+        csv_text=traffic_csv, csv_name=traffic_csv_name, workload=traffic_workload
+    )
+    verdict = _verdict(
+        baseline=baseline,
+        candidate=candidate,
+        mode=mode,
+        cold_start_seconds=cold_start_seconds,
+        traffic=traffic,
+        tolerances=tolerances,
+    )
     runs = matching.GateRuns(
         baseline_model=baseline.model,
         candidate_model=candidate.model,
-        candidate_gpu_type=kwargs["candidate"][0].gpu_type,
+        candidate_gpu_type=run_fields(candidate).gpu_type,
     )
     with transaction.atomic():
         locked = None
@@ -246,10 +333,10 @@ def gate_evaluate(
             baseline_sha256=baseline.upload.sha256,
             candidate_sha256=candidate.upload.sha256,
             inputs={
-                "mode": mode,
+                "mode": str(mode),
                 "cold_start_seconds": cold_start_seconds,
-                "traffic": traffic_source or ("profile" if traffic else "always busy"),
-                "traffic_hours": len(traffic or []),
+                "traffic": traffic.source,
+                "traffic_hours": len(traffic.demand or ()),
                 "tolerances": dict(tolerances or {}),
             },
             verdict=verdict.verdict,
@@ -263,6 +350,36 @@ def gate_evaluate(
     if locked is not None and mismatches:
         raise GateLinkRefused(gate=gate, recommendation=locked, mismatches=mismatches)
     return gate
+
+
+def _verdict(
+    *,
+    baseline: BenchmarkRun,
+    candidate: BenchmarkRun,
+    mode: str,
+    cold_start_seconds: float,
+    traffic: GateTraffic,
+    tolerances: Mapping[str, float] | None,
+) -> gating.GateVerdict:
+    try:
+        scaling = gating.ScalingMode(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in gating.ScalingMode)
+        raise GateRefused(f"mode must be one of {choices}, not {mode!r}", field="mode") from None
+    kwargs: dict[str, Any] = {}
+    if tolerances:
+        try:
+            kwargs["tolerances"] = gating.tolerances_with(dict(tolerances))
+        except ValueError as exc:
+            raise GateRefused(str(exc), field="tolerances") from None
+    return gating.evaluate_gate(
+        baseline=(run_fields(baseline), run_metrics(baseline)),
+        candidate=(run_fields(candidate), run_metrics(candidate)),
+        demand_per_hour=list(traffic.demand) if traffic.demand else None,
+        mode=scaling,
+        cold_start_seconds=cold_start_seconds,
+        **kwargs,
+    )
 
 
 def _gate_audit(
@@ -302,20 +419,13 @@ def _recommendation_move(
     it approved, for a better gate."""
     if verdict.verdict not in ("pass", "fail"):
         return
-    new_status = (
+    recommendation.move_to(
         Recommendation.Status.VERIFIED
         if verdict.verdict == "pass"
-        else Recommendation.Status.GATE_FAILED
-    )
-    RecommendationEvent.objects.create(
-        recommendation=recommendation,
-        from_status=recommendation.status,
-        to_status=new_status,
+        else Recommendation.Status.GATE_FAILED,
         user=gate.created_by,
         note=f"Gate {gate.pk}: {verdict.summary}",
     )
-    recommendation.status = new_status
-    recommendation.save(update_fields=["status", "updated_at"])
 
 
 def workload_traffic(name: str) -> tuple[list[int], str]:
@@ -324,14 +434,14 @@ def workload_traffic(name: str) -> tuple[list[int], str]:
 
     bounds = data_date_range()
     if bounds is None or not name:
-        raise RunRefused(f"no traffic for workload {name!r}", field="traffic_workload")
+        raise GateRefused(f"no traffic for workload {name!r}", field="traffic_workload")
     end = bounds[1]
     start = max(bounds[0], end - timedelta(days=29))
     demand = hourly_output_tokens(
         queryset=rollups_in_range(start=start, end=end, workload=name), start=start, end=end
     )
     if not any(demand):
-        raise RunRefused(
+        raise GateRefused(
             f"workload {name!r} has no traffic from {start} to {end}", field="traffic_workload"
         )
     return demand, f"workload {name}, {start} to {end}"

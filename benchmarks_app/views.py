@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -15,77 +14,17 @@ from django.views.generic import TemplateView
 
 from audit_app import formatting
 from audit_app.costing import Deployment, busy_only_usd_per_million
-from audit_app.formats import BENCHMARK_FORMATS
-from audit_app.models import Recommendation
 from audit_app.permissions import Role, RoleRequiredMixin, has_role
 from benchmarks_app import charts, gating
-from benchmarks_app.api.views import META_KEYS
+from benchmarks_app.forms import GateForm, RunForm, stated_meta
 from benchmarks_app.models import BenchmarkRun, Gate
-from benchmarks_app.selectors import gateable_recommendations
 from benchmarks_app.services import (
     GateLinkRefused,
+    GateRefused,
     RunRefused,
     benchmark_run_import,
     gate_evaluate,
-    workload_traffic,
 )
-
-
-class RunForm(forms.Form):
-    file = forms.FileField(label="Result file")
-    telemetry = forms.FileField(label="GPU telemetry CSV (optional)", required=False)
-    format = forms.ChoiceField(label="Format", choices=[(f, f) for f in BENCHMARK_FORMATS])
-    name = forms.CharField(label="Name", required=False)
-    model_hash = forms.CharField(label="Model hash", required=False)
-    quantization = forms.CharField(label="Quantization", required=False)
-    batch_size = forms.CharField(label="Server max batch size", required=False)
-    num_gpus = forms.CharField(label="Accelerators", required=False)
-    gpu_type = forms.CharField(label="Accelerator type", required=False)
-    usd_per_gpu_hour = forms.CharField(label="$ per accelerator-hour", required=False)
-    gpu_utilization_pct = forms.CharField(
-        label="GPU utilization % (when no telemetry is attached)", required=False
-    )
-    dataset = forms.CharField(label="Dataset", required=False)
-    input_len = forms.CharField(label="Input length", required=False)
-    output_len = forms.CharField(label="Output length", required=False)
-
-
-class GateForm(forms.Form):
-    baseline = forms.ModelChoiceField(queryset=BenchmarkRun.objects.all(), label="Baseline run")
-    candidate = forms.ModelChoiceField(queryset=BenchmarkRun.objects.all(), label="Candidate run")
-    mode = forms.ChoiceField(
-        label="Serving mode",
-        choices=[
-            ("always_on", "Always on"),
-            ("autoscale", "Autoscale"),
-            ("scale_to_zero", "Scale to zero"),
-        ],
-    )
-    cold_start_seconds = forms.FloatField(label="Cold start (s)", initial=0, min_value=0)
-    traffic_csv = forms.CharField(
-        label="Traffic (CSV hour,output_tokens; empty = always busy)",
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
-    )
-    traffic_workload = forms.CharField(
-        label="Or price on a workload's last 30 days (workload name)", required=False
-    )
-    recommendation = forms.ModelChoiceField(
-        queryset=Recommendation.objects.all(),
-        required=False,
-        label="For recommendation (approved for a pilot, on dedicated hardware)",
-    )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Only the recommendations a gate may verify are offered. One that stopped being
-        # gateable after the page was loaded is still accepted here, so the service records
-        # the gate and says why it refused the link, as the API and the command do.
-        field = self.fields["recommendation"]
-        field.widget.choices = [
-            ("", field.empty_label),
-            *((r.pk, str(r)) for r in gateable_recommendations()),
-        ]
 
 
 def usd_per_million(run: BenchmarkRun) -> Decimal | None:
@@ -122,16 +61,13 @@ class BenchmarkListView(RoleRequiredMixin, View):
         form = RunForm(request.POST, request.FILES)
         if not form.is_valid():
             return self._render(request, form, GateForm(), status=400)
-        meta = {
-            k: form.cleaned_data[k] for k in META_KEYS if form.cleaned_data.get(k) not in (None, "")
-        }
         telemetry = form.cleaned_data.get("telemetry")
         try:
             run = benchmark_run_import(
                 source=form.cleaned_data["file"],
                 filename=form.cleaned_data["file"].name,
                 format=form.cleaned_data["format"],
-                meta=meta,
+                meta=stated_meta(form.cleaned_data),
                 name=form.cleaned_data["name"],
                 user=request.user,
                 telemetry=(telemetry, telemetry.name) if telemetry else None,
@@ -147,31 +83,20 @@ class BenchmarkListView(RoleRequiredMixin, View):
         if not form.is_valid():
             return self._render(request, RunForm(), form, status=400)
         values = form.cleaned_data
-        traffic = None
-        if values["traffic_csv"].strip():
-            try:
-                traffic = gating.parse_traffic_csv(values["traffic_csv"])
-            except ValueError as exc:
-                form.add_error("traffic_csv", str(exc))
-                return self._render(request, RunForm(), form, status=400)
-        source = "CSV" if traffic else ""
-        if values["traffic_workload"].strip():
-            try:
-                traffic, source = workload_traffic(values["traffic_workload"].strip())
-            except RunRefused as exc:
-                form.add_error("traffic_workload", str(exc))
-                return self._render(request, RunForm(), form, status=400)
         try:
             gate = gate_evaluate(
                 baseline=values["baseline"],
                 candidate=values["candidate"],
                 mode=values["mode"],
                 cold_start_seconds=values["cold_start_seconds"],
-                traffic=traffic,
-                traffic_source=source,
+                traffic_csv=values["traffic_csv"],
+                traffic_workload=values["traffic_workload"],
                 recommendation=values["recommendation"],
                 user=request.user,
             )
+        except GateRefused as exc:
+            form.add_error(exc.field, str(exc))  # the page's fields: traffic_csv, traffic_workload
+            return self._render(request, RunForm(), form, status=400)
         except GateLinkRefused as exc:
             form.add_error("recommendation", str(exc))
             return self._render(request, RunForm(), form, status=409 if exc.conflict else 400)

@@ -40,7 +40,6 @@ KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str, str]] = frozenset(
         ("audit_app.labeled_workloads", "audit_app.demo_data", "_office_day"),
         ("audit_app.services.ingest_fanout", "audit_app.services.ingest", "_fail"),
         ("audit_app.services.ingest_fanout", "audit_app.services.ingest", "_land"),
-        ("benchmarks_app.charts", "audit_app.charts", "_LAYOUT"),
     }
 )
 

@@ -33,6 +33,7 @@ from audit_app.models import (
     HardwareTarget,
     Recommendation,
     RecommendationEvent,
+    RecommendationMoveRefused,
     ThroughputAssumption,
     Workload,
     WorkloadClass,
@@ -367,19 +368,10 @@ def recommendation_decide(
     if decision == "reject" and not note.strip():
         raise DecisionRefused("A rejection needs a note saying why.")
     locked = Recommendation.objects.select_for_update().get(pk=recommendation.pk)
-    if locked.status != Recommendation.Status.PROPOSED:
-        raise DecisionRefused(
-            f"This recommendation is already {locked.get_status_display().lower()}.", status=409
-        )
-    RecommendationEvent.objects.create(
-        recommendation=locked,
-        from_status=locked.status,
-        to_status=DECISIONS[decision],
-        user=user,
-        note=note,
-    )
-    locked.status = DECISIONS[decision]
-    locked.save(update_fields=["status", "updated_at"])
+    try:
+        locked.move_to(DECISIONS[decision], user=user, note=note)
+    except RecommendationMoveRefused as exc:
+        raise DecisionRefused(str(exc), status=409) from None
     audit_record(
         actor=user,
         action=AuditEvent.Action.RECOMMENDATION_DECISION,

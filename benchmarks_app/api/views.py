@@ -17,20 +17,17 @@ from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
 from audit_app.permissions import ALL_ROLES, Role
-from benchmarks_app import gating
-from benchmarks_app.converters.base import METADATA_KEYS
+from benchmarks_app.forms import SCALING_MODES, stated_meta
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
     GateLinkRefused,
+    GateRefused,
     RunRefused,
     benchmark_run_import,
     gate_evaluate,
-    workload_traffic,
 )
 
 RUN_WRITERS = frozenset({Role.ENGINEER})
-# The run fields a form or API call may state: the model, and the metadata names a file may carry.
-META_KEYS = ("model", *METADATA_KEYS)
 
 
 class RunInput(serializers.Serializer):
@@ -87,7 +84,6 @@ class RunListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = RunInput(data=request.data)
         data.is_valid(raise_exception=True)
-        meta = {k: str(request.data[k]) for k in META_KEYS if request.data.get(k) not in (None, "")}
         file = data.validated_data["file"]
         telemetry = data.validated_data.get("telemetry")
         try:
@@ -95,7 +91,7 @@ class RunListCreateApi(APIView):
                 source=file,
                 filename=file.name,
                 format=data.validated_data["format"],
-                meta=meta,
+                meta=stated_meta(request.data),
                 name=data.validated_data["name"],
                 user=request.user,
                 telemetry=(telemetry, telemetry.name) if telemetry else None,
@@ -114,9 +110,7 @@ class RunDetailApi(APIView):
 class GateInput(serializers.Serializer):
     baseline = serializers.IntegerField()
     candidate = serializers.IntegerField()
-    mode = serializers.ChoiceField(
-        choices=["always_on", "autoscale", "scale_to_zero"], default="always_on"
-    )
+    mode = serializers.ChoiceField(choices=SCALING_MODES, default=SCALING_MODES[0])
     cold_start_seconds = serializers.FloatField(default=0.0, min_value=0)
     traffic_csv = serializers.CharField(required=False, allow_blank=True, default="")
     traffic_workload = serializers.CharField(required=False, allow_blank=True, default="")
@@ -186,18 +180,6 @@ class GateCreateApi(APIView):
         for side, run in runs.items():
             if run is None:
                 raise ValidationError({side: [f"no benchmark run with id {values[side]}"]})
-        traffic = None
-        if values["traffic_csv"].strip():
-            try:
-                traffic = gating.parse_traffic_csv(values["traffic_csv"])
-            except ValueError as exc:
-                raise ValidationError({"traffic_csv": [str(exc)]}) from None
-        source = "CSV" if traffic else ""
-        if values["traffic_workload"]:
-            try:
-                traffic, source = workload_traffic(values["traffic_workload"])
-            except RunRefused as exc:
-                raise ValidationError({exc.field: [str(exc)]}) from None
         recommendation = None
         if values.get("recommendation"):
             recommendation = Recommendation.objects.filter(pk=values["recommendation"]).first()
@@ -211,12 +193,14 @@ class GateCreateApi(APIView):
                 candidate=runs["candidate"],
                 mode=values["mode"],
                 cold_start_seconds=values["cold_start_seconds"],
-                traffic=traffic,
-                traffic_source=source,
+                traffic_csv=values["traffic_csv"],
+                traffic_workload=values["traffic_workload"],
                 tolerances=values.get("tolerances"),
                 recommendation=recommendation,
                 user=request.user,
             )
+        except GateRefused as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
         except GateLinkRefused as exc:
             return link_refused_response(exc)
         return Response(GateOutput(gate).data, status=status.HTTP_201_CREATED)

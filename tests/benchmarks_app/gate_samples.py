@@ -5,6 +5,8 @@ November traffic used a given model."""
 from __future__ import annotations
 
 import io
+import json
+import statistics
 from pathlib import Path
 
 from audit_app.models import Recommendation, RecommendationEvent, Workload
@@ -82,3 +84,32 @@ def events(recommendation: Recommendation) -> list[tuple[str, str]]:
             "from_status", "to_status"
         )
     )
+
+
+def _percentile(values: list[float], q: int) -> float:
+    # The "inclusive" method interpolates between the sorted values as numpy's default does.
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def metrics_by_hand(path: Path, *, utilisation_pct: float = 80.0) -> dict[str, float]:
+    """A vLLM result file's metrics computed from its raw arrays, apart from the converter:
+    seconds to ms, TPOT = (e2e − TTFT) / (output tokens − 1), decode tok/s = output tokens /
+    duration, 8 GPUs (the file's num_gpus)."""
+    raw = json.loads(path.read_text())
+    ttft = [seconds * 1000 for seconds in raw["ttfts"]]
+    e2e = [seconds * 1000 for seconds in raw["latencies"]]
+    tpot = [(e - t) / (n - 1) for t, e, n in zip(ttft, e2e, raw["output_lens"], strict=True)]
+    itl = [seconds * 1000 for request in raw["itls"] for seconds in request]
+    decode = raw["total_output_tokens"] / raw["duration"]
+    return {
+        "ttft_p50_ms": statistics.median(ttft),
+        "ttft_p95_ms": _percentile(ttft, 95),
+        "tpot_p50_ms": statistics.median(tpot),
+        "tpot_p95_ms": _percentile(tpot, 95),
+        "itl_p95_ms": _percentile(itl, 95),
+        "e2e_p95_ms": _percentile(e2e, 95),
+        "decode_tokens_per_s": decode,
+        "per_user_decode_tokens_per_s": 1000 / statistics.median(tpot),
+        "output_tokens_per_gpu_hour": decode * 3600 / 8,
+        "gpu_utilization_pct": utilisation_pct,
+    }

@@ -114,6 +114,12 @@ def test_traffic_profile_and_mode(tmp_path: Path) -> None:
     code, body = _gate(*UTILISATION, "--traffic", str(traffic), "--mode", "scale_to_zero")
     assert body["verdict"] == "pass"
     assert set(body["cost_by_mode"]) == {"always_on", "autoscale", "scale_to_zero"}
+    assert Gate.objects.get(pk=body["gate_id"]).inputs["traffic"] == f"CSV {traffic}"
+    with pytest.raises(CommandError) as both:
+        _gate(*UTILISATION, "--traffic", str(traffic), "--traffic-workload", "evals")
+    assert str(both.value) == (
+        "--traffic-workload: Give a traffic CSV or a workload to price the runs on, not both."
+    )
     bad = tmp_path / "bad.csv"
     bad.write_text("hour,output_tokens\n0,lots\n")
     with pytest.raises(CommandError, match="--traffic"):

@@ -9,17 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.formats import BENCHMARK_FORMATS
-from benchmarks_app.services import RunRefused, benchmark_run_import
-
-
-def parse_meta(pairs: list[str] | None) -> dict[str, str]:
-    meta: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise CommandError(f"--meta expects KEY=VALUE, got {pair!r}")
-        meta[key.strip()] = value.strip()
-    return meta
+from benchmarks_app.forms import meta_from_pairs
+from benchmarks_app.services import RunRefused, benchmark_run_import_path
 
 
 class Command(BaseCommand):
@@ -40,13 +31,16 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        run = import_path(
-            options["path"],
-            fmt=options["format"],
-            meta=parse_meta(options["meta"]),
-            name=options["name"],
-            telemetry=options["telemetry"],
-        )
+        try:
+            run = benchmark_run_import_path(
+                path=Path(options["path"]),
+                format=options["format"],
+                meta=meta_from_pairs(options["meta"]),
+                name=options["name"],
+                telemetry=Path(options["telemetry"]) if options["telemetry"] else None,
+            )
+        except RunRefused as exc:
+            raise CommandError(str(exc)) from None
         if options["json"]:
             self.stdout.write(
                 json.dumps(
@@ -62,33 +56,3 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"run {run.pk}: {run.tool} {run.model}")
-
-
-def import_path(
-    path_text: str,
-    *,
-    fmt: str = "auto",
-    meta: dict[str, str] | None = None,
-    name: str = "",
-    telemetry: str | None = None,
-) -> Any:
-    path = Path(path_text)
-    if not path.is_file():
-        raise CommandError(f"{path}: no such file")
-    try:
-        with open(path, "rb") as source:
-            if telemetry:
-                with open(telemetry, "rb") as samples:
-                    return benchmark_run_import(
-                        source=source,
-                        filename=path.name,
-                        format=fmt,
-                        meta=meta,
-                        name=name,
-                        telemetry=(samples, Path(telemetry).name),
-                    )
-            return benchmark_run_import(
-                source=source, filename=path.name, format=fmt, meta=meta, name=name
-            )
-    except (RunRefused, OSError) as exc:
-        raise CommandError(str(exc)) from None

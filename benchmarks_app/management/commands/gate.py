@@ -15,19 +15,31 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.models import Recommendation
-from benchmarks_app import gating
-from benchmarks_app.management.commands.benchmark_import import import_path, parse_meta
+from benchmarks_app.forms import SCALING_MODES, meta_from_pairs
 from benchmarks_app.models import BenchmarkRun, Gate
-from benchmarks_app.services import GateLinkRefused, RunRefused, gate_evaluate, workload_traffic
+from benchmarks_app.services import (
+    GateLinkRefused,
+    GateRefused,
+    RunRefused,
+    benchmark_run_import_path,
+    gate_evaluate,
+)
+
+# The option each of the service's input fields came from.
+OPTIONS = {"traffic_csv": "--traffic", "traffic_workload": "--traffic-workload"}
 
 
-def _run(reference: str, meta: dict[str, str]) -> BenchmarkRun:
+def _run(reference: str, meta_pairs: list[str] | None) -> BenchmarkRun:
+    """A run by id, or the file at ``reference`` imported as a new run."""
     if reference.isdigit() and not Path(reference).exists():
         run = BenchmarkRun.objects.filter(pk=int(reference)).first()
         if run is None:
             raise CommandError(f"no benchmark run with id {reference}")
         return run
-    return import_path(reference, meta=meta)
+    try:
+        return benchmark_run_import_path(path=Path(reference), meta=meta_from_pairs(meta_pairs))
+    except RunRefused as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -44,9 +56,7 @@ class Command(BaseCommand):
             metavar="NAME",
             help="Price both runs on this workload's last 30 days of traffic.",
         )
-        parser.add_argument(
-            "--mode", default="always_on", choices=["always_on", "autoscale", "scale_to_zero"]
-        )
+        parser.add_argument("--mode", default=SCALING_MODES[0], choices=SCALING_MODES)
         parser.add_argument("--cold-start-seconds", type=float, default=0.0)
         parser.add_argument(
             "--recommendation",
@@ -62,30 +72,27 @@ class Command(BaseCommand):
             recommendation = Recommendation.objects.filter(pk=options["recommendation"]).first()
             if recommendation is None:
                 raise CommandError(f"no recommendation with id {options['recommendation']}")
-        baseline = _run(options["baseline"], parse_meta(options["meta_baseline"]))
-        candidate = _run(options["candidate"], parse_meta(options["meta_candidate"]))
-        traffic = None
+        baseline = _run(options["baseline"], options["meta_baseline"])
+        candidate = _run(options["candidate"], options["meta_candidate"])
+        traffic_csv = ""
         if options["traffic"]:
             try:
-                traffic = gating.parse_traffic_csv(Path(options["traffic"]).read_text())
-            except (OSError, ValueError) as exc:
+                traffic_csv = Path(options["traffic"]).read_text()
+            except (OSError, UnicodeDecodeError) as exc:
                 raise CommandError(f"--traffic: {exc}") from None
-        source = options["traffic"] or ""
-        if options["traffic_workload"]:
-            try:
-                traffic, source = workload_traffic(options["traffic_workload"])
-            except RunRefused as exc:
-                raise CommandError(f"--traffic-workload: {exc}") from None
         try:
             gate = gate_evaluate(
                 baseline=baseline,
                 candidate=candidate,
                 mode=options["mode"],
                 cold_start_seconds=options["cold_start_seconds"],
-                traffic=traffic,
-                traffic_source=source,
+                traffic_csv=traffic_csv,
+                traffic_csv_name=options["traffic"] or "",
+                traffic_workload=options["traffic_workload"] or "",
                 recommendation=recommendation,
             )
+        except GateRefused as exc:
+            raise CommandError(f"{OPTIONS.get(exc.field, '--' + exc.field)}: {exc}") from None
         except GateLinkRefused as exc:
             self._report(exc.gate, json_output=options["json"])
             raise CommandError(str(exc)) from None
