@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from django.contrib.auth.mixins import AccessMixin
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from audit_app.models import Upload
 
@@ -66,7 +68,7 @@ def upload_delete_refusal(*, user: Any, upload: Upload) -> str | None:
         or (Role.ENGINEER in roles and own)
     ):
         return None
-    uploader = upload.uploaded_by.get_username() if upload.uploaded_by_id else "nobody known"
+    uploader = upload.uploaded_by.get_username() if upload.uploaded_by else "nobody known"
     return (
         f"You may not delete this upload (a {upload.get_kind_display().lower()} uploaded by "
         f"{uploader}). {UPLOAD_DELETE_RULE}"
@@ -93,11 +95,17 @@ class RoleRequiredMixin(AccessMixin):
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
 
 
+class RoleScopedView(Protocol):
+    """An API view naming the roles it admits; `HasAnyRole` reads `allowed_roles`."""
+
+    allowed_roles: frozenset[Role]
+
+
 class HasAnyRole(BasePermission):
     """API views: the default permission; subclasses narrow ``allowed_roles``."""
 
     allowed_roles: frozenset[str] = frozenset(ALL_ROLES)
     message = "Your account has no role that may use this endpoint."
 
-    def has_permission(self, request: Any, view: Any) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         return has_role(request.user, getattr(view, "allowed_roles", self.allowed_roles))

@@ -109,4 +109,4 @@ def cached(kind: str, key: str, compute: Callable[[], T]) -> T:
             cache.set(full_key, value)
         except Exception:
             logger.warning("results cache unavailable; not storing %s", kind, exc_info=True)
-    return value  # type: ignore[return-value]
+    return value

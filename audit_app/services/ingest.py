@@ -12,12 +12,12 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
@@ -152,7 +152,8 @@ def _fail(upload_id: int, message: str) -> Upload:
 
 
 def _parse(upload: Upload) -> ParseResult:
-    with upload.file.open("rb") as stream:
+    with upload.file.open("rb") as opened:
+        stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
         requested = upload.requested_format
         detected = importers.detect_format(read_head(stream)) if requested == "auto" else requested
         Upload.objects.filter(pk=upload.pk).update(format=detected)
@@ -185,7 +186,7 @@ def _mark_landed(
     *,
     rows_read: int,
     rows_rejected: int,
-    rejects: list[RowReject] | list[BillingReject],
+    rejects: Sequence[RowReject | BillingReject],
 ) -> None:
     """The counts and first rejects every finished upload carries; the caller saves."""
     upload.status = Upload.Status.SUCCEEDED
@@ -344,7 +345,8 @@ def _ingest_billing(upload: Upload) -> Upload:
     rows_read = rows_rejected = 0
     progress = _Progress(upload)
     try:
-        with upload.file.open("rb") as stream:
+        with upload.file.open("rb") as opened:
+            stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
             requested = upload.requested_format
             detected = (
                 billing.detect_billing_format(read_head(stream))

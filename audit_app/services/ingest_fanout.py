@@ -46,7 +46,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 from celery import current_task
 from django.conf import settings
@@ -123,7 +123,8 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
     wanted = settings.INGEST_FANOUT_PARTS
     if wanted < 1 or upload.size_bytes < settings.INGEST_FANOUT_MIN_BYTES:
         return None
-    with upload.file.open("rb") as stream:
+    with upload.file.open("rb") as opened:
+        stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
         planned = _plan(upload, stream)
         if planned is None:
             return None
@@ -244,7 +245,8 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
     result = PartResult(plan=(index, spec["start"], spec["end"]), plan_id=spec.get("plan"))
     started, cpu_started = time.monotonic(), time.process_time()
     try:
-        with upload.file.open("rb") as source:
+        with upload.file.open("rb") as opened:
+            source = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
             part = _locate(source, spec, size=upload.size_bytes, layout=layout)
             result.plan = (part.index, part.start, part.end)
             counted = split.CountedPart(source, part=part, layout=layout)

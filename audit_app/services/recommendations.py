@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -129,8 +129,9 @@ def _provider_options(usage: dict[str, Any], hours: int) -> list[Option]:
             continue
         if normalize_provider(row.provider) == normalize_provider(usage["provider"]):
             continue
+        input_price = cast(Decimal, row.usd_per_million_input_tokens)  # the filter: not null
         cost = (
-            Decimal(usage["input_tokens"]) * row.usd_per_million_input_tokens
+            Decimal(usage["input_tokens"]) * input_price
             + Decimal(usage["output_tokens"]) * (row.usd_per_million_output_tokens or 0)
         ) / Decimal(1_000_000)
         options.append(
@@ -168,7 +169,8 @@ def _hardware_options(model: str, demand: list[int]) -> list[Option]:
         deployment = Deployment(
             tokens_per_second=assumption.tokens_per_second,
             accelerators_per_replica=accelerators,
-            usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
+            # The filter above leaves only instances with an hourly price.
+            usd_per_accelerator_hour=cast(Decimal, instance.usd_per_hour) / accelerators,
             cold_start_seconds=COLD_START_SECONDS,
         )
         projected = monthly_cost(
@@ -220,13 +222,13 @@ def workload_options(
     current = _month(sum((row.spend_usd for row in entries.values()), Decimal(0)), hours)
     queryset = rollups_in_range(start=start, end=end, workload=workload.name)
     batch_requests: dict[tuple[str, str], int] = defaultdict(int)
-    for row in (
+    for batch_row in (
         queryset.filter(batch_api=True)
         .values("provider", "model")
         .annotate(n=Sum("requests"))
         .order_by()
     ):
-        batch_requests[(row["provider"], row["model"])] += row["n"]
+        batch_requests[(batch_row["provider"], batch_row["model"])] += batch_row["n"]
     options: list[Option] = []
     for (provider, model), row in sorted(entries.items()):
         usage = {
