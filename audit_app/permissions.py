@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.contrib.auth.mixins import AccessMixin
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
-from rest_framework.request import Request
-from rest_framework.views import APIView
 
 from audit_app.models import Upload
+
+if TYPE_CHECKING:
+    # Types only: rest_framework.views reads the settings that name this module's HasAnyRole.
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 
 class Role(StrEnum):
