@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.core.cache import caches
+from django.core.cache import BaseCache, caches
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
@@ -39,7 +39,7 @@ T = TypeVar("T")
 _MISSING = object()
 
 
-def _cache() -> Any:
+def _cache() -> BaseCache:
     return caches["results"]
 
 

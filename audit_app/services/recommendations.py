@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -92,7 +92,20 @@ def _money(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def _batch_option(usage: dict[str, Any], hours: int) -> Option | None:
+class _Usage(TypedDict):
+    """One provider/model's traffic of a workload over the window."""
+
+    provider: str
+    model: str
+    day: date
+    spend: Decimal  # what a batch tier discounts
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    batch_share: float
+
+
+def _batch_option(usage: _Usage, hours: int) -> Option | None:
     if usage["batch_share"] >= 0.99 or usage["spend"] <= 0:
         return None
     price = price_book().find(provider=usage["provider"], model=usage["model"], day=usage["day"])
@@ -116,7 +129,7 @@ def _batch_option(usage: dict[str, Any], hours: int) -> Option | None:
     )
 
 
-def _provider_options(usage: dict[str, Any], hours: int) -> list[Option]:
+def _provider_options(usage: _Usage, hours: int) -> list[Option]:
     family = normalize_model(usage["model"]).split("/")[-1].removesuffix("-instruct")
     if not model_class(family):
         return []  # closed models have no other provider
@@ -231,7 +244,7 @@ def workload_options(
         batch_requests[(batch_row["provider"], batch_row["model"])] += batch_row["n"]
     options: list[Option] = []
     for (provider, model), row in sorted(entries.items()):
-        usage = {
+        usage: _Usage = {
             "provider": provider,
             "model": model,
             "day": end,
