@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from django.contrib.auth.mixins import AccessMixin
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     # Types only: rest_framework.views reads the settings that name this module's HasAnyRole.
     from rest_framework.request import Request
     from rest_framework.views import APIView
+
+
+# Who acts: a signed-in user, the anonymous user of a request, or None for the command line.
+Actor = User | AnonymousUser | None
 
 
 class Role(StrEnum):
@@ -39,7 +44,7 @@ UPLOAD_DELETE_RULE = (
 )
 
 
-def user_roles(user: Any) -> frozenset[str]:
+def user_roles(user: Actor) -> frozenset[str]:
     """The roles a user holds; a superuser holds all of them."""
     if user is None or not user.is_authenticated or not user.is_active:
         return frozenset()
@@ -49,16 +54,16 @@ def user_roles(user: Any) -> frozenset[str]:
     if cached is None:
         names = user.groups.filter(name__in=[r.value for r in Role]).values_list("name", flat=True)
         cached = frozenset(names)
-        user._audit_roles = cached
+        user._audit_roles = cached  # type: ignore[attr-defined]  # a cache for this request
     return cached
 
 
-def has_role(user: Any, roles: Iterable[str] = ALL_ROLES) -> bool:
+def has_role(user: Actor, roles: Iterable[str] = ALL_ROLES) -> TypeGuard[User]:
     """True when the user is signed in and holds at least one of ``roles``."""
     return bool(user_roles(user) & frozenset(roles))
 
 
-def upload_delete_refusal(*, user: Any, upload: Upload) -> str | None:
+def upload_delete_refusal(*, user: User | AnonymousUser, upload: Upload) -> str | None:
     """Why ``user`` may not delete ``upload`` (a sentence naming the rule), or None if they may.
 
     The one rule for the upload page's button and confirmation and ``DELETE /api/v1/uploads/``.

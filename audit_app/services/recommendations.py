@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -38,7 +38,7 @@ from audit_app.models import (
     Workload,
     WorkloadClass,
 )
-from audit_app.permissions import Role, has_role
+from audit_app.permissions import Actor, Role, has_role
 from audit_app.pricing import normalize_model, normalize_provider
 from audit_app.results_cache import current_version
 from audit_app.selectors import (
@@ -373,7 +373,7 @@ DECISIONS = {
 
 @transaction.atomic
 def recommendation_decide(
-    *, recommendation: Recommendation, user: Any, decision: str, note: str = ""
+    *, recommendation: Recommendation, user: Actor, decision: str, note: str = ""
 ) -> Recommendation:
     """A manager approves a pilot or rejects (with a note). Others are refused (403)."""
     if not has_role(user, [Role.MANAGER]):
