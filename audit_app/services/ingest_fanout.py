@@ -46,7 +46,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, NotRequired, TypedDict, cast
 
 from celery import current_task
 from django.conf import settings
@@ -151,8 +151,22 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
     return Upload.objects.get(pk=upload_id)
 
 
+class PartSpec(TypedDict):
+    """One part's task message: its byte range, the plan it belongs to and how to read it."""
+
+    index: int
+    start: int  # target byte offsets; the part begins and ends at the next record start
+    end: int
+    plan: NotRequired[str]  # optional in a message, so read with .get
+    kind: str  # split.Layout
+    prefix_end: int
+    prefix_lines: int
+    format: str
+    refresh: NotRequired[bool]  # optional in a message, so read with .get (default True)
+
+
 def _queue_scanned(
-    upload_id: int, stream: Any, *, size: int, layout: split.Layout, format: str, refresh: bool
+    upload_id: int, stream: BinaryIO, *, size: int, layout: split.Layout, format: str, refresh: bool
 ) -> None:
     """Cut by a scan of the whole file; each part is queued as soon as its end is found, so
     workers start on the first parts while the rest of the file is scanned."""
@@ -189,7 +203,7 @@ def _queue_parts(
                 index + 1,
                 " (cut by a scan)" if scanned else "",
             )
-        spec = {
+        spec: PartSpec = {
             "index": index,
             "start": start,
             "end": end,
@@ -212,7 +226,7 @@ def _same_queue() -> dict[str, str]:
     return {"queue": queue} if queue else {}
 
 
-def _plan(upload: Upload, stream: Any) -> tuple[str, split.Layout] | None:
+def _plan(upload: Upload, stream: BinaryIO) -> tuple[str, split.Layout] | None:
     try:
         head = read_head(stream)
         requested = upload.requested_format
@@ -233,7 +247,7 @@ def _plan(upload: Upload, stream: Any) -> tuple[str, split.Layout] | None:
 # --- One part (the ingest_part task) -------------------------------------------------------------
 
 
-def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
+def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
     """Parse one part, store its result, and land the upload if it was the last part missing.
     Returns what happened, for the task's log."""
     upload = Upload.objects.filter(pk=upload_id).first()
@@ -285,13 +299,13 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
     return _land_if_complete(upload_id, spec=spec, own=result)
 
 
-def _layout(spec: dict[str, Any]) -> split.Layout:
+def _layout(spec: PartSpec) -> split.Layout:
     return split.Layout(
         kind=spec["kind"], prefix_end=spec["prefix_end"], prefix_lines=spec["prefix_lines"]
     )
 
 
-def _locate(source: Any, spec: dict[str, Any], *, size: int, layout: split.Layout) -> split.Part:
+def _locate(source: BinaryIO, spec: PartSpec, *, size: int, layout: split.Layout) -> split.Part:
     """The part's own bytes: from the record boundary at its start target to the one at its
     end target (the next part starts there, found the same way). Line numbers are counted
     from the part's start (`lines_before` 0) until the merge knows the newlines before it."""
@@ -476,7 +490,7 @@ def _delete_parts(upload_id: int) -> None:
 # --- Landing (by the part that completes the set) -----------------------------------------------
 
 
-def _land_if_complete(upload_id: int, *, spec: dict[str, Any], own: PartResult) -> str:
+def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str:
     """Land the upload if every part of the current plan is stored; `own` is the caller's part
     result, already in memory, used instead of reading its file back."""
     plan = _current_plan(upload_id)
@@ -564,10 +578,10 @@ def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bo
     logger.info("upload %s: a cut fell inside a quoted value; cutting again by a scan", upload.pk)
     _delete_parts(upload.pk)
     Upload.objects.filter(pk=upload.pk).update(bytes_read=0, rows_read=0)
-    with upload.file.open("rb") as stream:
+    with upload.file.open("rb") as opened:
         _queue_scanned(
             upload.pk,
-            stream,
+            cast(BinaryIO, opened),  # the FieldFile proxies the binary file it opened
             size=upload.size_bytes,
             layout=layout,
             format=format,
