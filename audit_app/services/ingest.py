@@ -29,8 +29,9 @@ from audit_app.billing.azure import AMORTIZED_NOTE, CostBasisEvidence
 from audit_app.billing.base import BillingLine, BillingReject
 from audit_app.bulk import insert_all
 from audit_app.daily import daily_from_hourly
-from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
+from audit_app.importers.base import ParsedChunk
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
+from audit_app.importers.reading import ImportFileError, RowReject, read_head
 from audit_app.models import (
     BillingCharge,
     DailyRollup,

@@ -58,8 +58,8 @@ from django.db.models.functions import Least
 
 from audit_app import importers
 from audit_app.importers import litellm_columnar, split
-from audit_app.importers.base import ImportFileError, RowReject, read_head
 from audit_app.importers.frame import LINE, requests_to_frame
+from audit_app.importers.reading import ImportFileError, RowReject, read_head
 from audit_app.models import Upload
 from audit_app.rollups import IngestAggregate
 from audit_app.services.ingest import (

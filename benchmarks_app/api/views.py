@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -92,7 +93,8 @@ class RunListCreateApi(APIView):
                 source=file,
                 filename=file.name,
                 format=data.validated_data["format"],
-                meta=stated_meta(request.data),
+                # The parsers are multipart and form only: the data is a QueryDict.
+                meta=stated_meta(cast(QueryDict, request.data)),
                 name=data.validated_data["name"],
                 user=request.user,
                 telemetry=(telemetry, telemetry.name) if telemetry else None,
