@@ -27,9 +27,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## make lint: ruff, then mypy (configured in pyproject.toml)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: $(STAMP)
 	$(PY) -m ruff format .

@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from audit_app.catalog import source_age_days
@@ -34,12 +36,12 @@ class UploadAdmin(admin.ModelAdmin):
     # Deleting here goes through the same service as the page and the API, so a deleted bill
     # hands its restated periods back to the upload before it (and the audit trail and the
     # raw file follow), instead of a bare cascade.
-    def delete_model(self, request: Any, obj: Upload) -> None:
+    def delete_model(self, request: HttpRequest, obj: Upload) -> None:
         from audit_app.services.uploads import upload_delete
 
         upload_delete(upload=obj, user=request.user)
 
-    def delete_queryset(self, request: Any, queryset: Any) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Upload]) -> None:
         from audit_app.services.uploads import upload_delete
 
         for upload in queryset:
@@ -81,10 +83,10 @@ class WorkloadAdmin(admin.ModelAdmin):
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Derived data: written only by ingestion, so it is shown, never edited here."""
 
-    def has_add_permission(self, request: Any) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -142,7 +144,9 @@ class HardwareTargetAdmin(admin.ModelAdmin):
             return f"STALE: {age} days old (over {STALE_AFTER_DAYS})"
         return f"{age} days"
 
-    def changelist_view(self, request: Any, extra_context: Any = None) -> Any:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         today = timezone.now().date()
         stale = sum(
             1

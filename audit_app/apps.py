@@ -30,8 +30,10 @@ class AuditAppConfig(AppConfig):
         inputs = (PriceCard, ServingPool, HardwareTarget, ThroughputAssumption, WorkloadOverride)
         for model in (*inputs, Workload):
             post_save.connect(_changed, sender=model, dispatch_uid=f"results-{model.__name__}")
-        for model in (Upload, *inputs, Workload):
-            post_delete.connect(_changed, sender=model, dispatch_uid=f"results-d-{model.__name__}")
+        for deleted in (Upload, *inputs, Workload):
+            post_delete.connect(
+                _changed, sender=deleted, dispatch_uid=f"results-d-{deleted.__name__}"
+            )
 
 
 def _changed(**kwargs: object) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 CENT = Decimal("0.01")
 HOUR = timedelta(hours=1)
@@ -141,13 +141,16 @@ def attribute_pool(
     by_key: dict[K, Decimal] = defaultdict(Decimal)
     idle = Decimal("0.00")
     daily: dict[datetime, dict[K | str, Decimal]] = defaultdict(dict)
-    for (day, key), amount in sorted(exact.items(), key=lambda item: (item[0][0], str(item[0][1]))):
-        daily[day][key] = amount
-    for (_, key), cents in lines.items():
-        if key == IDLE:
+    for (day, line_key), amount in sorted(
+        exact.items(), key=lambda item: (item[0][0], str(item[0][1]))
+    ):
+        daily[day][line_key] = amount
+    for (_, line_key), cents in lines.items():
+        if line_key == IDLE:
             idle += cents
         else:
-            by_key[key] += cents  # type: ignore[index]
+            # Every key but the IDLE sentinel is one of the caller's keys.
+            by_key[cast(K, line_key)] += cents
     return PoolAttribution(
         billed=sum(lines.values(), Decimal("0.00")),
         by_workload=dict(sorted(by_key.items(), key=lambda item: (-item[1], str(item[0])))),

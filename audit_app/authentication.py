@@ -9,7 +9,7 @@ with Retry-After (`audit_app.auth_failures`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -23,13 +23,20 @@ from audit_app.auth_failures import (
 from audit_app.client_address import client_address
 from audit_app.services.tokens import api_token_owner_id, api_token_verify
 
+if TYPE_CHECKING:
+    # Types only: DRF's settings import this module while rest_framework loads.
+    from django.contrib.auth.models import User
+    from rest_framework.request import Request
+
+    from audit_app.models import ApiToken
+
 _KEYWORDS = (b"token", b"bearer")
 
 
 class HashedTokenAuthentication(BaseAuthentication):
     keyword = "Token"
 
-    def authenticate(self, request: Any) -> tuple[Any, Any] | None:
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() not in _KEYWORDS:
             return None
@@ -56,5 +63,5 @@ class HashedTokenAuthentication(BaseAuthentication):
         failure_record(account_key=account_key, address_key=address_key)
         raise exceptions.AuthenticationFailed("Invalid or revoked token.")
 
-    def authenticate_header(self, request: Any) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return self.keyword

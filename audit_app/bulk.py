@@ -19,7 +19,7 @@ no signals, no primary keys returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -57,7 +57,8 @@ def insert_all(
     unknown = set().union(*rows) - {f.attname for f in fields}
     if unknown:
         raise TypeError(f"{model.__name__} has no field {sorted(unknown)[0]!r}")
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    # A concrete field always has a column; the stubs allow None for the others.
+    columns = ", ".join(connection.ops.quote_name(cast(str, f.column)) for f in fields)
     # psycopg names types without their modifiers: varchar(200) -> varchar, numeric(24, 9) ->
     # numeric; the server checks lengths and precision as it does for INSERT.
     types = [str(f.db_type(connection)).split("(")[0].strip() for f in fields]

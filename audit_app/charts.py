@@ -100,7 +100,7 @@ def _values(array: Any) -> Iterator[Any]:
 
 
 def build_uploads_per_day_figure(
-    *, days: Sequence[date], counts_by_kind: dict[str, Sequence[int]]
+    *, days: Sequence[date], counts_by_kind: Mapping[str, Sequence[int]]
 ) -> dict[str, Any]:
     """Stacked bars: how many files were uploaded each day, one trace per upload kind."""
     figure = go.Figure()
@@ -125,7 +125,7 @@ def _floats(values: Sequence[Decimal | float | int | None]) -> list[float | None
 def build_spend_per_day_figure(
     *,
     days: Sequence[date],
-    series: dict[str, Sequence[Decimal]],
+    series: Mapping[str, Sequence[Decimal]],
     dimension_label: str,
     idle: Sequence[Decimal] = (),
     idle_label: str = "Idle GPU",

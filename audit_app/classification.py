@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
+import numpy.typing as npt
 
 LABEL_REALTIME = "realtime"
 LABEL_ASYNC = "async"
@@ -210,7 +211,7 @@ def _epoch_hour(moment: datetime) -> int:
     return int((moment - _EPOCH) // timedelta(hours=1))
 
 
-def _hour_of_week(epoch_hours: np.ndarray) -> np.ndarray:
+def _hour_of_week(epoch_hours: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     weekday = (epoch_hours // HOURS_PER_DAY + EPOCH_WEEKDAY) % 7
     return weekday * HOURS_PER_DAY + epoch_hours % HOURS_PER_DAY
 
@@ -236,7 +237,7 @@ def _window(summary: WorkloadSummary) -> tuple[int, int]:
     return first, max(last - first, 1)
 
 
-def _correlation(profile: np.ndarray, template: np.ndarray) -> float:
+def _correlation(profile: npt.NDArray[np.float64], template: npt.NDArray[np.float64]) -> float:
     """Pearson correlation; 0 when either side is constant."""
     if profile.size < 2:
         return 0.0
@@ -248,7 +249,7 @@ def _correlation(profile: np.ndarray, template: np.ndarray) -> float:
     return float(profile_dev @ template_dev) / denominator
 
 
-def office_hours_template(offset: int) -> np.ndarray:
+def office_hours_template(offset: int) -> npt.NDArray[np.float64]:
     """168 UTC hours of the week: 1 on weekdays 09:00–18:00 at UTC+`offset`, else 0."""
     start, end = OFFICE_HOURS
     local = np.zeros(HOURS_PER_WEEK)
@@ -258,7 +259,7 @@ def office_hours_template(offset: int) -> np.ndarray:
     return np.roll(local, -offset)
 
 
-def waking_day_template(offset: int) -> np.ndarray:
+def waking_day_template(offset: int) -> npt.NDArray[np.float64]:
     """24 UTC hours of the day: 1 from 08:00 to 23:00 at UTC+`offset`, else 0."""
     start, end = WAKING_HOURS
     local = np.zeros(HOURS_PER_DAY)
@@ -267,7 +268,9 @@ def waking_day_template(offset: int) -> np.ndarray:
 
 
 def _best_fit(
-    profile: np.ndarray, template_for: Callable[[int], np.ndarray], observed: np.ndarray
+    profile: npt.NDArray[np.float64],
+    template_for: Callable[[int], npt.NDArray[np.float64]],
+    observed: npt.NDArray[np.bool_],
 ) -> tuple[float, int]:
     """Best correlation over `UTC_OFFSETS` and its offset, on the `observed` slots only."""
     best_correlation, best_offset = -1.0, 0
@@ -281,7 +284,7 @@ def _best_fit(
     return best_correlation, best_offset
 
 
-def _daily_window(daily: np.ndarray, share: float) -> int:
+def _daily_window(daily: npt.NDArray[np.float64], share: float) -> int:
     """Fewest consecutive hours of the day (wrapping at midnight) holding `share` of volume."""
     total = float(daily.sum())
     if total <= 0:

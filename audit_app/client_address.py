@@ -11,9 +11,13 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+    from rest_framework.request import Request
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -52,7 +56,7 @@ def client_address_from(*, remote_addr: str, forwarded_for: str, trusted: Sequen
     return address
 
 
-def client_address(request: Any) -> str:
+def client_address(request: HttpRequest | Request) -> str:
     """The address the request came from (Django or DRF request), per TRUSTED_PROXIES."""
     meta = request.META
     return client_address_from(

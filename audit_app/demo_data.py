@@ -995,8 +995,11 @@ def _iso_text(epoch_us: np.ndarray) -> pa.Array:
     )
 
 
-def _per_group(chunk: pd.DataFrame, columns: Sequence[str], render: Callable[..., str]) -> pa.Array:
-    """`render(*values)` for each distinct combination of `columns`, spread to every row."""
+def _per_group(
+    chunk: pd.DataFrame, columns: Sequence[str], render: Callable[..., str | None]
+) -> pa.Array:
+    """`render(*values)` for each distinct combination of `columns`, spread to every row
+    (None is a null)."""
     codes = chunk.groupby(list(columns), sort=False, dropna=False).ngroup().to_numpy()
     _, first_rows = np.unique(codes, return_index=True)
     keys = chunk[list(columns)].iloc[first_rows].itertuples(index=False, name=None)
@@ -1018,7 +1021,7 @@ def _quoted(values: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise('"', values, '"', "")
 
 
-def _number_text(values: np.ndarray) -> pa.Array:
+def _number_text(values: np.ndarray | pd.Series) -> pa.Array:
     """Shortest text that reads back as the same number (Arrow's float formatting)."""
     return pc.cast(pa.array(values), pa.string())
 
@@ -1205,7 +1208,7 @@ def _span_texts(chunk: pd.DataFrame) -> pa.Array:
     def text(column: str) -> pa.Array:
         return _json_literals(pa.array(chunk[column], type=pa.string()))
 
-    def integer(values: np.ndarray) -> pa.Array:
+    def integer(values: np.ndarray | pd.Series) -> pa.Array:
         # OTLP/JSON writes int64 values as strings.
         return _quoted(_number_text(values))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMAT_LABELS, FORMATS_BY_KIND
@@ -34,8 +36,9 @@ class UploadForm(forms.Form):
         help_text="Detected from the header or keys; override it if detection guesses wrong.",
     )
 
-    def clean(self) -> dict[str, object]:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         kind, fmt = data.get("kind"), data.get("format")
         if kind and fmt and fmt not in FORMATS_BY_KIND[str(kind)]:
             self.add_error("format", f"{FORMAT_LABELS[fmt]} is not a {Upload.Kind(kind).label}.")

@@ -7,13 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from django.contrib.auth.mixins import AccessMixin
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
 from audit_app.models import Upload
+
+if TYPE_CHECKING:
+    # Types only: rest_framework.views reads the settings that name this module's HasAnyRole.
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+
+# Who acts: a signed-in user, the anonymous user of a request, or None for the command line.
+Actor = User | AnonymousUser | None
 
 
 class Role(StrEnum):
@@ -34,7 +44,7 @@ UPLOAD_DELETE_RULE = (
 )
 
 
-def user_roles(user: Any) -> frozenset[str]:
+def user_roles(user: Actor) -> frozenset[str]:
     """The roles a user holds; a superuser holds all of them."""
     if user is None or not user.is_authenticated or not user.is_active:
         return frozenset()
@@ -44,16 +54,16 @@ def user_roles(user: Any) -> frozenset[str]:
     if cached is None:
         names = user.groups.filter(name__in=[r.value for r in Role]).values_list("name", flat=True)
         cached = frozenset(names)
-        user._audit_roles = cached
+        user._audit_roles = cached  # type: ignore[attr-defined]  # a cache for this request
     return cached
 
 
-def has_role(user: Any, roles: Iterable[str] = ALL_ROLES) -> bool:
+def has_role(user: Actor, roles: Iterable[str] = ALL_ROLES) -> TypeGuard[User]:
     """True when the user is signed in and holds at least one of ``roles``."""
     return bool(user_roles(user) & frozenset(roles))
 
 
-def upload_delete_refusal(*, user: Any, upload: Upload) -> str | None:
+def upload_delete_refusal(*, user: User | AnonymousUser, upload: Upload) -> str | None:
     """Why ``user`` may not delete ``upload`` (a sentence naming the rule), or None if they may.
 
     The one rule for the upload page's button and confirmation and ``DELETE /api/v1/uploads/``.
@@ -66,7 +76,7 @@ def upload_delete_refusal(*, user: Any, upload: Upload) -> str | None:
         or (Role.ENGINEER in roles and own)
     ):
         return None
-    uploader = upload.uploaded_by.get_username() if upload.uploaded_by_id else "nobody known"
+    uploader = upload.uploaded_by.get_username() if upload.uploaded_by else "nobody known"
     return (
         f"You may not delete this upload (a {upload.get_kind_display().lower()} uploaded by "
         f"{uploader}). {UPLOAD_DELETE_RULE}"
@@ -93,11 +103,17 @@ class RoleRequiredMixin(AccessMixin):
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
 
 
+class RoleScopedView(Protocol):
+    """An API view naming the roles it admits; `HasAnyRole` reads `allowed_roles`."""
+
+    allowed_roles: frozenset[Role]
+
+
 class HasAnyRole(BasePermission):
     """API views: the default permission; subclasses narrow ``allowed_roles``."""
 
     allowed_roles: frozenset[str] = frozenset(ALL_ROLES)
     message = "Your account has no role that may use this endpoint."
 
-    def has_permission(self, request: Any, view: Any) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         return has_role(request.user, getattr(view, "allowed_roles", self.allowed_roles))

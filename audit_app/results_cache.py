@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.core.cache import caches
+from django.core.cache import BaseCache, caches
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
@@ -39,7 +39,7 @@ T = TypeVar("T")
 _MISSING = object()
 
 
-def _cache() -> Any:
+def _cache() -> BaseCache:
     return caches["results"]
 
 
@@ -109,4 +109,4 @@ def cached(kind: str, key: str, compute: Callable[[], T]) -> T:
             cache.set(full_key, value)
         except Exception:
             logger.warning("results cache unavailable; not storing %s", kind, exc_info=True)
-    return value  # type: ignore[return-value]
+    return value

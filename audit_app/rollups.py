@@ -7,10 +7,11 @@ uploads and workers combine in any order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -167,7 +168,8 @@ class IngestAggregate:
         providers: dict[str, str] = {}
         keys = []
         for values in sums.index:
-            key = dict(zip(KEY_COLUMNS, _plain(values), strict=True))
+            # Values read back from the frame's group keys: their types are the frame's.
+            key: dict[str, Any] = dict(zip(KEY_COLUMNS, _plain(values), strict=True))
             raw = key[PROVIDER]
             if raw not in providers:
                 providers[raw] = normalize_provider(raw)
@@ -203,17 +205,19 @@ class IngestAggregate:
 
         for column, attribute in (("minute", "minute_counts"), ("hour_of_day", "hour_counts")):
             counts = work.groupby(["day", WORKLOAD, column], sort=False, observed=True).size()
-            for (day, workload, slot), n in zip(counts.index, counts.to_numpy(), strict=True):
+            for (day, workload, slot), n in zip(
+                counts.index.tolist(), counts.to_numpy(), strict=True
+            ):
                 getattr(shape_for(day, workload), attribute)[slot] += n
         by_day = work.groupby(["day", WORKLOAD], sort=False, observed=True)
-        for (day, workload), users in by_day["end_user_hash"].unique().items():
+        for (day, workload), users in _grouped_items(by_day["end_user_hash"].unique()):
             shape_for(day, workload).end_users.update(int(u) for u in users if u != 0)
-        for (day, workload), callers in by_day[CALLER].unique().items():
+        for (day, workload), callers in _grouped_items(by_day[CALLER].unique()):
             shape = shape_for(day, workload)
             if len(shape.callers) < MAX_CALLERS_PER_DAY:
                 shape.callers.update(c for c in callers if c)
-        for (day, workload), n in by_day.size().items():
-            shape_for(day, workload).requests += int(n)
+        for (day, workload), requests in _grouped_items(by_day.size()):
+            shape_for(day, workload).requests += int(requests)
 
     def merge(self, other: IngestAggregate) -> IngestAggregate:
         """Add ``other`` into this aggregate. Keys only ``other`` has are taken over as they are
@@ -230,11 +234,11 @@ class IngestAggregate:
             mine.ttft.merge(theirs.ttft)
             mine.latency.merge(theirs.latency)
             mine.tpot.merge(theirs.tpot)
-        for key, shape in other.days.items():
-            if key not in self.days:
-                self.days[key] = shape
+        for day_key, shape in other.days.items():
+            if day_key not in self.days:
+                self.days[day_key] = shape
                 continue
-            target = self.days[key]
+            target = self.days[day_key]
             target.requests += shape.requests
             target.minute_counts += shape.minute_counts
             target.hour_counts += shape.hour_counts
@@ -245,6 +249,11 @@ class IngestAggregate:
     # Totals over every rollup, for the upload's summary.
     def total(self, column: str) -> int:
         return sum(getattr(t, column) for t in self.rollups.values())
+
+
+def _grouped_items(series: pd.Series) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(key, value) pairs of a Series grouped by several columns (pandas types keys Hashable)."""
+    return zip(series.index.tolist(), series.tolist(), strict=True)
 
 
 def _plain(values: Iterable[object]) -> list[object]:

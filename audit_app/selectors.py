@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -260,7 +260,7 @@ def _summary(histogram: LatencyHistogram) -> LatencySummary:
     return LatencySummary(p50_ms=p[0.5], p95_ms=p[0.95], p99_ms=p[0.99], count=histogram.count)
 
 
-def _merged(rows: Iterable[dict[str, Any]], field: str) -> LatencyHistogram:
+def _merged(rows: Iterable[Mapping[str, Any]], field: str) -> LatencyHistogram:
     return LatencyHistogram.merge_bytes(row[field] for row in rows)
 
 
@@ -285,8 +285,8 @@ def _workload_usage(queryset: Rollups) -> list[WorkloadUsage]:
         .order_by()
     }
     labels: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    histograms: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in queryset.values(
+    histograms: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for histogram_row in queryset.values(
         "workload",
         "team",
         "provider",
@@ -295,10 +295,11 @@ def _workload_usage(queryset: Rollups) -> list[WorkloadUsage]:
         "latency_histogram",
         "tpot_histogram",
     ).order_by():
+        workload = histogram_row["workload"]
         for field in ("team", "provider", "model"):
-            if row[field]:
-                labels[row["workload"]][field].add(row[field])
-        histograms[row["workload"]].append(row)
+            if histogram_row[field]:
+                labels[workload][field].add(histogram_row[field])
+        histograms[workload].append(histogram_row)
     ids = dict(Workload.objects.filter(name__in=list(sums)).values_list("name", "id"))
     out = []
     for name, row in sums.items():

@@ -9,6 +9,7 @@ workloads a pool served; its requests are never priced from price cards.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -274,7 +275,7 @@ def _total(provider: str, currency: str, rows: list[ReconciliationRow]) -> Recon
     )
 
 
-def _bill_provider(charge: dict[str, Any]) -> str:
+def _bill_provider(charge: Mapping[str, Any]) -> str:
     """The usage provider of a bill line, in the token logs' names.
 
     Only what the provider normaliser cannot know is decided here, from the billed service:

@@ -414,7 +414,7 @@ def upload_billing(upload: Upload) -> UploadBilling:
 
     pools = []
     for pool in ServingPool.objects.all():
-        for row in (
+        for pool_row in (
             pool_charges(pool, charges)
             .values("currency")
             .annotate(n=Count("id"), billed=Sum("billed_cost"), effective=Sum("effective_cost"))
@@ -423,10 +423,10 @@ def upload_billing(upload: Upload) -> UploadBilling:
             pools.append(
                 PoolMatch(
                     pool=pool.name,
-                    currency=row["currency"],
-                    lines=row["n"],
-                    billed_cost=row["billed"],
-                    effective_cost=row["effective"],
+                    currency=pool_row["currency"],
+                    lines=pool_row["n"],
+                    billed_cost=pool_row["billed"],
+                    effective_cost=pool_row["effective"],
                 )
             )
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from audit_app.services.ingest import upload_ingest
+
+if TYPE_CHECKING:
+    from audit_app.services.ingest_fanout import PartSpec
 
 # Ingest tasks: acknowledged only when done, handed back if the worker dies, and retried with
 # backoff while the database is away (a restart, a failover).
@@ -42,7 +47,7 @@ def refresh_derived() -> bool:
 
 
 @shared_task(name="audit_app.ingest_part", **_INGEST_TASK)
-def ingest_part(upload_id: int, spec: dict[str, object]) -> str:
+def ingest_part(upload_id: int, spec: PartSpec) -> str:
     """Parse one byte range of a large upload (see audit_app.services.ingest_fanout); the part
     that completes the set lands the upload. Idempotent: a redelivered part rewrites its file."""
     from audit_app.services.ingest_fanout import part_ingest

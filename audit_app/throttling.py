@@ -6,18 +6,21 @@ request; these believe it only from a trusted proxy.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rest_framework import throttling
 
 from audit_app.client_address import client_address
 
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+
 
 class AnonRateThrottle(throttling.AnonRateThrottle):
-    def get_ident(self, request: Any) -> str:
+    def get_ident(self, request: Request) -> str:
         return client_address(request)
 
 
 class UserRateThrottle(throttling.UserRateThrottle):
-    def get_ident(self, request: Any) -> str:
+    def get_ident(self, request: Request) -> str:
         return client_address(request)

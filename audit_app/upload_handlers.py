@@ -9,7 +9,7 @@ name shortened by `audit_app.filenames.shortened_name`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import TemporaryUploadedFile
@@ -18,6 +18,7 @@ from django.core.files.uploadhandler import (
     StopUpload,
     TemporaryFileUploadHandler,
 )
+from django.http import HttpRequest
 
 from audit_app.filenames import shortened_name
 
@@ -29,10 +30,10 @@ _FORM_OVERHEAD_BYTES = 1024 * 1024
 class SizeLimitUploadHandler(FileUploadHandler):
     def handle_raw_input(
         self,
-        input_data: Any,
-        META: Any,
+        input_data: IO[bytes],
+        META: dict[str, str],
         content_length: int,
-        boundary: Any,
+        boundary: str,
         encoding: str | None = None,
     ) -> None:
         self.received = 0
@@ -75,5 +76,5 @@ class NamedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
         self.file.name = self.file_name
 
 
-def upload_too_large(request: Any) -> bool:
+def upload_too_large(request: HttpRequest) -> bool:
     return bool(getattr(request, TOO_LARGE_ATTRIBUTE, False))

@@ -365,15 +365,17 @@ def _check_exact(upload_id: int, expected: dict[str, int], reference_rows: int |
     )
 
 
-def _delete_upload(upload_id: int | None) -> None:
+def _delete_upload(upload_id: int | None) -> bool:
+    """Delete the upload if there is one; True once done (a condition for `_wait_until`)."""
     from audit_app.models import Upload
     from audit_app.services.uploads import upload_delete
 
     if upload_id is None:
-        return
+        return True
     upload = Upload.objects.filter(pk=upload_id).first()
     if upload is not None:
         upload_delete(upload=upload)
+    return True
 
 
 def _create_upload(path: Path, name: str) -> int:
@@ -565,7 +567,7 @@ def scenario_postgres_restart(setup: Setup) -> str:
     finally:
         worker.stop()
         with contextlib.suppress(Exception):
-            _wait_until(lambda: _delete_upload(upload_id) is None, 60, "PostgreSQL to be back")
+            _wait_until(lambda: _delete_upload(upload_id), 60, "PostgreSQL to be back")
 
 
 def scenario_postgres_restart_part(setup: Setup) -> str:
@@ -606,7 +608,7 @@ def scenario_postgres_restart_part(setup: Setup) -> str:
     finally:
         worker.stop()
         with contextlib.suppress(Exception):
-            _wait_until(lambda: _delete_upload(upload_id) is None, 60, "PostgreSQL to be back")
+            _wait_until(lambda: _delete_upload(upload_id), 60, "PostgreSQL to be back")
 
 
 def _session(web: Web, user: str) -> Any:

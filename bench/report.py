@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ def write_section(name: str, body: str, *, path: Path = DOC) -> None:
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
-def markdown_table(header: list[str], rows: list[list[object]]) -> str:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

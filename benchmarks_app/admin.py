@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from benchmarks_app.models import BenchmarkRun, Gate
 
@@ -30,11 +30,11 @@ class GateAdmin(admin.ModelAdmin):
     list_display = ("id", "verdict", "baseline", "candidate", "created_by", "created_at")
     list_filter = ("verdict",)
 
-    def has_add_permission(self, request: Any) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

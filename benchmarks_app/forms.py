@@ -4,7 +4,7 @@ state, the serving modes a gate prices, and `KEY=VALUE` pairs from the command l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -84,7 +84,7 @@ class GateForm(forms.Form):
         # Only the recommendations a gate may verify are offered. One that stopped being
         # gateable after the page was loaded is still accepted here, so the service records
         # the gate and says why it refused the link, as the API and the command do.
-        field = self.fields["recommendation"]
+        field = cast(forms.ModelChoiceField, self.fields["recommendation"])
         field.widget.choices = [
             ("", field.empty_label),
             *((r.pk, str(r)) for r in gateable_recommendations()),

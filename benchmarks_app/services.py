@@ -15,7 +15,7 @@ from datetime import timedelta
 from decimal import Decimal
 from enum import Enum
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from django.db import transaction
 from django.utils import timezone
@@ -33,6 +33,9 @@ from benchmarks_app.artifacts import (
 )
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.selectors import recommendation_terms
+
+if TYPE_CHECKING:
+    from audit_app.permissions import Actor
 
 logger = logging.getLogger(__name__)
 # A run named after its file keeps the name within its column (`BenchmarkRun.name`).
@@ -94,7 +97,7 @@ def run_metrics(run: BenchmarkRun) -> metrics.RunMetrics:
     return _dataclass_from_json(metrics.RunMetrics, run.metrics)
 
 
-def _stored_upload(source: BinaryIO, filename: str, fmt: str, user: Any) -> Upload:
+def _stored_upload(source: BinaryIO, filename: str, fmt: str, user: Actor) -> Upload:
     try:
         return upload_create(
             source=source,
@@ -121,7 +124,7 @@ def benchmark_run_import(
     format: str = "auto",
     meta: Mapping[str, str] | None = None,
     name: str = "",
-    user: Any = None,
+    user: Actor = None,
     telemetry: tuple[BinaryIO, str] | None = None,
 ) -> BenchmarkRun:
     """Store the file, convert it, compute its metrics. RunRefused says what is wrong."""
@@ -182,7 +185,7 @@ def benchmark_run_import_path(
     meta: Mapping[str, str] | None = None,
     name: str = "",
     telemetry: Path | None = None,
-    user: Any = None,
+    user: Actor = None,
 ) -> BenchmarkRun:
     """`benchmark_run_import` of a file on this machine (the command line's way in)."""
     if not path.is_file():
@@ -291,7 +294,7 @@ def gate_evaluate(
     traffic_workload: str = "",
     tolerances: Mapping[str, float] | None = None,
     recommendation: Recommendation | None = None,
-    user: Any = None,
+    user: Actor = None,
 ) -> Gate:
     """Compare two runs and record the verdict for good: the one way the page, the API and the
     command line create a gate.
@@ -385,7 +388,7 @@ def _verdict(
 def _gate_audit(
     *,
     gate: Gate,
-    user: Any,
+    user: Actor,
     recommendation: Recommendation | None,
     mismatches: tuple[matching.Mismatch, ...],
 ) -> None:

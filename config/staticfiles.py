@@ -21,16 +21,23 @@ PREFIX = "vendor/plotly"
 STATIC_PATH = f"{PREFIX}/{PLOTLY_FILE}"
 
 
+class PlotlyStorage(FileSystemStorage):
+    # collectstatic copies a finder's files under its storage's `prefix`.
+    prefix = PREFIX
+
+
 class PlotlyFinder(BaseFinder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.storage = FileSystemStorage(location=str(PLOTLY_DIR))
-        self.storage.prefix = PREFIX
+        self.storage = PlotlyStorage(location=str(PLOTLY_DIR))
 
     def check(self, **kwargs: Any) -> list[Any]:
         return []
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
+    # No match is [], as in Django's own finders; the stubs say None for `find_all=False`.
+    def find(  # type: ignore[override]
+        self, path: str, find_all: bool = False, **kwargs: Any
+    ) -> str | list[str]:
         if path != STATIC_PATH:
             return []
         found = str(PLOTLY_DIR / PLOTLY_FILE)

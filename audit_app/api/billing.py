@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.api.spend import FILTER_PARAMETERS, MONEY
+from audit_app.api.spend import FILTER_PARAMETERS, MONEY, DecimalOptions
 from audit_app.filters import parse_filters
 from audit_app.selectors_billing import (
     ReconciliationTotal,
@@ -21,7 +21,11 @@ from audit_app.selectors_billing import (
 )
 from audit_app.views.billing import parse_flagged, parse_threshold
 
-PERCENT = {"max_digits": 24, "decimal_places": 2, "coerce_to_string": True, "allow_null": True}
+PERCENT: DecimalOptions = {
+    "max_digits": 24,
+    "decimal_places": 2,
+    "coerce_to_string": True,
+}
 
 
 class ReconciliationRowOutput(serializers.Serializer):
@@ -36,7 +40,7 @@ class ReconciliationRowOutput(serializers.Serializer):
     variance = serializers.DecimalField(
         **MONEY, allow_null=True, help_text="null when there is no estimate"
     )
-    variance_percent = serializers.DecimalField(**PERCENT)
+    variance_percent = serializers.DecimalField(**PERCENT, allow_null=True)
     flagged = serializers.BooleanField()
     note = serializers.CharField()
     log_requests = serializers.IntegerField()
@@ -52,7 +56,7 @@ class ReconciliationTotalOutput(serializers.Serializer):
     billed = serializers.DecimalField(**MONEY)
     estimated = serializers.DecimalField(**MONEY, allow_null=True)
     variance = serializers.DecimalField(**MONEY)
-    variance_percent = serializers.DecimalField(**PERCENT)
+    variance_percent = serializers.DecimalField(**PERCENT, allow_null=True)
     billed_no_estimate = serializers.DecimalField(**MONEY)
 
 

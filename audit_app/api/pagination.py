@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter
@@ -42,7 +42,7 @@ def parse_offset(params: QueryParams) -> int:
 class ApiPagination(LimitOffsetPagination):
     """DRF's limit/offset pagination with strict parameters (the project's default class)."""
 
-    default_limit = api_settings.PAGE_SIZE
+    default_limit: int = cast(int, api_settings.PAGE_SIZE)  # settings.REST_FRAMEWORK sets it
     max_limit = MAX_LIMIT
 
     def get_limit(self, request: Request) -> int:
@@ -71,7 +71,7 @@ class Page(Generic[T]):
         }
 
 
-def paginate(items: Sequence[T] | QuerySet[Any], request: Request) -> Page[T]:
+def paginate(items: Sequence[T] | QuerySet[Any, T], request: Request) -> Page[T]:
     """The page ``?limit=&offset=`` asks for. ``items`` must be in a stable order (ties broken
     by id or name) so that consecutive pages neither overlap nor skip."""
     pagination = ApiPagination()
@@ -80,6 +80,7 @@ def paginate(items: Sequence[T] | QuerySet[Any], request: Request) -> Page[T]:
     pagination.get_offset(request)
     # Never None: get_limit always gives a limit.
     page = pagination.paginate_queryset(items, request) or []
+    assert pagination.count is not None  # paginate_queryset counted
     return Page(
         items=page,
         count=pagination.count,

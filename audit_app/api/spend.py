@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -27,7 +27,16 @@ from audit_app.selectors_spend import (
 )
 from audit_app.services.classification import class_summary
 
-MONEY = {"max_digits": 24, "decimal_places": 6, "coerce_to_string": True}
+
+class DecimalOptions(TypedDict):
+    """Keyword arguments shared by the API's DecimalFields."""
+
+    max_digits: int
+    decimal_places: int
+    coerce_to_string: bool
+
+
+MONEY: DecimalOptions = {"max_digits": 24, "decimal_places": 6, "coerce_to_string": True}
 FILTER_PARAMETERS = [
     OpenApiParameter("start", str, description="First day, YYYY-MM-DD (UTC)."),
     OpenApiParameter("end", str, description="Last day, YYYY-MM-DD (UTC), inclusive."),
@@ -136,7 +145,8 @@ class WorkloadOutput(serializers.Serializer):
     providers = serializers.ListField(child=serializers.CharField())
     models = serializers.ListField(child=serializers.CharField())
     requests = serializers.IntegerField()
-    errors = serializers.IntegerField()
+    # The metaclass moves declared fields off the class, so `Serializer.errors` is not shadowed.
+    errors = serializers.IntegerField()  # type: ignore[assignment]
     streaming_requests = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
@@ -183,7 +193,7 @@ def _latency(summary: LatencySummary) -> dict[str, Any]:
 def workload_payload(
     stats: WorkloadStats, request: Request | None, workload: Workload | None = None
 ) -> dict[str, Any]:
-    if workload is None:
+    if workload is None and stats.id is not None:
         workload = Workload.objects.select_related("classification").filter(pk=stats.id).first()
     classes = class_summary(workload) if workload else {}
     return {

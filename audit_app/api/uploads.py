@@ -22,6 +22,7 @@ from audit_app.permissions import (
     ALL_ROLES,
     UPLOAD_DELETE_RULE,
     UPLOADER_ROLES,
+    RoleScopedView,
     upload_delete_refusal,
 )
 from audit_app.selectors_bills import upload_billing
@@ -203,14 +204,17 @@ class UploadInUseOutput(serializers.Serializer):
     """Why an upload cannot be deleted: the gates comparing its benchmark runs."""
 
     detail = serializers.CharField()
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    # The metaclass moves declared fields off the class, so `Serializer.errors` is not shadowed.
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField())
+    )
     gates = serializers.ListField(child=serializers.IntegerField(), help_text="Gate ids.")
     runs = serializers.ListField(
         child=serializers.IntegerField(), help_text="Ids of this upload's runs they compare."
     )
 
 
-def _write_roles_only(view: APIView, request: Request) -> None:
+def _write_roles_only(view: RoleScopedView, request: Request) -> None:
     if request.method not in ("GET", "HEAD", "OPTIONS"):
         view.allowed_roles = UPLOADER_ROLES
 

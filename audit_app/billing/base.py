@@ -454,7 +454,7 @@ class ParquetTable:
         self._file = _parquet_file(stream)
         self.columns = ColumnIndex(self._file.schema_arrow.names)
         self.where = "the Parquet file"
-        self._rows_total = max(self._file.metadata.num_rows, 1)
+        self._rows_total: int = max(self._file.metadata.num_rows, 1)
         self._rows_done = 0
         self._finished = False
 

@@ -108,6 +108,7 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
     provider = col("ProviderName")
     service = col("ServiceName")
     consumed = col("ConsumedQuantity")
+    quantity: str | None
     if consumed is not None:
         quantity, unit = consumed, col("ConsumedUnit")
     else:

@@ -377,9 +377,10 @@ def _parse_timestamp(value: object, *, field: str) -> datetime | None:
             else:
                 return _timestamp_from_text(stripped)
         else:
-            number = _finite_decimal(value)
-            if number is None:
+            finite = _finite_decimal(value)
+            if finite is None:
                 raise ValueError("not a number")
+            number = finite
         if not number.is_finite() or number < 0:
             raise ValueError("not a usable epoch number")
         return _timestamp_from_epoch(number)

@@ -319,7 +319,7 @@ def _check_lines(data: bytes, size: int) -> np.ndarray:
     kinds = raw[controls]
     if (kinds == NUL).any():
         raise ColumnarUnsupported("a NUL byte")
-    line_ends = controls[kinds == LF]
+    line_ends: np.ndarray = controls[kinds == LF]
     returns = controls[kinds == CR]
     if returns.size and (returns[-1] + 1 >= size or (raw[returns + 1] != LF).any()):
         raise ColumnarUnsupported("a carriage return that does not end a line")
@@ -517,10 +517,11 @@ class _Memo(Generic[T]):
         if len(self.results) > MAX_MEMO_ENTRIES:
             self.results = {}
         results = self.results
-        out = []
+        out: list[T] = []
         for value in values:
-            result = results.get(value, results)
-            if result is results:
+            try:
+                result = results[value]
+            except KeyError:
                 result = results[value] = self.decode(value)
             out.append(result)
         return out
@@ -541,7 +542,8 @@ class _Texts:
         return cls(list(distinct), renumber[codes] if len(values) > 1 else codes)
 
     def blank(self) -> np.ndarray:
-        return np.array([value == "" for value in self.texts], bool)[self.codes]
+        blank: np.ndarray = np.array([value == "" for value in self.texts], bool)[self.codes]
+        return blank
 
     def or_else(self, other: _Texts) -> _Texts:
         """Per row, this value unless it is blank, else `other`'s (as `first_text`)."""
@@ -553,7 +555,7 @@ class _Texts:
         # Categorical: the rollups group by these columns, and grouping by codes is several
         # times cheaper than hashing the strings again.
         codes = self.codes if rows is None else self.codes[rows]
-        return pd.Series(pd.Categorical.from_codes(codes, categories=self.texts))
+        return pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(self.texts)))
 
 
 def _distinct(column: pa.ChunkedArray | None, rows: int) -> tuple[list[str], np.ndarray]:
@@ -587,7 +589,7 @@ def _null_where(mask: np.ndarray, column: pa.Array) -> pa.Array:
 
 
 def _missing(column: pa.Array, lengths: np.ndarray) -> np.ndarray:
-    missing = lengths == 0
+    missing: np.ndarray = lengths == 0
     if ((lengths == 4) & ~missing).any():
         missing |= pc.is_in(column, value_set=MISSING_SPELLINGS).to_numpy(zero_copy_only=False)
     return missing
@@ -639,7 +641,8 @@ def _colon_at_13(column: pa.Array, starts: np.ndarray, lengths: np.ndarray) -> n
         return np.zeros(len(column), bool)
     long_enough = lengths > 13
     positions = np.where(long_enough, starts + 13, 0)
-    return long_enough & (raw[positions] == ord(":"))
+    colons: np.ndarray = long_enough & (raw[positions] == ord(":"))
+    return colons
 
 
 def _timestamps_one_by_one(column: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -655,7 +658,7 @@ def _timestamps_one_by_one(column: pa.Array, present: np.ndarray) -> tuple[np.nd
                 pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce"
             )
         ).as_unit("ns")
-        valid = ~moments.isna()
+        valid = ~np.asarray(moments.isna())
         nanos[rows[valid]] = moments.asi8[valid]
         candidates[rows[~valid]] = False
     return nanos, candidates

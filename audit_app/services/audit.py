@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.db.models import Model
+
 from audit_app.models import AuditEvent
+from audit_app.permissions import Actor
 
 
 def audit_record(
-    *, actor: Any, action: str, obj: Any, summary: str, details: dict[str, Any] | None = None
+    *, actor: Actor, action: str, obj: Model, summary: str, details: dict[str, Any] | None = None
 ) -> AuditEvent:
     """Record that `actor` (a user, or None for the command line) did `action` to `obj`."""
-    user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
+    user = actor if isinstance(actor, User) else None  # the anonymous user is nobody
     return AuditEvent.objects.create(
         actor=user,
         actor_name=user.get_username() if user else "command line",

@@ -28,7 +28,7 @@ from audit_app.models import (
     WorkloadDay,
     WorkloadOverride,
 )
-from audit_app.permissions import Role, has_role
+from audit_app.permissions import Actor, Role, has_role
 from audit_app.rollups import distinct_estimate, distinct_sketch
 from audit_app.selectors import (
     daily_rollups,
@@ -185,7 +185,7 @@ def effective_class(workload: Workload) -> str:
 
 @transaction.atomic
 def workload_override(
-    *, workload: Workload, user: Any, workload_class: str, reason: str
+    *, workload: Workload, user: Actor, workload_class: str, reason: str
 ) -> WorkloadOverride:
     """Set (or, with an empty class, clear) a workload's class by hand. Engineers and managers."""
     if not has_role(user, [Role.ENGINEER, Role.MANAGER]):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
@@ -29,8 +29,9 @@ from audit_app.billing.azure import AMORTIZED_NOTE, CostBasisEvidence
 from audit_app.billing.base import BillingLine, BillingReject
 from audit_app.bulk import insert_all
 from audit_app.daily import daily_from_hourly
-from audit_app.importers.base import ImportFileError, ParsedChunk, RowReject, read_head
+from audit_app.importers.base import ParsedChunk
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
+from audit_app.importers.reading import ImportFileError, RowReject, read_head
 from audit_app.models import (
     BillingCharge,
     DailyRollup,
@@ -152,7 +153,8 @@ def _fail(upload_id: int, message: str) -> Upload:
 
 
 def _parse(upload: Upload) -> ParseResult:
-    with upload.file.open("rb") as stream:
+    with upload.file.open("rb") as opened:
+        stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
         requested = upload.requested_format
         detected = importers.detect_format(read_head(stream)) if requested == "auto" else requested
         Upload.objects.filter(pk=upload.pk).update(format=detected)
@@ -185,7 +187,7 @@ def _mark_landed(
     *,
     rows_read: int,
     rows_rejected: int,
-    rejects: list[RowReject] | list[BillingReject],
+    rejects: Sequence[RowReject | BillingReject],
 ) -> None:
     """The counts and first rejects every finished upload carries; the caller saves."""
     upload.status = Upload.Status.SUCCEEDED
@@ -344,7 +346,8 @@ def _ingest_billing(upload: Upload) -> Upload:
     rows_read = rows_rejected = 0
     progress = _Progress(upload)
     try:
-        with upload.file.open("rb") as stream:
+        with upload.file.open("rb") as opened:
+            stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
             requested = upload.requested_format
             detected = (
                 billing.detect_billing_format(read_head(stream))

@@ -46,7 +46,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, BinaryIO, NotRequired, TypedDict, cast
 
 from celery import current_task
 from django.conf import settings
@@ -58,8 +58,8 @@ from django.db.models.functions import Least
 
 from audit_app import importers
 from audit_app.importers import litellm_columnar, split
-from audit_app.importers.base import ImportFileError, RowReject, read_head
 from audit_app.importers.frame import LINE, requests_to_frame
+from audit_app.importers.reading import ImportFileError, RowReject, read_head
 from audit_app.models import Upload
 from audit_app.rollups import IngestAggregate
 from audit_app.services.ingest import (
@@ -123,7 +123,8 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
     wanted = settings.INGEST_FANOUT_PARTS
     if wanted < 1 or upload.size_bytes < settings.INGEST_FANOUT_MIN_BYTES:
         return None
-    with upload.file.open("rb") as stream:
+    with upload.file.open("rb") as opened:
+        stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
         planned = _plan(upload, stream)
         if planned is None:
             return None
@@ -150,8 +151,22 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
     return Upload.objects.get(pk=upload_id)
 
 
+class PartSpec(TypedDict):
+    """One part's task message: its byte range, the plan it belongs to and how to read it."""
+
+    index: int
+    start: int  # target byte offsets; the part begins and ends at the next record start
+    end: int
+    plan: NotRequired[str]  # optional in a message, so read with .get
+    kind: str  # split.Layout
+    prefix_end: int
+    prefix_lines: int
+    format: str
+    refresh: NotRequired[bool]  # optional in a message, so read with .get (default True)
+
+
 def _queue_scanned(
-    upload_id: int, stream: Any, *, size: int, layout: split.Layout, format: str, refresh: bool
+    upload_id: int, stream: BinaryIO, *, size: int, layout: split.Layout, format: str, refresh: bool
 ) -> None:
     """Cut by a scan of the whole file; each part is queued as soon as its end is found, so
     workers start on the first parts while the rest of the file is scanned."""
@@ -188,7 +203,7 @@ def _queue_parts(
                 index + 1,
                 " (cut by a scan)" if scanned else "",
             )
-        spec = {
+        spec: PartSpec = {
             "index": index,
             "start": start,
             "end": end,
@@ -211,7 +226,7 @@ def _same_queue() -> dict[str, str]:
     return {"queue": queue} if queue else {}
 
 
-def _plan(upload: Upload, stream: Any) -> tuple[str, split.Layout] | None:
+def _plan(upload: Upload, stream: BinaryIO) -> tuple[str, split.Layout] | None:
     try:
         head = read_head(stream)
         requested = upload.requested_format
@@ -232,7 +247,7 @@ def _plan(upload: Upload, stream: Any) -> tuple[str, split.Layout] | None:
 # --- One part (the ingest_part task) -------------------------------------------------------------
 
 
-def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
+def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
     """Parse one part, store its result, and land the upload if it was the last part missing.
     Returns what happened, for the task's log."""
     upload = Upload.objects.filter(pk=upload_id).first()
@@ -244,7 +259,8 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
     result = PartResult(plan=(index, spec["start"], spec["end"]), plan_id=spec.get("plan"))
     started, cpu_started = time.monotonic(), time.process_time()
     try:
-        with upload.file.open("rb") as source:
+        with upload.file.open("rb") as opened:
+            source = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
             part = _locate(source, spec, size=upload.size_bytes, layout=layout)
             result.plan = (part.index, part.start, part.end)
             counted = split.CountedPart(source, part=part, layout=layout)
@@ -283,13 +299,13 @@ def part_ingest(*, upload_id: int, spec: dict[str, Any]) -> str:
     return _land_if_complete(upload_id, spec=spec, own=result)
 
 
-def _layout(spec: dict[str, Any]) -> split.Layout:
+def _layout(spec: PartSpec) -> split.Layout:
     return split.Layout(
         kind=spec["kind"], prefix_end=spec["prefix_end"], prefix_lines=spec["prefix_lines"]
     )
 
 
-def _locate(source: Any, spec: dict[str, Any], *, size: int, layout: split.Layout) -> split.Part:
+def _locate(source: BinaryIO, spec: PartSpec, *, size: int, layout: split.Layout) -> split.Part:
     """The part's own bytes: from the record boundary at its start target to the one at its
     end target (the next part starts there, found the same way). Line numbers are counted
     from the part's start (`lines_before` 0) until the merge knows the newlines before it."""
@@ -474,7 +490,7 @@ def _delete_parts(upload_id: int) -> None:
 # --- Landing (by the part that completes the set) -----------------------------------------------
 
 
-def _land_if_complete(upload_id: int, *, spec: dict[str, Any], own: PartResult) -> str:
+def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str:
     """Land the upload if every part of the current plan is stored; `own` is the caller's part
     result, already in memory, used instead of reading its file back."""
     plan = _current_plan(upload_id)
@@ -562,10 +578,10 @@ def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bo
     logger.info("upload %s: a cut fell inside a quoted value; cutting again by a scan", upload.pk)
     _delete_parts(upload.pk)
     Upload.objects.filter(pk=upload.pk).update(bytes_read=0, rows_read=0)
-    with upload.file.open("rb") as stream:
+    with upload.file.open("rb") as opened:
         _queue_scanned(
             upload.pk,
-            stream,
+            cast(BinaryIO, opened),  # the FieldFile proxies the binary file it opened
             size=upload.size_bytes,
             layout=layout,
             format=format,

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import TypedDict, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -38,7 +38,7 @@ from audit_app.models import (
     Workload,
     WorkloadClass,
 )
-from audit_app.permissions import Role, has_role
+from audit_app.permissions import Actor, Role, has_role
 from audit_app.pricing import normalize_model, normalize_provider
 from audit_app.results_cache import current_version
 from audit_app.selectors import (
@@ -92,7 +92,20 @@ def _money(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def _batch_option(usage: dict[str, Any], hours: int) -> Option | None:
+class _Usage(TypedDict):
+    """One provider/model's traffic of a workload over the window."""
+
+    provider: str
+    model: str
+    day: date
+    spend: Decimal  # what a batch tier discounts
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    batch_share: float
+
+
+def _batch_option(usage: _Usage, hours: int) -> Option | None:
     if usage["batch_share"] >= 0.99 or usage["spend"] <= 0:
         return None
     price = price_book().find(provider=usage["provider"], model=usage["model"], day=usage["day"])
@@ -116,7 +129,7 @@ def _batch_option(usage: dict[str, Any], hours: int) -> Option | None:
     )
 
 
-def _provider_options(usage: dict[str, Any], hours: int) -> list[Option]:
+def _provider_options(usage: _Usage, hours: int) -> list[Option]:
     family = normalize_model(usage["model"]).split("/")[-1].removesuffix("-instruct")
     if not model_class(family):
         return []  # closed models have no other provider
@@ -129,8 +142,9 @@ def _provider_options(usage: dict[str, Any], hours: int) -> list[Option]:
             continue
         if normalize_provider(row.provider) == normalize_provider(usage["provider"]):
             continue
+        input_price = cast(Decimal, row.usd_per_million_input_tokens)  # the filter: not null
         cost = (
-            Decimal(usage["input_tokens"]) * row.usd_per_million_input_tokens
+            Decimal(usage["input_tokens"]) * input_price
             + Decimal(usage["output_tokens"]) * (row.usd_per_million_output_tokens or 0)
         ) / Decimal(1_000_000)
         options.append(
@@ -168,7 +182,8 @@ def _hardware_options(model: str, demand: list[int]) -> list[Option]:
         deployment = Deployment(
             tokens_per_second=assumption.tokens_per_second,
             accelerators_per_replica=accelerators,
-            usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
+            # The filter above leaves only instances with an hourly price.
+            usd_per_accelerator_hour=cast(Decimal, instance.usd_per_hour) / accelerators,
             cold_start_seconds=COLD_START_SECONDS,
         )
         projected = monthly_cost(
@@ -220,16 +235,16 @@ def workload_options(
     current = _month(sum((row.spend_usd for row in entries.values()), Decimal(0)), hours)
     queryset = rollups_in_range(start=start, end=end, workload=workload.name)
     batch_requests: dict[tuple[str, str], int] = defaultdict(int)
-    for row in (
+    for batch_row in (
         queryset.filter(batch_api=True)
         .values("provider", "model")
         .annotate(n=Sum("requests"))
         .order_by()
     ):
-        batch_requests[(row["provider"], row["model"])] += row["n"]
+        batch_requests[(batch_row["provider"], batch_row["model"])] += batch_row["n"]
     options: list[Option] = []
     for (provider, model), row in sorted(entries.items()):
-        usage = {
+        usage: _Usage = {
             "provider": provider,
             "model": model,
             "day": end,
@@ -358,7 +373,7 @@ DECISIONS = {
 
 @transaction.atomic
 def recommendation_decide(
-    *, recommendation: Recommendation, user: Any, decision: str, note: str = ""
+    *, recommendation: Recommendation, user: Actor, decision: str, note: str = ""
 ) -> Recommendation:
     """A manager approves a pilot or rejects (with a note). Others are refused (403)."""
     if not has_role(user, [Role.MANAGER]):

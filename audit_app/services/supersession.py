@@ -90,7 +90,8 @@ def charges_release(*, upload: Upload) -> None:
         .distinct()
         .order_by()
     )
-    for *key, successor in successors:
-        BillingCharge.objects.filter(Key(*key).filter(), superseded_by=upload).update(
+    for provider, account, period_start, amortized, successor in successors:
+        key = Key(provider, account, period_start, amortized)
+        BillingCharge.objects.filter(key.filter(), superseded_by=upload).update(
             superseded_by=successor
         )

@@ -6,12 +6,15 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
 
 from audit_app.models import ApiToken
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 TOKEN_PREFIX = "isa_"
 # Characters of a key kept in clear (ApiToken.prefix) to tell tokens apart.
@@ -31,7 +34,7 @@ def hash_key(key: str) -> str:
 
 
 @transaction.atomic
-def api_token_issue(*, user: Any, name: str = "") -> IssuedToken:
+def api_token_issue(*, user: User, name: str = "") -> IssuedToken:
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user, name=name, prefix=key[:_SHOWN_LENGTH], key_hash=hash_key(key)

@@ -11,7 +11,7 @@ import logging
 import re
 import uuid
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -27,6 +27,9 @@ from audit_app.models import AuditEvent, Upload
 from audit_app.selectors_uploads import GateUse, upload_gate_uses
 from audit_app.services.audit import audit_record
 from audit_app.services.supersession import charges_release
+
+if TYPE_CHECKING:
+    from audit_app.permissions import Actor
 
 COPY_CHUNK_BYTES = 4 * 1024 * 1024
 # What the upload page, `POST /api/v1/uploads/` and `manage.py ingest` accept (benchmark
@@ -121,7 +124,7 @@ def upload_create(
     original_name: str,
     kind: str = Upload.Kind.TOKEN_LOG,
     requested_format: str = "auto",
-    user: Any = None,
+    user: Actor = None,
     enqueue: bool = True,
 ) -> Upload:
     """Copy ``source`` into storage while hashing it, then record the upload.
@@ -301,7 +304,7 @@ def upload_delete_conflict(*, upload: Upload) -> UploadInUse | None:
 
 
 @transaction.atomic
-def upload_delete(*, upload: Upload, user: Any = None) -> None:
+def upload_delete(*, upload: Upload, user: Actor = None) -> None:
     """Remove the upload, everything it contributed (rollups, day shapes, charges) and its raw
     file. Charges of a billing upload it had superseded count again, unless a newer upload
     superseded it too (`audit_app.services.supersession`).

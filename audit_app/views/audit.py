@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.views.generic import TemplateView
 
 from audit_app.models import AuditEvent
@@ -16,7 +16,7 @@ from audit_app.views.query import QueryParamsMixin
 class AuditTrailView(QueryParamsMixin, TemplateView):
     template_name = "audit/audit_trail.html"
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.is_authenticated or not request.user.is_staff:
             raise PermissionDenied("The audit trail is for administrators.")
         return super().dispatch(request, *args, **kwargs)

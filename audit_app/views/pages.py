@@ -30,6 +30,7 @@ from audit_app.selectors_spend import (
     IDLE_LABEL,
     STACK_CHOICES,
     SpendBreakdown,
+    WorkloadStats,
     month_comparison,
     spend_report,
     workload_list,
@@ -178,7 +179,7 @@ WORKLOAD_SORTS = {
 WORKLOAD_SORT_CHOICES = (*WORKLOAD_SORTS, *(f"-{key}" for key in WORKLOAD_SORTS))
 
 
-def sorted_workloads(stats: list[Any], sort: str) -> list[Any]:
+def sorted_workloads(stats: list[WorkloadStats], sort: str) -> list[WorkloadStats]:
     return sorted(stats, key=WORKLOAD_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -16,7 +17,7 @@ from rest_framework.views import APIView
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
-from audit_app.permissions import ALL_ROLES, Role
+from audit_app.permissions import ALL_ROLES, Role, RoleScopedView
 from benchmarks_app.forms import SCALING_MODES, stated_meta
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
@@ -59,7 +60,7 @@ class RunPageOutput(PageOutput):
     results = RunOutput(many=True)
 
 
-def _writers_only(view: APIView, request: Request) -> None:
+def _writers_only(view: RoleScopedView, request: Request) -> None:
     view.allowed_roles = RUN_WRITERS if request.method == "POST" else ALL_ROLES
 
 
@@ -67,6 +68,7 @@ class RunListCreateApi(APIView):
     """List runs, or import one (multipart: file, optional telemetry, format, name and any
     run field: model_hash, quantization, batch_size, num_gpus, usd_per_gpu_hour, ...)."""
 
+    allowed_roles = ALL_ROLES  # narrowed per request by `_writers_only`
     parser_classes = [MultiPartParser, FormParser]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -91,7 +93,8 @@ class RunListCreateApi(APIView):
                 source=file,
                 filename=file.name,
                 format=data.validated_data["format"],
-                meta=stated_meta(request.data),
+                # The parsers are multipart and form only: the data is a QueryDict.
+                meta=stated_meta(cast(QueryDict, request.data)),
                 name=data.validated_data["name"],
                 user=request.user,
                 telemetry=(telemetry, telemetry.name) if telemetry else None,
@@ -142,6 +145,7 @@ class GatePageOutput(PageOutput):
 class GateCreateApi(APIView):
     """Compare a candidate run with a baseline; the verdict is recorded for good."""
 
+    allowed_roles = ALL_ROLES  # narrowed per request by `_writers_only`
     parser_classes = [JSONParser, FormParser, MultiPartParser]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
@@ -173,13 +177,12 @@ class GateCreateApi(APIView):
         data = GateInput(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        runs = {
-            side: BenchmarkRun.objects.filter(pk=values[side]).first()
-            for side in ("baseline", "candidate")
-        }
-        for side, run in runs.items():
+        runs: dict[str, BenchmarkRun] = {}
+        for side in ("baseline", "candidate"):
+            run = BenchmarkRun.objects.filter(pk=values[side]).first()
             if run is None:
                 raise ValidationError({side: [f"no benchmark run with id {values[side]}"]})
+            runs[side] = run
         recommendation = None
         if values.get("recommendation"):
             recommendation = Recommendation.objects.filter(pk=values["recommendation"]).first()

@@ -108,6 +108,8 @@ def _tool(head: str, filename: str) -> str:
 
 def _convert(data: bytes, *, filename: str, tool: str) -> BenchmarkArtifact:
     head = head_text(data)
+    export: Mapping[str, Any]
+    table: Mapping[str, Mapping[str, Any]]
     if head.startswith("{"):
         export = require_object(load_json(data), "the file")
         table = {

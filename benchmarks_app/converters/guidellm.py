@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import yaml
+
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, PerRequest
 from benchmarks_app.converters.base import (
     decode_text,
@@ -37,11 +39,6 @@ from benchmarks_app.converters.base import (
     to_float,
     to_int,
 )
-
-try:
-    import yaml
-except ImportError:  # PyYAML is optional: without it only JSON reports are read.
-    yaml = None
 
 TOOL = "guidellm"
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -73,8 +70,9 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
     if not isinstance(benchmarks, list) or not benchmarks:
         raise ArtifactError("`benchmarks` is missing or empty: the report holds no benchmark")
     benchmark = require_object(benchmarks[0], "`benchmarks[0]`")
-    metadata = report.get("metadata")
-    version = metadata.get("version") if isinstance(metadata, Mapping) else None
+    found = report.get("metadata")
+    metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    version = metadata.get("version")
     is_v2 = version is not None
     if is_v2 and version != 2:
         raise ArtifactError(
@@ -171,8 +169,6 @@ def _load(data: bytes, filename: str) -> Any:
     text = decode_text(data).lstrip()
     if text.startswith(("{", "[")):
         return load_json(data)
-    if yaml is None:
-        raise ArtifactError("this GuideLLM report is YAML, and PyYAML is not installed")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -246,7 +242,9 @@ def _per_request(
     )
 
 
-def _column(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], scale: float) -> tuple:
+def _column(
+    rows: Sequence[Mapping[str, Any]], keys: Sequence[str], scale: float
+) -> tuple[float, ...]:
     values = []
     for index, row in enumerate(rows):
         key = next((k for k in keys if row.get(k) is not None), None)

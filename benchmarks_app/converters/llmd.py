@@ -27,6 +27,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
 from benchmarks_app.converters.base import (
     decode_text,
@@ -38,11 +40,6 @@ from benchmarks_app.converters.base import (
     to_float,
     to_int,
 )
-
-try:
-    import yaml
-except ImportError:  # PyYAML is optional: without it only JSON reports are read.
-    yaml = None
 
 TOOL = "llm-d"
 # contract metric -> Benchmark Report latency name
@@ -135,7 +132,8 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
         assumptions.append(EXAMPLE_NOTE)
 
     concurrency = to_float(load.get("concurrency"), "load.concurrency")
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    found = report.get("run")
+    run: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     return BenchmarkArtifact(
         tool=TOOL,
         tool_version=version,
@@ -157,8 +155,6 @@ def _load(data: bytes) -> Any:
     text = decode_text(data).lstrip()
     if text.startswith(("{", "[")):
         return load_json(data)
-    if yaml is None:
-        raise ArtifactError("this llm-d Benchmark Report is YAML, and PyYAML is not installed")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:

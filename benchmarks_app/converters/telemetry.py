@@ -77,9 +77,9 @@ def _convert_nvidia_smi(text: str) -> BenchmarkArtifact:
     if not header:
         raise ArtifactError("line 1: the telemetry CSV has no header")
     columns: dict[str, tuple[int, str | None]] = {}
-    for position, cell in enumerate(header):
-        match = _HEADER_CELL.match(cell.strip())
-        name = match["name"].strip().lower() if match else cell.strip().lower()
+    for position, title in enumerate(header):
+        match = _HEADER_CELL.match(title.strip())
+        name = match["name"].strip().lower() if match else title.strip().lower()
         columns[name] = (position, match["unit"].strip() if match and match["unit"] else None)
     if "timestamp" not in columns:
         raise ArtifactError(

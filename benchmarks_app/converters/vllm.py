@@ -333,7 +333,7 @@ def _itls_ms(
     per_request = itls
     if success is not None and len(itls) == len(success) and len(itls) != completed:
         per_request = [gaps for gaps, ok in zip(itls, success, strict=True) if ok]
-    gaps_ms = []
+    gaps_ms: list[float] = []
     for index, gaps in enumerate(per_request):
         gaps_ms.extend(value * 1000.0 for value in number_list(gaps, f"itls[{index}]"))
     return gaps_ms

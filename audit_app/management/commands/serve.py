@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
@@ -65,7 +66,7 @@ class Command(BaseCommand):
         ]
         stopping = False
 
-        def request_stop(signum: int, frame: Any) -> None:
+        def request_stop(signum: int, frame: FrameType | None) -> None:
             nonlocal stopping
             stopping = True
 
