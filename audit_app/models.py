@@ -49,6 +49,9 @@ class Upload(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     # First rejected rows ({"line", "field", "value", "reason"}), capped by the ingest service.
     rejects = models.JSONField(default=list, blank=True)
+    # Sentences about how a token log landed that its reader must know (names folded over a
+    # cardinality limit, `audit_app.cardinality`); billing notes live in `billing_totals`.
+    notes = models.JSONField(default=list, blank=True)
     # Totals of what landed, for the upload page and `ingest --json`.
     requests = models.BigIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)
