@@ -7,6 +7,7 @@ hourly rollups and per-workload-day summaries, never from request rows.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -39,6 +40,7 @@ from audit_app.selectors import (
 from audit_app.services.audit import audit_record
 
 WINDOW_DAYS = 30
+CHECKPOINT_EVERY = 200
 
 
 class OverrideRefused(Exception):
@@ -125,15 +127,21 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
 
 
 @transaction.atomic
-def workloads_classify(*, today: date | None = None) -> list[WorkloadClassification]:
-    """(Re)classify every workload with traffic in the window. Overrides are left alone."""
+def workloads_classify(
+    *, today: date | None = None, checkpoint: Callable[[], None] | None = None
+) -> list[WorkloadClassification]:
+    """(Re)classify every workload with traffic in the window. Overrides are left alone.
+    ``checkpoint`` is called every CHECKPOINT_EVERY workloads (a refresh stops there when the
+    data changed under it, `services.derived`)."""
     window = analysis_window(today)
     if window is None:
         return []
     start, end = window
-    names = set(daily_rollups(start=start, end=end).values_list("workload", flat=True))
+    names = daily_rollups(start=start, end=end).values("workload")
     results = []
-    for workload in Workload.objects.filter(name__in=names):
+    for index, workload in enumerate(Workload.objects.filter(name__in=names)):
+        if checkpoint is not None and index % CHECKPOINT_EVERY == 0:
+            checkpoint()
         summary = workload_summary(workload, start=start, end=end)
         features = compute_features(summary)
         result = classify(features, slo_ms=workload.latency_slo_ms)
