@@ -67,6 +67,7 @@ from audit_app.services.ingest import (
     MAX_STORED_REJECTS,
     PROGRESS_INTERVAL_SECONDS,
     ParseResult,
+    UploadDeleted,
     _fail,
     _land,
     after_ingest,
@@ -268,7 +269,7 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
                 _parse_part(upload, counted, layout=layout, format=spec["format"], result=result)
             except ImportFileError as exc:
                 result.file_error = str(exc)  # in the part stream's numbers, until the merge
-            except (OperationalError, InterfaceError):
+            except (OperationalError, InterfaceError, UploadDeleted):
                 raise
             except Exception as exc:
                 logger.exception("ingest of part %s of upload %s failed", index, upload_id)
@@ -276,6 +277,9 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
             result.counts = counted.counts()
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries
+    except UploadDeleted:
+        _delete_parts(upload_id)
+        return "skipped"
     except Exception as exc:
         logger.exception("reading part %s of upload %s failed", index, upload_id)
         result.error = unexpected_error(exc)
@@ -334,10 +338,11 @@ class _PartProgress:
         self.last = time.monotonic()
         if not (self.bytes or self.rows):
             return
-        Upload.objects.filter(pk=self.upload.pk).update(
+        if not Upload.objects.filter(pk=self.upload.pk).update(
             bytes_read=Least(F("bytes_read") + self.bytes, self.upload.size_bytes),
             rows_read=F("rows_read") + self.rows,
-        )
+        ):
+            raise UploadDeleted(self.upload.pk)  # the part stops (`part_ingest`)
         self.bytes = self.rows = 0
 
 
