@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -16,7 +17,7 @@ from audit_app.csv_export import csv_response
 from audit_app.filters import parse_filters
 from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
-from audit_app.query_params import choice_param
+from audit_app.query_params import choice_param, int_param
 from audit_app.selectors import (
     filter_choices,
     hour_of_week_requests,
@@ -40,6 +41,10 @@ from audit_app.services.classification import current_override, effective_class
 from audit_app.views.query import QueryParamsMixin
 
 TOP_WORKLOADS = 10
+# The overview's breakdown table lists this many rows, then one row adding up the others.
+TOP_BREAKDOWN_ROWS = 25
+# The workloads page lists this many workloads a page (?page=2, ...), in the chosen order.
+WORKLOADS_PER_PAGE = 100
 
 
 class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
@@ -51,6 +56,7 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         stack = self.param(choice_param, "stack", STACK_CHOICES, default="provider")
         report = spend_report(filters)
         breakdown = report.breakdown(stack)
+        breakdown_rows, breakdown_rest = breakdown.head(TOP_BREAKDOWN_ROWS)
         per_day = report.series[stack]
         by_workload = report.breakdown("workload").rows
         top = by_workload[:TOP_WORKLOADS]
@@ -90,6 +96,8 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             stack=stack,
             stack_choices=STACK_CHOICES,
             breakdown=breakdown,
+            breakdown_rows=breakdown_rows,
+            breakdown_rest=breakdown_rest,
             months=month_comparison(today=timezone.now().date()),
             spend_figure=charts.build_spend_per_day_figure(
                 days=per_day.days,
@@ -235,6 +243,10 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
                 ],
                 rows=rows,
             )
+        paginator = Paginator(stats, WORKLOADS_PER_PAGE)
+        page = paginator.page(
+            self.param(int_param, "page", default=1, minimum=1, maximum=paginator.num_pages)
+        )
         columns = [
             ("name", "Workload"),
             ("requests", "Requests"),
@@ -257,7 +269,9 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
         context = {
             "filters": filters,
             "choices": filter_choices(),
-            "workloads": stats,
+            "workloads": page.object_list,
+            "page": page,
+            "page_query": filters.query_string(sort=sort),
             "headers": headers,
             "sort": sort,
             "total_spend": report.total_usd,
