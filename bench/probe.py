@@ -142,12 +142,6 @@ def peak_rss_kib(status_texts: list[str]) -> int:
     return peak
 
 
-def task_seconds(log: str, task: str) -> list[float]:
-    """Run times of a Celery task, in log order, from the worker's "succeeded in" lines."""
-    pattern = re.compile(rf"Task {re.escape(task)}\[[^\]]+\] succeeded in ([0-9.]+)s")
-    return [float(m.group(1)) for m in pattern.finditer(log)]
-
-
 @dataclass(kw_only=True)
 class Figures:
     rows: int
@@ -160,7 +154,6 @@ class Figures:
     upload_s: float = 0.0
     ingest_s: float = 0.0
     refresh_s: float = 0.0
-    refresh_task_s: float = 0.0
     delete_s: float = 0.0
     delete_refresh_s: float = 0.0
     peak_rss_kib: int = 0
@@ -201,8 +194,7 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
         "",
         f"- Upload (HTTP) {figures.upload_s:,.1f} s; ingest until `{figures.upload_status}` "
         f"{figures.ingest_s:,.1f} s; post-ingest refresh (classes, recommendations, cache "
-        f"warm-up) done {figures.refresh_s:,.1f} s later (the refresh task itself "
-        f"{figures.refresh_task_s:,.1f} s); the worker's largest process peaked at "
+        f"warm-up) done {figures.refresh_s:,.1f} s later; the worker's largest process peaked at "
         f"{figures.peak_rss_kib / 1024:,.0f} MiB resident.",
         f"- Workloads: {figures.workloads_before:,} before, {figures.workloads_after_ingest:,} "
         f"after the ingest, {figures.workloads_after_delete:,} after deleting the upload "
@@ -467,10 +459,6 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
         figures.refresh_s = _wait(
             lambda: _refreshed(config.database), REFRESH_TIMEOUT_S, "the post-ingest refresh"
         )
-        refreshes = task_seconds(
-            worker_log.read_text(errors="replace"), "audit_app.refresh_derived"
-        )
-        figures.refresh_task_s = refreshes[-1] if refreshes else 0.0
         print(f"probe: refreshed {figures.refresh_s:.0f} s later", flush=True)
         figures.workloads_after_ingest = int(
             _sql(config.database, "SELECT count(*) FROM audit_app_workload")  # type: ignore[arg-type]

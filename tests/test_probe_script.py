@@ -1,5 +1,5 @@
-"""bench/probe.py's pure parts: the CSV it writes, its percentiles, its readings of /proc and
-of the worker's log, and the section it writes (no probe is run here)."""
+"""bench/probe.py's pure parts: the CSV it writes, its percentiles, its reading of /proc, and the
+section it writes (no probe is run here)."""
 
 from __future__ import annotations
 
@@ -35,15 +35,6 @@ def test_percentiles_are_nearest_rank() -> None:
 def test_peak_rss_reads_vmrss_lines() -> None:
     texts = ["Name:\tcelery\nVmRSS:\t  204800 kB\n", "VmRSS:\t 1024 kB\n", "Name:\tzombie\n"]
     assert probe.peak_rss_kib(texts) == 204800
-
-
-def test_task_seconds_reads_the_workers_succeeded_lines() -> None:
-    log = (
-        "[..] Task audit_app.refresh_derived[ab-1] succeeded in 12.5s: True\n"
-        "[..] Task audit_app.ingest_upload[cd-2] succeeded in 3.0s: 'succeeded'\n"
-        "[..] Task audit_app.refresh_derived[ef-3] succeeded in 0.25s: False\n"
-    )
-    assert probe.task_seconds(log, "audit_app.refresh_derived") == [12.5, 0.25]
 
 
 def test_the_section_carries_the_figures(tmp_path: Path) -> None:

@@ -37,7 +37,11 @@ from audit_app.selectors_spend import (
     workload_list,
     workload_stats,
 )
-from audit_app.services.classification import current_override, effective_class
+from audit_app.services.classification import (
+    current_override,
+    effective_class,
+    effective_classes,
+)
 from audit_app.views.query import QueryParamsMixin
 
 TOP_WORKLOADS = 10
@@ -65,12 +69,7 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         usd_pools = [r for r in reports if r.currency == "USD"]
         workloads_in_pools = sorted({w for r in usd_pools for w in r.by_workload})
         class_split: dict[str, Decimal] = {c: Decimal(0) for c in WorkloadClass.values}
-        classes = {
-            w.name: effective_class(w)
-            for w in Workload.objects.filter(name__in=[r.key for r in by_workload])
-            .select_related("classification")
-            .prefetch_related("overrides")
-        }
+        classes = effective_classes()
         for row in by_workload:
             class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
         window = f"between {filters.start} and {filters.end}"

@@ -17,6 +17,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
+from audit_app.models import Workload, WorkloadClassification, WorkloadOverride
+from audit_app.services.classification import effective_class, effective_classes
 from audit_app.services.ingest import upload_ingest
 from audit_app.services.uploads import upload_create
 
@@ -89,3 +91,27 @@ def test_the_overview_shows_the_top_rows_and_the_others_added_up(many: Client) -
     assert others.startswith('data-testid="breakdown-others"><td>180 others')
     assert "$162.90" in others.split("</tr>")[0]
     assert "$211.15" in table  # the total is still the whole
+
+
+def test_effective_classes_follow_the_one_workload_rule(many: Client, engineer_user: Any) -> None:
+    workloads = {w.name: w for w in Workload.objects.filter(name__in=["w001", "w002", "w003"])}
+    for name, label in (("w001", "async"), ("w002", "realtime"), ("w003", "async")):
+        WorkloadClassification.objects.create(
+            workload=workloads[name], workload_class=label, confidence=0.9
+        )
+    # w001: overridden to realtime; w002: overridden, then handed back to the classifier.
+    WorkloadOverride.objects.create(
+        workload=workloads["w001"], workload_class="realtime", reason="r", user=engineer_user
+    )
+    WorkloadOverride.objects.create(
+        workload=workloads["w002"], workload_class="async", reason="r", user=engineer_user
+    )
+    WorkloadOverride.objects.create(
+        workload=workloads["w002"], workload_class="", reason="back", user=engineer_user
+    )
+    assert effective_classes() == {"w001": "realtime", "w002": "realtime", "w003": "async"}
+    assert {name: effective_class(w) for name, w in workloads.items()} == {
+        "w001": "realtime",
+        "w002": "realtime",
+        "w003": "async",
+    }
