@@ -305,7 +305,9 @@ class WorkloadDay(models.Model):
 class Workload(models.Model):
     """A named stream of requests (see `audit_app.identity` for how names are given).
 
-    Created when an ingest first sees the name; its numbers live in the rollups.
+    Created when an ingest first sees the name; its numbers live in the rollups. Removed when
+    the last upload naming it is deleted, unless a person decided something about it
+    (`services.uploads.workloads_prune`).
     """
 
     name = models.CharField(max_length=200, unique=True)

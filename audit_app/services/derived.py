@@ -13,6 +13,12 @@ The signals in `audit_app.apps` answer every change to one of those with a new d
 `derived_refresh` recomputes only when the data version moved since the last refresh (kept in
 `DerivedState`), so a second request, a redelivered task or `manage.py recommend` right after
 changes nothing. Refreshes lock the state row: two never run at once.
+
+A refresh is proportional to the workloads (at most `MAX_WORKLOADS_TOTAL`, batches of a few
+queries each) and cancellable: it checks the data version between its steps and every
+`CHECKPOINT_EVERY` workloads, and when the data changed under it (another upload landed, one
+was deleted) it stops there, writes nothing (its transaction rolls back) and asks for a new
+refresh, which sees the new data.
 """
 
 from __future__ import annotations
