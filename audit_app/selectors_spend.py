@@ -505,7 +505,13 @@ def _stats(usage: WorkloadUsage, row: SpendRow | None) -> WorkloadStats:
 
 
 def workload_list(filters: SpendFilters) -> list[WorkloadStats]:
-    """Every workload with traffic in the window: volume, latency and spend, costliest first."""
+    """Every workload with traffic in the window: volume, latency and spend, costliest first
+    (cached per data version: with thousands of workloads, building the list costs more than
+    reading it back)."""
+    return cached("workload_list", filters.cache_key(), lambda: _workload_list(filters))
+
+
+def _workload_list(filters: SpendFilters) -> list[WorkloadStats]:
     report = spend_report(filters)
     rows = {row.key: row for row in report.breakdown("workload").rows}
     stats = [_stats(u, rows.get(u.name)) for u in workload_usage(queryset=filters.queryset())]
