@@ -14,11 +14,13 @@ What it does, in order, with a timeout on every wait:
 4. uploads the file through ``POST /api/v1/uploads/``, waits for the ingest, then for the
    post-ingest refresh (classification, recommendations, cache warm-up: the worker's log
    line for ``audit_app.refresh_derived``), and records both durations;
-5. times the main pages and APIs: the first (cold) request, then PROBE_REQUESTS (20) more
-   for p50 / p95 / max, with the size of the answer;
-6. deletes the upload through the API, waits for the refresh that follows, and checks that
-   the workload count is back to what it was before the upload;
-7. prints the figures and rewrites the "probe" section of docs/reliability.md.
+5. uploads files of 5,000 new names each until the database holds 20,000 workloads (the
+   default MAX_WORKLOADS_TOTAL) and records the refresh after the last one;
+6. times the main pages and APIs at that limit: the first (cold) request, then
+   PROBE_REQUESTS (20) more for p50 / p95 / max, with the size of the answer;
+7. deletes the big upload through the API, waits for the refresh that follows, then deletes
+   the fill uploads, and checks that the workload count is back to what it was before;
+8. prints the figures and rewrites the "probe" section of docs/reliability.md.
 
 Knobs (environment): PROBE_ROWS (1000000), PROBE_REQUESTS (20), PROBE_DATABASE
 (audit_probe), PROBE_NO_DOC=1 leaves docs/reliability.md alone.
@@ -52,6 +54,10 @@ PATHS = (
     "/api/v1/spend/?group_by=workload",
     "/uploads/",
 )
+# After the big upload, files of FILL_ROWS new names each fill the database up to FILL_TO
+# workloads (the default MAX_WORKLOADS_TOTAL), so pages are timed at the limit.
+FILL_ROWS = 5000
+FILL_TO = 20_000
 HEADER = "started_at,ended_at,workload,team,provider,model,input_tokens,output_tokens,cost_usd\n"
 
 CHILD_SETUP = r"""
@@ -83,9 +89,10 @@ print(json.dumps({
 # --- Pure parts (tested in tests/test_probe_script.py) -----------------------------------------
 
 
-def csv_lines(rows: int, *, last_day: date) -> Iterator[str]:
-    """The probe's CSV: a header, then ``rows`` requests, each of its own workload, spread
-    over the 7 days up to ``last_day`` (one a second), 1 or 2 teams, 2 models."""
+def csv_lines(rows: int, *, last_day: date, prefix: str = "probe") -> Iterator[str]:
+    """The probe's CSV: a header, then ``rows`` requests, each of its own workload
+    (``<prefix>-0000000``, ...), spread over the 7 days up to ``last_day`` (one a second),
+    2 teams, 2 models."""
     yield HEADER
     first = last_day - timedelta(days=6)
     for i in range(rows):
@@ -95,7 +102,7 @@ def csv_lines(rows: int, *, last_day: date) -> Iterator[str]:
         model = "gpt-4o" if i % 2 else "gpt-4o-mini"
         tokens = 100 + i % 900
         yield (
-            f"{at}Z,{at}.500Z,probe-{i:07d},team-{i % 2},openai,{model},{tokens},{tokens // 4},"
+            f"{at}Z,{at}.500Z,{prefix}-{i:07d},team-{i % 2},openai,{model},{tokens},{tokens // 4},"
             f"0.001\n"
         )
 
@@ -148,7 +155,11 @@ class Figures:
     size_bytes: int = 0
     workloads_before: int = 0
     workloads_after_ingest: int = 0
+    workloads_at_limit: int = 0
     workloads_after_delete: int = 0
+    workloads_after_cleanup: int = 0
+    fill_uploads: int = 0
+    fill_refresh_s: float = 0.0
     upload_status: str = ""
     upload_notes: list[str] = field(default_factory=list)
     upload_s: float = 0.0
@@ -179,7 +190,8 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
         ]
         for t in figures.timings
     ]
-    back = figures.workloads_after_delete == figures.workloads_before
+    back = figures.workloads_after_cleanup == figures.workloads_before
+    filled = figures.workloads_at_limit - figures.workloads_after_ingest
     lines = [
         "## Probe: a million distinct workloads",
         "",
@@ -196,15 +208,20 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
         f"{figures.ingest_s:,.1f} s; post-ingest refresh (classes, recommendations, cache "
         f"warm-up) done {figures.refresh_s:,.1f} s later; the worker's largest process peaked at "
         f"{figures.peak_rss_kib / 1024:,.0f} MiB resident.",
+        f"- Then {figures.fill_uploads} more uploads of new names filled the database to "
+        f"{figures.workloads_at_limit:,} workloads (the total limit); the refresh after the "
+        f"last one, over every workload, took {figures.fill_refresh_s:,.1f} s.",
         f"- Workloads: {figures.workloads_before:,} before, {figures.workloads_after_ingest:,} "
-        f"after the ingest, {figures.workloads_after_delete:,} after deleting the upload "
-        f"({'back to before' if back else 'NOT back to before'}).",
-        f"- Delete (HTTP) {figures.delete_s:,.1f} s; the refresh after it done "
-        f"{figures.delete_refresh_s:,.1f} s later.",
+        f"after the ingest, {figures.workloads_at_limit:,} at the limit, "
+        f"{figures.workloads_after_delete:,} after deleting the big upload (its {filled:,} "
+        f"fill names stay), {figures.workloads_after_cleanup:,} after deleting the fill "
+        f"uploads too ({'back to before' if back else 'NOT back to before'}).",
+        f"- Deleting the big upload (HTTP) {figures.delete_s:,.1f} s; the refresh after it "
+        f"done {figures.delete_refresh_s:,.1f} s later.",
         *[f"- The upload's note: {note}" for note in figures.upload_notes],
         "",
-        f"Requests once the refresh was done, signed in as a finops user: the first one (cold), "
-        f"then {requests_each} in a row (warm), times in ms.",
+        f"Requests at the limit once the refresh was done, signed in as a finops user: the "
+        f"first one (cold), then {requests_each} in a row (warm), times in ms.",
         "",
         markdown_table(
             ["path", "status", "cold", "p50", "p95", "max", "bytes"],
@@ -337,9 +354,45 @@ def _time(session: object, base: str, path: str, count: int) -> Timing:
     return Timing(path=path, status=status, cold_ms=cold, warm_ms=warm, size_bytes=size)
 
 
+def _upload(base: str, api: dict[str, str], path: Path) -> str:
+    """POST the file; the upload's API URL."""
+    import requests
+
+    with path.open("rb") as stream:
+        created = requests.post(
+            f"{base}/api/v1/uploads/",
+            headers=api,
+            files={"file": (path.name, stream, "text/csv")},
+            data={"kind": "token_log"},
+            timeout=600,
+        )
+    if created.status_code != 202:
+        raise RuntimeError(f"upload refused: HTTP {created.status_code} {created.text[:500]}")
+    return f"{base}/api/v1/uploads/{created.json()['id']}/"
+
+
+def _landed(detail: str, api: dict[str, str]) -> dict[str, object] | None:
+    """The upload's API body once it succeeded or failed, else None."""
+    import requests
+
+    body = requests.get(detail, headers=api, timeout=REQUEST_TIMEOUT_S).json()
+    return body if body["status"] in ("succeeded", "failed") else None
+
+
+def _delete(detail: str, api: dict[str, str]) -> None:
+    import requests
+
+    deleted = requests.delete(detail, headers=api, timeout=600)
+    if deleted.status_code != 204:
+        raise RuntimeError(f"delete refused: HTTP {deleted.status_code}")
+
+
+def _workloads(database: str) -> int:
+    return int(_sql(database, "SELECT count(*) FROM audit_app_workload"))  # type: ignore[call-overload]
+
+
 def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of steps)
     import redis
-    import requests
 
     from bench.load import (
         Config as LoadConfig,
@@ -377,8 +430,9 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
     fixture = json.loads(setup.stdout.strip().splitlines()[-1])
     figures = Figures(rows=config.rows, workloads_before=fixture["workloads"])
     path = PROBE_DIR / f"probe-{config.rows}.csv"
+    last_day = date.fromisoformat(fixture["last_day"])
     with path.open("w") as out:
-        out.writelines(csv_lines(config.rows, last_day=date.fromisoformat(fixture["last_day"])))
+        out.writelines(csv_lines(config.rows, last_day=last_day))
     figures.size_bytes = path.stat().st_size
     print(f"probe: {path.name}, {figures.size_bytes / 1024**2:.0f} MiB", flush=True)
 
@@ -434,35 +488,39 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
 
         print("probe: uploading ...", flush=True)
         started = time.monotonic()
-        with path.open("rb") as stream:
-            created = requests.post(
-                f"{base}/api/v1/uploads/",
-                headers=api,
-                files={"file": (path.name, stream, "text/csv")},
-                data={"kind": "token_log"},
-                timeout=600,
-            )
+        detail = _upload(base, api, path)
         figures.upload_s = time.monotonic() - started
-        if created.status_code != 202:
-            raise RuntimeError(f"upload refused: HTTP {created.status_code} {created.text[:500]}")
-        detail = f"{base}/api/v1/uploads/{created.json()['id']}/"
+        body: dict[str, object] = {}
 
         def landed() -> bool:
-            body = requests.get(detail, headers=api, timeout=REQUEST_TIMEOUT_S).json()
-            figures.upload_status = body["status"]
-            figures.upload_notes = body.get("notes", [])
-            return body["status"] in ("succeeded", "failed")
+            body.update(_landed(detail, api) or {})
+            return bool(body)
 
-        started = time.monotonic()
         figures.ingest_s = _wait(landed, INGEST_TIMEOUT_S, "the ingest")
+        figures.upload_status = str(body["status"])
+        figures.upload_notes = list(body.get("notes", []))  # type: ignore[call-overload]
         print(f"probe: {figures.upload_status} in {figures.ingest_s:.0f} s", flush=True)
         figures.refresh_s = _wait(
             lambda: _refreshed(config.database), REFRESH_TIMEOUT_S, "the post-ingest refresh"
         )
         print(f"probe: refreshed {figures.refresh_s:.0f} s later", flush=True)
-        figures.workloads_after_ingest = int(
-            _sql(config.database, "SELECT count(*) FROM audit_app_workload")  # type: ignore[arg-type]
-        )
+        figures.workloads_after_ingest = _workloads(config.database)
+
+        fills = []
+        while (missing := FILL_TO - _workloads(config.database)) > 0:
+            fill = PROBE_DIR / f"fill-{len(fills)}.csv"
+            with fill.open("w") as out:
+                out.writelines(
+                    csv_lines(min(missing, FILL_ROWS), last_day=last_day, prefix=fill.stem)
+                )
+            fills.append(_upload(base, api, fill))
+            _wait(lambda: _landed(fills[-1], api) is not None, INGEST_TIMEOUT_S, "a fill")
+            figures.fill_refresh_s = _wait(
+                lambda: _refreshed(config.database), REFRESH_TIMEOUT_S, "a fill's refresh"
+            )
+        figures.fill_uploads = len(fills)
+        figures.workloads_at_limit = _workloads(config.database)
+        print(f"probe: {figures.workloads_at_limit} workloads", flush=True)
 
         session = _session(base, password)
         for page in PATHS:
@@ -470,16 +528,15 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
             print(f"probe: {page}: {figures.timings[-1]}", flush=True)
 
         started = time.monotonic()
-        deleted = requests.delete(detail, headers=api, timeout=600)
+        _delete(detail, api)
         figures.delete_s = time.monotonic() - started
-        if deleted.status_code != 204:
-            raise RuntimeError(f"delete refused: HTTP {deleted.status_code}")
         figures.delete_refresh_s = _wait(
             lambda: _refreshed(config.database), REFRESH_TIMEOUT_S, "the refresh after delete"
         )
-        figures.workloads_after_delete = int(
-            _sql(config.database, "SELECT count(*) FROM audit_app_workload")  # type: ignore[arg-type]
-        )
+        figures.workloads_after_delete = _workloads(config.database)
+        for fill_detail in fills:
+            _delete(fill_detail, api)
+        figures.workloads_after_cleanup = _workloads(config.database)
     finally:
         if sampler is not None:
             sampler.stopped.set()
@@ -504,7 +561,7 @@ def main() -> int:
         write_section("probe", text)
         print(f"probe: wrote the probe section of {DOC.relative_to(REPO)}")
     slow = [t.path for t in figures.timings if t.status != 200]
-    return 1 if slow or figures.workloads_after_delete != figures.workloads_before else 0
+    return 1 if slow or figures.workloads_after_cleanup != figures.workloads_before else 0
 
 
 if __name__ == "__main__":

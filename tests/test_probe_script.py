@@ -13,7 +13,7 @@ from bench.report import read_sections, write_section
 
 
 def test_the_csv_names_one_workload_a_row_over_the_last_7_days() -> None:
-    text = "".join(probe.csv_lines(10, last_day=date(2026, 11, 30)))
+    text = "".join(probe.csv_lines(10, last_day=date(2026, 11, 30), prefix="probe"))
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 10
     assert [r["workload"] for r in rows] == [f"probe-{i:07d}" for i in range(10)]
@@ -43,7 +43,11 @@ def test_the_section_carries_the_figures(tmp_path: Path) -> None:
         size_bytes=2 * 1024**2,
         workloads_before=12,
         workloads_after_ingest=5012,
-        workloads_after_delete=12,
+        workloads_at_limit=20_000,
+        workloads_after_delete=15_000,
+        workloads_after_cleanup=12,
+        fill_uploads=3,
+        fill_refresh_s=30.25,
         upload_status="succeeded",
         upload_notes=["Some were folded."],
         ingest_s=3.25,
@@ -53,7 +57,11 @@ def test_the_section_carries_the_figures(tmp_path: Path) -> None:
         ],
     )
     text = probe.markdown(figures, requests_each=3, when="1 Dec 2026")
-    assert "5,012 after the ingest, 12 after deleting the upload (back to before)" in text
+    assert (
+        "5,012 after the ingest, 20,000 at the limit, 15,000 after deleting the big upload "
+        "(its 14,988 fill names stay), 12 after deleting the fill uploads too (back to before)"
+    ) in text
+    assert "took 30.2 s" in text
     assert "| `/` | 200 | 900 | 20 | 30 | 30 | 5 |" in text
     assert "peaked at 300 MiB resident" in text
     assert "- The upload's note: Some were folded." in text
