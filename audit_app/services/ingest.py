@@ -74,6 +74,7 @@ class ParseResult:
     rows_read: int = 0
     rows_rejected: int = 0
     bytes_read: int = 0
+    notes: list[str] = field(default_factory=list)  # names already folded (`NameFolds`)
 
 
 def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None = None) -> Upload:
@@ -297,7 +298,7 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
             rows_rejected=result.rows_rejected,
             rejects=result.rejects,
         )
-        upload.notes = notes
+        upload.notes = result.notes + notes
         upload.requests = aggregate.total("requests")
         upload.input_tokens = aggregate.total("input_tokens")
         upload.output_tokens = aggregate.total("output_tokens")
@@ -307,36 +308,54 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
     return upload
 
 
-def _within_limits(aggregate: IngestAggregate) -> tuple[IngestAggregate, list[str]]:
-    """The aggregate with workloads and teams past the cardinality limits folded into their
-    buckets (`audit_app.cardinality`), and the notes saying so. Applied to the whole upload at
-    landing, so a fanned-out ingest folds the same names as a single pass. Landings take the
-    data version row first, so two of them never both fill the last room under the total."""
+@dataclass(frozen=True, kw_only=True)
+class NameFolds:
+    """Which workload and team names of one upload fold into their buckets, and the notes
+    saying so (none when nothing folds)."""
+
+    workloads: dict[str, str]
+    teams: dict[str, str]
+    notes: list[str]
+
+
+def name_folds(
+    *, workloads: dict[str, tuple[int, int]], teams: dict[str, tuple[int, int]]
+) -> NameFolds:
+    """The folds for an upload whose names weigh ``workloads`` and ``teams`` ((tokens,
+    requests) per name, `IngestAggregate.token_weights`), under the cardinality limits
+    (`audit_app.cardinality`). Inside the landing transaction: it takes the data version row
+    first, so two landings never both fill the last room under MAX_WORKLOADS_TOTAL."""
     current_version()
     DataVersion.objects.select_for_update().filter(pk=1).first()
     per_upload = settings.MAX_WORKLOADS_PER_UPLOAD
     total = settings.MAX_WORKLOADS_TOTAL
     known = set(Workload.objects.values_list("name", flat=True))
-    workloads = fold_names(
-        aggregate.token_weights("workload"),
-        bucket=WORKLOAD_BUCKET,
-        per_upload=per_upload,
-        known=known,
-        total=total,
+    workload_fold = fold_names(
+        workloads, bucket=WORKLOAD_BUCKET, per_upload=per_upload, known=known, total=total
     )
-    teams = fold_names(
-        aggregate.token_weights("team"),
-        bucket=TEAM_BUCKET,
-        per_upload=settings.MAX_TEAMS_PER_UPLOAD,
-    )
-    if not (workloads.folded or teams.folded):
-        return aggregate, []
+    team_fold = fold_names(teams, bucket=TEAM_BUCKET, per_upload=settings.MAX_TEAMS_PER_UPLOAD)
     notes = [
-        workload_fold_note(workloads, per_upload=per_upload, total=total, known=len(known)),
-        team_fold_note(teams, per_upload=settings.MAX_TEAMS_PER_UPLOAD),
+        workload_fold_note(workload_fold, per_upload=per_upload, total=total, known=len(known)),
+        team_fold_note(team_fold, per_upload=settings.MAX_TEAMS_PER_UPLOAD),
     ]
-    folded = aggregate.renamed(workloads=workloads.folded, teams=teams.folded)
-    return folded, [note for note in notes if note]
+    return NameFolds(
+        workloads=workload_fold.folded,
+        teams=team_fold.folded,
+        notes=[note for note in notes if note],
+    )
+
+
+def _within_limits(aggregate: IngestAggregate) -> tuple[IngestAggregate, list[str]]:
+    """The aggregate with workloads and teams past the cardinality limits folded into their
+    buckets, and the notes saying so. Applied to the whole upload at landing, so a fanned-out
+    ingest folds the same names as a single pass (it folds its parts before merging them, and
+    then nothing is left to fold here)."""
+    folds = name_folds(
+        workloads=aggregate.token_weights("workload"), teams=aggregate.token_weights("team")
+    )
+    if not folds.notes:
+        return aggregate, []
+    return aggregate.renamed(workloads=folds.workloads, teams=folds.teams), folds.notes
 
 
 def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
