@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit_app", "0016_billing_restatements"),
+        ("audit_app", "0018_upload_file_max_length"),
     ]
 
     operations = [
