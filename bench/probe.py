@@ -225,7 +225,7 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
         "",
         markdown_table(
             ["path", "status", "cold", "p50", "p95", "max", "bytes"],
-            rows,  # type: ignore[arg-type]
+            rows,
         ),
     ]
     return "\n".join(lines) + "\n"
@@ -506,7 +506,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
         print(f"probe: refreshed {figures.refresh_s:.0f} s later", flush=True)
         figures.workloads_after_ingest = _workloads(config.database)
 
-        fills = []
+        fills: list[str] = []
         while (missing := FILL_TO - _workloads(config.database)) > 0:
             fill = PROBE_DIR / f"fill-{len(fills)}.csv"
             with fill.open("w") as out:
