@@ -74,9 +74,7 @@ def workload_summaries(
     names = [w.name for w in workloads]
     hourly = rollups_in_range(start=start, end=end).filter(workload__in=names)
     operations: dict[tuple[str, datetime], dict[str, int]] = defaultdict(dict)
-    for op in (
-        hourly.values("workload", "hour", "operation").annotate(n=Sum("requests")).order_by()
-    ):
+    for op in hourly.values("workload", "hour", "operation").annotate(n=Sum("requests")).order_by():
         operations[(op["workload"], op["hour"])][op["operation"] or "chat"] = op["n"]
     hours: dict[str, list[HourStats]] = defaultdict(list)
     for row in (
