@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint format bench load migrate clean faults
+.PHONY: run test install lint format bench load migrate clean faults probe
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11")'
@@ -44,6 +44,10 @@ bench: $(STAMP)
 ## make load: 50 users on pages and API for 60 s (gunicorn + PostgreSQL + Redis on loopback)
 load: $(STAMP)
 	$(PY) -m bench.load
+
+## make probe: a 1,000,000-workload CSV through gunicorn + Celery + PostgreSQL; times pages, delete
+probe: $(STAMP)
+	$(PY) -m bench.probe
 
 ## make faults: worker SIGKILL, PostgreSQL restart, Redis down, media disk full; PASS/FAIL each
 faults: $(STAMP)

@@ -49,6 +49,9 @@ class Upload(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     # First rejected rows ({"line", "field", "value", "reason"}), capped by the ingest service.
     rejects = models.JSONField(default=list, blank=True)
+    # Sentences about how a token log landed that its reader must know (names folded over a
+    # cardinality limit, `audit_app.cardinality`); billing notes live in `billing_totals`.
+    notes = models.JSONField(default=list, blank=True)
     # Totals of what landed, for the upload page and `ingest --json`.
     requests = models.BigIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)
@@ -302,7 +305,9 @@ class WorkloadDay(models.Model):
 class Workload(models.Model):
     """A named stream of requests (see `audit_app.identity` for how names are given).
 
-    Created when an ingest first sees the name; its numbers live in the rollups.
+    Created when an ingest first sees the name; its numbers live in the rollups. Removed when
+    the last upload naming it is deleted, unless a person decided something about it
+    (`services.uploads.workloads_prune`).
     """
 
     name = models.CharField(max_length=200, unique=True)

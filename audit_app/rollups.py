@@ -7,8 +7,8 @@ uploads and workers combine in any order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -224,27 +224,62 @@ class IngestAggregate:
         (not copied and added), so ``other`` must not be used afterwards: parts of one file
         cover mostly different hours, so most keys move without any arithmetic."""
         for key, theirs in other.rollups.items():
-            if key not in self.rollups:
-                self.rollups[key] = theirs
-                continue
-            mine = self.rollups[key]
-            for column in _SUMMED:
-                setattr(mine, column, getattr(mine, column) + getattr(theirs, column))
-            mine.users_set().update(theirs.users_set())
-            mine.ttft.merge(theirs.ttft)
-            mine.latency.merge(theirs.latency)
-            mine.tpot.merge(theirs.tpot)
+            self._add_rollup(key, theirs)
         for day_key, shape in other.days.items():
-            if day_key not in self.days:
-                self.days[day_key] = shape
-                continue
-            target = self.days[day_key]
-            target.requests += shape.requests
-            target.minute_counts += shape.minute_counts
-            target.hour_counts += shape.hour_counts
-            target.end_users |= shape.end_users
-            target.callers |= shape.callers
+            self._add_day(day_key, shape)
         return self
+
+    def _add_rollup(self, key: RollupKey, theirs: RollupTotals) -> None:
+        if key not in self.rollups:
+            self.rollups[key] = theirs
+            return
+        mine = self.rollups[key]
+        for column in _SUMMED:
+            setattr(mine, column, getattr(mine, column) + getattr(theirs, column))
+        mine.users_set().update(theirs.users_set())
+        mine.ttft.merge(theirs.ttft)
+        mine.latency.merge(theirs.latency)
+        mine.tpot.merge(theirs.tpot)
+
+    def _add_day(self, key: tuple[date, str], shape: DayShape) -> None:
+        if key not in self.days:
+            self.days[key] = shape
+            return
+        target = self.days[key]
+        target.requests += shape.requests
+        target.minute_counts += shape.minute_counts
+        target.hour_counts += shape.hour_counts
+        target.end_users |= shape.end_users
+        target.callers |= shape.callers
+
+    def token_weights(self, dimension: str) -> dict[str, tuple[int, int]]:
+        """(input + output tokens, requests) per value of a key field (`workload`, `team`)."""
+        weights: dict[str, tuple[int, int]] = {}
+        for key, t in self.rollups.items():
+            name = getattr(key, dimension)
+            tokens, requests = weights.get(name, (0, 0))
+            weights[name] = (tokens + t.input_tokens + t.output_tokens, requests + t.requests)
+        return weights
+
+    def renamed(self, *, workloads: Mapping[str, str], teams: Mapping[str, str]) -> IngestAggregate:
+        """This aggregate with the named workloads and teams renamed (folded: several names
+        into one), keys that meet added up. Nothing is lost, so every total is unchanged;
+        this aggregate must not be used afterwards (its totals move into the new one). A
+        folded day's callers are capped again at MAX_CALLERS_PER_DAY."""
+        out = IngestAggregate()
+        for key, totals in self.rollups.items():
+            workload = workloads.get(key.workload, key.workload)
+            team = teams.get(key.team, key.team)
+            if workload != key.workload or team != key.team:
+                key = replace(key, workload=workload, team=team)
+            out._add_rollup(key, totals)
+        for (day, workload), shape in self.days.items():
+            out._add_day((day, workloads.get(workload, workload)), shape)
+        buckets = set(workloads.values())
+        for (_, workload), shape in out.days.items():
+            if workload in buckets and len(shape.callers) > MAX_CALLERS_PER_DAY:
+                shape.callers = set(sorted(shape.callers)[:MAX_CALLERS_PER_DAY])
+        return out
 
     # Totals over every rollup, for the upload's summary.
     def total(self, column: str) -> int:

@@ -168,6 +168,23 @@ class SpendBreakdown:
     def total_usd(self) -> Decimal:
         return self.attributed_usd + self.idle_gpu_usd
 
+    def head(self, count: int) -> tuple[list[SpendRow], SpendRow | None]:
+        """The first ``count`` rows (costliest first), and the rest added up into one row
+        keyed "N others" (None when there is no rest), for tables that must stay short."""
+        rest = self.rows[count:]
+        if not rest:
+            return self.rows, None
+        return self.rows[:count], SpendRow(
+            key=f"{len(rest):,} others",
+            requests=sum(row.requests for row in rest),
+            input_tokens=sum(row.input_tokens for row in rest),
+            output_tokens=sum(row.output_tokens for row in rest),
+            logged_cost_usd=sum((row.logged_cost_usd for row in rest), ZERO),
+            estimated_cost_usd=sum((row.estimated_cost_usd for row in rest), ZERO),
+            gpu_cost_usd=sum((row.gpu_cost_usd for row in rest), ZERO),
+            unpriced_requests=sum(row.unpriced_requests for row in rest),
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class SpendSeries:
@@ -488,7 +505,13 @@ def _stats(usage: WorkloadUsage, row: SpendRow | None) -> WorkloadStats:
 
 
 def workload_list(filters: SpendFilters) -> list[WorkloadStats]:
-    """Every workload with traffic in the window: volume, latency and spend, costliest first."""
+    """Every workload with traffic in the window: volume, latency and spend, costliest first
+    (cached per data version: with thousands of workloads, building the list costs more than
+    reading it back)."""
+    return cached("workload_list", filters.cache_key(), lambda: _workload_list(filters))
+
+
+def _workload_list(filters: SpendFilters) -> list[WorkloadStats]:
     report = spend_report(filters)
     rows = {row.key: row for row in report.breakdown("workload").rows}
     stats = [_stats(u, rows.get(u.name)) for u in workload_usage(queryset=filters.queryset())]

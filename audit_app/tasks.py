@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from audit_app.services.ingest import upload_ingest
+from audit_app.services.ingest import UploadDeleted, upload_ingest
 
 if TYPE_CHECKING:
     from audit_app.services.ingest_fanout import PartSpec
@@ -32,8 +32,12 @@ def ping() -> str:
 
 @shared_task(name="audit_app.ingest_upload", **_INGEST_TASK)
 def ingest_upload(upload_id: int) -> str:
-    """Ingest one upload; idempotent, so a redelivered or retried task is harmless."""
-    upload = upload_ingest(upload_id=upload_id)
+    """Ingest one upload; idempotent, so a redelivered or retried task is harmless. An upload
+    deleted before or during its ingest ends it ("deleted")."""
+    try:
+        upload = upload_ingest(upload_id=upload_id)
+    except UploadDeleted:
+        return "deleted"
     return upload.status
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "reliability.md"
 
-SECTIONS = ("scale", "fanout", "load", "faults", "hostile")
+SECTIONS = ("scale", "fanout", "load", "probe", "faults", "hostile")
 
 HEADER = """# Reliability
 

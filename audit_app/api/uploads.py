@@ -79,6 +79,10 @@ class UploadOutput(serializers.ModelSerializer):
     progress_percent = serializers.IntegerField()
     logged_cost_usd = serializers.DecimalField(max_digits=24, decimal_places=9)
     rejects = RejectOutput(many=True)
+    notes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Sentences about how a token log landed, e.g. workloads folded over a limit.",
+    )
     url = serializers.SerializerMethodField()
     raw_file_url = serializers.SerializerMethodField()
 
@@ -111,6 +115,7 @@ class UploadOutput(serializers.ModelSerializer):
             "logged_cost_usd",
             "error",
             "rejects",
+            "notes",
             "raw_file_url",
         ]
 

@@ -7,6 +7,7 @@ hourly rollups and per-workload-day summaries, never from request rows.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -31,6 +32,7 @@ from audit_app.models import (
 from audit_app.permissions import Actor, Role, has_role
 from audit_app.rollups import distinct_estimate, distinct_sketch
 from audit_app.selectors import (
+    WorkloadUsage,
     daily_rollups,
     data_date_range,
     rollups_in_range,
@@ -39,6 +41,8 @@ from audit_app.selectors import (
 from audit_app.services.audit import audit_record
 
 WINDOW_DAYS = 30
+# Classification and recommendations handle this many workloads between checkpoints.
+CHECKPOINT_EVERY = 500
 
 
 class OverrideRefused(Exception):
@@ -58,22 +62,23 @@ def analysis_window(today: date | None = None) -> tuple[date, date] | None:
 
 
 def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadSummary:
-    queryset = rollups_in_range(start=start, end=end, workload=workload.name)
-    operations: dict[datetime, dict[str, int]] = defaultdict(dict)
-    for row in queryset.values("hour", "operation").annotate(n=Sum("requests")).order_by():
-        operations[row["hour"]][row["operation"] or "chat"] = row["n"]
-    hours = [
-        HourStats(
-            hour=row["hour"],
-            requests=row["n"],
-            errors=row["e"],
-            streaming_requests=row["s"],
-            batch_api_requests=row["b"],
-            input_tokens=row["i"],
-            output_tokens=row["o"],
-            operations=operations[row["hour"]],
-        )
-        for row in queryset.values("hour")
+    """What the classifier reads about one workload over days start..end."""
+    return workload_summaries([workload], start=start, end=end)[0]
+
+
+def workload_summaries(
+    workloads: Sequence[Workload], *, start: date, end: date
+) -> list[WorkloadSummary]:
+    """What the classifier reads about each of ``workloads`` over days start..end, in their
+    order, from four queries for the whole batch (not four per workload)."""
+    names = [w.name for w in workloads]
+    hourly = rollups_in_range(start=start, end=end).filter(workload__in=names)
+    operations: dict[tuple[str, datetime], dict[str, int]] = defaultdict(dict)
+    for op in hourly.values("workload", "hour", "operation").annotate(n=Sum("requests")).order_by():
+        operations[(op["workload"], op["hour"])][op["operation"] or "chat"] = op["n"]
+    hours: dict[str, list[HourStats]] = defaultdict(list)
+    for row in (
+        hourly.values("workload", "hour")
         .annotate(
             n=Sum("requests"),
             e=Sum("errors"),
@@ -85,14 +90,57 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
             o=Sum("output_tokens"),
         )
         .order_by()
+    ):
+        hours[row["workload"]].append(
+            HourStats(
+                hour=row["hour"],
+                requests=row["n"],
+                errors=row["e"],
+                streaming_requests=row["s"],
+                batch_api_requests=row["b"],
+                input_tokens=row["i"],
+                output_tokens=row["o"],
+                operations=operations[(row["workload"], row["hour"])],
+            )
+        )
+    shapes: dict[str, list[WorkloadDay]] = defaultdict(list)
+    for day in WorkloadDay.objects.filter(
+        workload__in=names, day__gte=start, day__lte=end, upload__status="succeeded"
+    ).only("workload", "day", "minute_counts", "hour_counts", "end_user_hashes", "callers"):
+        shapes[day.workload].append(day)
+    stats = {
+        usage.name: usage
+        for usage in workload_usage(
+            queryset=daily_rollups(start=start, end=end).filter(workload__in=names)
+        )
+    }
+    return [
+        _summary(
+            w,
+            hours=hours[w.name],
+            shapes=shapes[w.name],
+            usage=stats.get(w.name),
+            start=start,
+            end=end,
+        )
+        for w in workloads
     ]
+
+
+def _summary(
+    workload: Workload,
+    *,
+    hours: list[HourStats],
+    shapes: list[WorkloadDay],
+    usage: WorkloadUsage | None,
+    start: date,
+    end: date,
+) -> WorkloadSummary:
     minute: dict[date, list[int]] = defaultdict(lambda: [0] * 60)
     hour_of_day: dict[date, list[int]] = defaultdict(lambda: [0] * 24)
     users_by_day: dict[date, set[int]] = defaultdict(set)
     callers: set[str] = set()
-    for day in WorkloadDay.objects.filter(
-        workload=workload.name, day__gte=start, day__lte=end, upload__status="succeeded"
-    ).only("day", "minute_counts", "hour_counts", "end_user_hashes", "callers"):
+    for day in shapes:
         minute[day.day] = [a + b for a, b in zip(minute[day.day], day.minute_counts, strict=True)]
         hour_of_day[day.day] = [
             a + b for a, b in zip(hour_of_day[day.day], day.hour_counts, strict=True)
@@ -108,16 +156,14 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
         )
         for d in sorted(minute)
     ]
-    stats = workload_usage(queryset=daily_rollups(start=start, end=end, workload=workload.name))
-    latency = stats[0] if stats else None
     return WorkloadSummary(
         workload=workload.name,
         hours=hours,
         days=days,
         end_users=distinct_estimate(distinct_sketch(set().union(*users_by_day.values()))),
         callers=frozenset(callers),
-        p95_latency_ms=latency.latency.p95_ms if latency else None,
-        p95_ttft_ms=latency.ttft.p95_ms if latency else None,
+        p95_latency_ms=usage.latency.p95_ms if usage else None,
+        p95_ttft_ms=usage.ttft.p95_ms if usage else None,
         window_start=datetime.combine(start, time.min, tzinfo=UTC),
         window_end=datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC),
         latency_slo_ms=workload.latency_slo_ms,
@@ -125,29 +171,49 @@ def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadS
 
 
 @transaction.atomic
-def workloads_classify(*, today: date | None = None) -> list[WorkloadClassification]:
-    """(Re)classify every workload with traffic in the window. Overrides are left alone."""
+def workloads_classify(
+    *, today: date | None = None, checkpoint: Callable[[], None] | None = None
+) -> list[WorkloadClassification]:
+    """(Re)classify every workload with traffic in the window. Overrides are left alone.
+
+    Workloads are read and written CHECKPOINT_EVERY at a time (a few queries per batch), and
+    ``checkpoint`` is called before each batch (a refresh stops there when the data changed
+    under it, `services.derived`)."""
     window = analysis_window(today)
     if window is None:
         return []
     start, end = window
-    names = set(daily_rollups(start=start, end=end).values_list("workload", flat=True))
-    results = []
-    for workload in Workload.objects.filter(name__in=names):
-        summary = workload_summary(workload, start=start, end=end)
+    names = daily_rollups(start=start, end=end).values("workload")
+    workloads = list(Workload.objects.filter(name__in=names).order_by("pk"))
+    results: list[WorkloadClassification] = []
+    for first in range(0, len(workloads), CHECKPOINT_EVERY):
+        if checkpoint is not None:
+            checkpoint()
+        batch = workloads[first : first + CHECKPOINT_EVERY]
+        results += _classified(batch, workload_summaries(batch, start=start, end=end))
+    return results
+
+
+def _classified(
+    workloads: list[Workload], summaries: list[WorkloadSummary]
+) -> list[WorkloadClassification]:
+    """Each workload's new classification row, replacing its old one: one DELETE and one
+    INSERT for the batch (nothing refers to a classification row but its workload)."""
+    rows = []
+    for workload, summary in zip(workloads, summaries, strict=True):
         features = compute_features(summary)
         result = classify(features, slo_ms=workload.latency_slo_ms)
-        classification, _ = WorkloadClassification.objects.update_or_create(
-            workload=workload,
-            defaults={
-                "workload_class": result.label,
-                "confidence": round(result.confidence, 3),
-                "evidence": list(result.evidence),
-                "features": _plain(features.__dict__),
-            },
+        rows.append(
+            WorkloadClassification(
+                workload=workload,
+                workload_class=result.label,
+                confidence=round(result.confidence, 3),
+                evidence=list(result.evidence),
+                features=_plain(features.__dict__),
+            )
         )
-        results.append(classification)
-    return results
+    WorkloadClassification.objects.filter(workload__in=workloads).delete()
+    return WorkloadClassification.objects.bulk_create(rows, batch_size=CHECKPOINT_EVERY)
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +247,23 @@ def effective_class(workload: Workload) -> str:
     else:
         classification = WorkloadClassification.objects.filter(workload=workload).first()
     return classification.workload_class if classification else WorkloadClass.UNKNOWN
+
+
+def effective_classes() -> dict[str, str]:
+    """Every classified or overridden workload's class by name, by `effective_class`'s rule
+    (the newest override's class, unless empty; else the classifier's), in two queries that
+    load no model rows: for pages that split spend over thousands of workloads. A workload
+    missing from it is unknown."""
+    classes = dict(WorkloadClassification.objects.values_list("workload__name", "workload_class"))
+    seen: set[str] = set()
+    for name, workload_class in WorkloadOverride.objects.order_by(
+        "workload_id", "-created_at", "-id"
+    ).values_list("workload__name", "workload_class"):
+        if name not in seen:
+            seen.add(name)
+            if workload_class:
+                classes[name] = workload_class
+    return classes
 
 
 @transaction.atomic

@@ -13,17 +13,24 @@ The signals in `audit_app.apps` answer every change to one of those with a new d
 `derived_refresh` recomputes only when the data version moved since the last refresh (kept in
 `DerivedState`), so a second request, a redelivered task or `manage.py recommend` right after
 changes nothing. Refreshes lock the state row: two never run at once.
+
+A refresh is proportional to the workloads (at most `MAX_WORKLOADS_TOTAL`, batches of a few
+queries each) and cancellable: it checks the data version between its steps and every
+`CHECKPOINT_EVERY` workloads, and when the data changed under it (another upload landed, one
+was deleted) it stops there, writes nothing (its transaction rolls back) and asks for a new
+refresh, which sees the new data.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.models import DerivedState
+from audit_app.models import DataVersion, DerivedState
 from audit_app.results_cache import current_version
 
 logger = logging.getLogger(__name__)
@@ -31,24 +38,51 @@ logger = logging.getLogger(__name__)
 REFRESH_TASK = "audit_app.refresh_derived"
 
 
+class RefreshCancelled(Exception):
+    """The data changed while a refresh ran: its results would be stale, so it stops."""
+
+
+def refresh_checkpoint(token: str) -> Callable[[], None]:
+    """A check that raises RefreshCancelled once the data version is no longer ``token``.
+
+    A refresh runs for as long as its workloads take; an upload landing or deleted meanwhile
+    makes its results stale before they are written, so it stops at its next check, writes
+    nothing (its transaction rolls back) and asks for a new refresh."""
+
+    def check() -> None:
+        if DataVersion.objects.filter(pk=1).values_list("token", flat=True).first() != token:
+            raise RefreshCancelled(token)
+
+    return check
+
+
 def derived_refresh(*, force: bool = False) -> bool:
     """Re-classify workloads and re-price recommendations if the data changed since the last
-    refresh (or ``force``); then warm the default pages' cache. True when it recomputed."""
+    refresh (or ``force``); then warm the default pages' cache. True when it recomputed; False
+    when nothing changed or the data changed under it (then a new refresh is requested)."""
     from audit_app.services.classification import workloads_classify
     from audit_app.services.recommendations import recommendations_refresh
 
-    with transaction.atomic():
-        DerivedState.objects.get_or_create(pk=1)
-        state = DerivedState.objects.select_for_update().get(pk=1)
-        version = current_version()
-        if not force and version.token and state.data_token == version.token:
-            return False
-        workloads_classify()
-        recommendations_refresh(data_version=version.version)
-        state.data_token = version.token
-        state.data_version = version.version
-        state.computed_at = timezone.now()
-        state.save()
+    try:
+        with transaction.atomic():
+            DerivedState.objects.get_or_create(pk=1)
+            state = DerivedState.objects.select_for_update().get(pk=1)
+            version = current_version()
+            if not force and version.token and state.data_token == version.token:
+                return False
+            checkpoint = refresh_checkpoint(version.token)
+            workloads_classify(checkpoint=checkpoint)
+            checkpoint()
+            recommendations_refresh(data_version=version.version, checkpoint=checkpoint)
+            checkpoint()
+            state.data_token = version.token
+            state.data_version = version.version
+            state.computed_at = timezone.now()
+            state.save()
+    except RefreshCancelled:
+        logger.info("derived refresh stopped: the data changed under it; asking again")
+        derived_refresh_request()
+        return False
     try:
         warm_defaults()
     except Exception:  # a cold cache is slower, never wrong

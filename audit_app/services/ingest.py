@@ -19,6 +19,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, BinaryIO, cast
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
@@ -28,6 +29,13 @@ from audit_app import billing, importers
 from audit_app.billing.azure import AMORTIZED_NOTE, CostBasisEvidence
 from audit_app.billing.base import BillingLine, BillingReject
 from audit_app.bulk import insert_all
+from audit_app.cardinality import (
+    TEAM_BUCKET,
+    WORKLOAD_BUCKET,
+    fold_names,
+    team_fold_note,
+    workload_fold_note,
+)
 from audit_app.daily import daily_from_hourly
 from audit_app.importers.base import ParsedChunk
 from audit_app.importers.frame import nanos_to_usd, requests_to_frame
@@ -35,11 +43,13 @@ from audit_app.importers.reading import ImportFileError, RowReject, read_head
 from audit_app.models import (
     BillingCharge,
     DailyRollup,
+    DataVersion,
     HourlyRollup,
     Upload,
     Workload,
     WorkloadDay,
 )
+from audit_app.results_cache import current_version
 from audit_app.rollups import IngestAggregate, distinct_sketch
 from audit_app.services.supersession import charges_supersede
 
@@ -51,6 +61,11 @@ CHUNK_ROWS = 200_000
 BULK_BATCH = 2000
 
 
+class UploadDeleted(Exception):
+    """The upload was deleted before or while it was ingested: the ingest stops, lands
+    nothing and is not retried (its task ends as `deleted`)."""
+
+
 @dataclass(kw_only=True)
 class ParseResult:
     format: str
@@ -59,6 +74,7 @@ class ParseResult:
     rows_read: int = 0
     rows_rejected: int = 0
     bytes_read: int = 0
+    notes: list[str] = field(default_factory=list)  # names already folded (`NameFolds`)
 
 
 def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None = None) -> Upload:
@@ -72,6 +88,8 @@ def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None 
     """
     from audit_app.services import ingest_fanout
 
+    if not Upload.objects.filter(pk=upload_id).exists():
+        raise UploadDeleted(upload_id)
     if fan_out is None:
         fan_out = ingest_fanout.in_ingest_task()
     if fan_out:
@@ -93,7 +111,9 @@ def after_ingest() -> None:
 
 
 def _ingest(upload_id: int) -> Upload:
-    upload = Upload.objects.get(pk=upload_id)
+    upload = Upload.objects.filter(pk=upload_id).first()
+    if upload is None:
+        raise UploadDeleted(upload_id)
     if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
         return upload
     if not mark_running(upload_id):
@@ -108,6 +128,8 @@ def _ingest(upload_id: int) -> Upload:
         return _land(upload_id, result)
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries (see audit_app.tasks)
+    except UploadDeleted:
+        raise
     except Exception as exc:
         # Importers turn every expected problem into ImportFileError or a row reject; anything
         # else still ends the upload as failed with one sentence, never stuck as running, and
@@ -167,7 +189,8 @@ def _parse(upload: Upload) -> ParseResult:
 
 class _Progress:
     """Writes rows read and bytes read to the upload at most every PROGRESS_INTERVAL_SECONDS,
-    outside the landing transaction, so the page's progress bar moves during a long ingest."""
+    outside the landing transaction, so the page's progress bar moves during a long ingest.
+    Finding the upload gone (deleted meanwhile) stops the ingest there (UploadDeleted)."""
 
     def __init__(self, upload: Upload) -> None:
         self.upload = upload
@@ -177,9 +200,10 @@ class _Progress:
         now = time.monotonic()
         if now - self.last >= PROGRESS_INTERVAL_SECONDS:
             self.last = now
-            Upload.objects.filter(pk=self.upload.pk).update(
+            if not Upload.objects.filter(pk=self.upload.pk).update(
                 bytes_read=min(bytes_read, self.upload.size_bytes), rows_read=rows_read
-            )
+            ):
+                raise UploadDeleted(self.upload.pk)
 
 
 def _mark_landed(
@@ -244,7 +268,9 @@ def _land(upload_id: int, result: ParseResult) -> Upload:
 def _land_now(upload_id: int, result: ParseResult) -> Upload:
     aggregate = result.aggregate
     with transaction.atomic():
-        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        upload = Upload.objects.select_for_update().filter(pk=upload_id).first()
+        if upload is None:
+            raise UploadDeleted(upload_id)
         if upload.status in (Upload.Status.SUCCEEDED, Upload.Status.FAILED):
             # Done by another delivery of the task; a failed upload is never revived (see
             # `mark_running`).
@@ -253,6 +279,7 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
         HourlyRollup.objects.filter(upload=upload).delete()
         DailyRollup.objects.filter(upload=upload).delete()
         WorkloadDay.objects.filter(upload=upload).delete()
+        aggregate, notes = _within_limits(aggregate)
         # COPY on PostgreSQL (`audit_app.bulk`): landing is the one step of a fanned-out
         # ingest that no other worker shares.
         hourly = list(_rollup_rows(upload, aggregate))
@@ -271,6 +298,7 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
             rows_rejected=result.rows_rejected,
             rejects=result.rejects,
         )
+        upload.notes = result.notes + notes
         upload.requests = aggregate.total("requests")
         upload.input_tokens = aggregate.total("input_tokens")
         upload.output_tokens = aggregate.total("output_tokens")
@@ -278,6 +306,56 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
         upload.logged_cost_usd = nanos_to_usd(aggregate.total("logged_cost_nanos"))
         upload.save()
     return upload
+
+
+@dataclass(frozen=True, kw_only=True)
+class NameFolds:
+    """Which workload and team names of one upload fold into their buckets, and the notes
+    saying so (none when nothing folds)."""
+
+    workloads: dict[str, str]
+    teams: dict[str, str]
+    notes: list[str]
+
+
+def name_folds(
+    *, workloads: dict[str, tuple[int, int]], teams: dict[str, tuple[int, int]]
+) -> NameFolds:
+    """The folds for an upload whose names weigh ``workloads`` and ``teams`` ((tokens,
+    requests) per name, `IngestAggregate.token_weights`), under the cardinality limits
+    (`audit_app.cardinality`). Inside the landing transaction: it takes the data version row
+    first, so two landings never both fill the last room under MAX_WORKLOADS_TOTAL."""
+    current_version()
+    DataVersion.objects.select_for_update().filter(pk=1).first()
+    per_upload = settings.MAX_WORKLOADS_PER_UPLOAD
+    total = settings.MAX_WORKLOADS_TOTAL
+    known = set(Workload.objects.values_list("name", flat=True))
+    workload_fold = fold_names(
+        workloads, bucket=WORKLOAD_BUCKET, per_upload=per_upload, known=known, total=total
+    )
+    team_fold = fold_names(teams, bucket=TEAM_BUCKET, per_upload=settings.MAX_TEAMS_PER_UPLOAD)
+    notes = [
+        workload_fold_note(workload_fold, per_upload=per_upload, total=total, known=len(known)),
+        team_fold_note(team_fold, per_upload=settings.MAX_TEAMS_PER_UPLOAD),
+    ]
+    return NameFolds(
+        workloads=workload_fold.folded,
+        teams=team_fold.folded,
+        notes=[note for note in notes if note],
+    )
+
+
+def _within_limits(aggregate: IngestAggregate) -> tuple[IngestAggregate, list[str]]:
+    """The aggregate with workloads and teams past the cardinality limits folded into their
+    buckets, and the notes saying so. Applied to the whole upload at landing, so a fanned-out
+    ingest folds the same names as a single pass (it folds its parts before merging them, and
+    then nothing is left to fold here)."""
+    folds = name_folds(
+        workloads=aggregate.token_weights("workload"), teams=aggregate.token_weights("team")
+    )
+    if not folds.notes:
+        return aggregate, []
+    return aggregate.renamed(workloads=folds.workloads, teams=folds.teams), folds.notes
 
 
 def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:

@@ -18,8 +18,11 @@ renamed), where workers on other machines find it the way they find the upload's
 that finds every part present adds up the newline counts into each part's first line number and
 checks that no CSV cut fell inside a quoted value (an odd count of quotes before it); if one did,
 it cuts the file again by a scan and queues those parts instead (the results of the first cut
-are dropped). Otherwise it merges the parts in order and lands them with the ingest service's
-own `_land`, in one transaction, so exactly-once holds as before:
+are dropped). Otherwise it decides which names fold over the cardinality limits from every
+part's weights (`ingest.name_folds`, the same decision a single pass makes), reads the parts
+back one at a time, folds each and merges them in order, so it never holds every part's rollups
+at once, and lands them with the ingest service's own `_land`, in one transaction, so
+exactly-once holds as before:
 - a killed part is redelivered (acks_late) and overwrites its own pickle;
 - parts finishing together serialise on the upload row (select_for_update); the second finds
   the upload no longer `running` and does nothing;
@@ -66,12 +69,15 @@ from audit_app.services.ingest import (
     CHUNK_ROWS,
     MAX_STORED_REJECTS,
     PROGRESS_INTERVAL_SECONDS,
+    NameFolds,
     ParseResult,
+    UploadDeleted,
     _fail,
     _land,
     after_ingest,
     gc_paused,
     mark_running,
+    name_folds,
     unexpected_error,
 )
 
@@ -268,7 +274,7 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
                 _parse_part(upload, counted, layout=layout, format=spec["format"], result=result)
             except ImportFileError as exc:
                 result.file_error = str(exc)  # in the part stream's numbers, until the merge
-            except (OperationalError, InterfaceError):
+            except (OperationalError, InterfaceError, UploadDeleted):
                 raise
             except Exception as exc:
                 logger.exception("ingest of part %s of upload %s failed", index, upload_id)
@@ -276,6 +282,9 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
             result.counts = counted.counts()
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries
+    except UploadDeleted:
+        _delete_parts(upload_id)
+        return "skipped"
     except Exception as exc:
         logger.exception("reading part %s of upload %s failed", index, upload_id)
         result.error = unexpected_error(exc)
@@ -334,10 +343,11 @@ class _PartProgress:
         self.last = time.monotonic()
         if not (self.bytes or self.rows):
             return
-        Upload.objects.filter(pk=self.upload.pk).update(
+        if not Upload.objects.filter(pk=self.upload.pk).update(
             bytes_read=Least(F("bytes_read") + self.bytes, self.upload.size_bytes),
             rows_read=F("rows_read") + self.rows,
-        )
+        ):
+            raise UploadDeleted(self.upload.pk)  # the part stops (`part_ingest`)
         self.bytes = self.rows = 0
 
 
@@ -510,9 +520,8 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
                 outcome = "already " + upload.status
             else:
                 started = time.monotonic()
-                results = [
-                    own if own.plan[0] == i else _load_part(upload_id, i) for i in range(parts)
-                ]
+                weights: list[Weights] = []
+                results = [_weighed(upload_id, i, own=own, into=weights) for i in range(parts)]
                 if not _complete(results, size=upload.size_bytes, plan_id=plan.get("plan")):
                     return "stored"  # a part file of another plan: the newer parts will land
                 done = cast(list[PartResult], results)
@@ -527,7 +536,11 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
                     _fail(upload_id, errors[0])
                     outcome = "failed"
                 else:
-                    merged = _merge(upload, done)
+                    folds = name_folds(
+                        workloads=_summed(w for w, _ in weights),
+                        teams=_summed(t for _, t in weights),
+                    )
+                    merged = _merge(upload, done, own=own, folds=folds)
                     merged_at = time.monotonic()
                     _land(upload_id, merged)
                     logger.info(
@@ -607,13 +620,47 @@ def _error(result: PartResult, layout: split.Layout, lines_before: list[int] | N
     return _global_message(result.file_error, part, layout)
 
 
-def _merge(upload: Upload, results: list[PartResult]) -> ParseResult:
-    merged = ParseResult(
-        format=upload.format, bytes_read=upload.size_bytes, aggregate=results[0].aggregate
+Weights = tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]
+
+
+def _weighed(
+    upload_id: int, index: int, *, own: PartResult, into: list[Weights]
+) -> PartResult | None:
+    """Part ``index`` without its aggregate (`_merge` reads it back), so that the landing part
+    never holds every part's rollups at once: with a million distinct names those took
+    gigabytes. Its names' weights (workloads, teams) are appended to ``into`` for the fold."""
+    result = own if own.plan[0] == index else _load_part(upload_id, index)
+    if result is None:
+        return None
+    into.append(
+        (result.aggregate.token_weights("workload"), result.aggregate.token_weights("team"))
     )
+    return result if result is own else replace(result, aggregate=IngestAggregate())
+
+
+def _summed(parts: Iterable[dict[str, tuple[int, int]]]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for weights in parts:
+        for name, (tokens, requests) in weights.items():
+            total_tokens, total_requests = out.get(name, (0, 0))
+            out[name] = (total_tokens + tokens, total_requests + requests)
+    return out
+
+
+def _merge(
+    upload: Upload, results: list[PartResult], *, own: PartResult, folds: NameFolds
+) -> ParseResult:
+    """The parts added up in file order, each read back and folded (`name_folds`) before it is
+    merged, so memory holds one part's rollups and the folded sum."""
+    merged = ParseResult(format=upload.format, bytes_read=upload.size_bytes, notes=folds.notes)
     for index, result in enumerate(results):
-        if index:
-            merged.aggregate.merge(result.aggregate)
+        part = own if result is own else _load_part(upload.pk, index)
+        if part is None:
+            raise RuntimeError(f"part {index} of upload {upload.pk} vanished while landing")
+        aggregate = part.aggregate
+        if folds.notes:
+            aggregate = aggregate.renamed(workloads=folds.workloads, teams=folds.teams)
+        merged.aggregate.merge(aggregate)
         merged.rows_read += result.rows_read
         merged.rows_rejected += result.rows_rejected
         room = MAX_STORED_REJECTS - len(merged.rejects)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
@@ -50,7 +51,11 @@ from audit_app.selectors import (
 from audit_app.selectors_billing import pool_reports
 from audit_app.selectors_spend import SpendLines, SpendRow, spend_lines
 from audit_app.services.audit import audit_record
-from audit_app.services.classification import analysis_window, effective_class
+from audit_app.services.classification import (
+    CHECKPOINT_EVERY,
+    analysis_window,
+    effective_class,
+)
 
 WINDOW_DAYS = 30
 MONTH_HOURS = 730
@@ -294,11 +299,15 @@ def min_savings() -> Decimal:
 
 @transaction.atomic
 def recommendations_refresh(
-    *, today: date | None = None, data_version: int | None = None
+    *,
+    today: date | None = None,
+    data_version: int | None = None,
+    checkpoint: Callable[[], None] | None = None,
 ) -> list[Recommendation]:
     """Re-price every asynchronous workload; keeps decided recommendations and their history.
 
     Writes only what changed, so running it twice on the same data changes nothing.
+    ``checkpoint`` is called every CHECKPOINT_EVERY workloads (see `services.derived`).
     """
     # The last 30 days with data (fewer when less was uploaded), scaled to a month.
     window = analysis_window(today)
@@ -311,7 +320,10 @@ def recommendations_refresh(
     entries = workload_entries(spend_lines(SpendFilters(start=start, end=end)))
     now = timezone.now()
     kept: list[Recommendation] = []
-    for workload in Workload.objects.all():
+    workloads = Workload.objects.select_related("classification").prefetch_related("overrides")
+    for index, workload in enumerate(workloads):
+        if checkpoint is not None and index % CHECKPOINT_EVERY == 0:
+            checkpoint()
         if effective_class(workload) != WorkloadClass.ASYNC:
             continue
         mine = entries.get(workload.name, {})

@@ -11,19 +11,29 @@ import logging
 import re
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, ProtectedError, QuerySet
 from django.utils import timezone
 
 from audit_app import file_kinds
 from audit_app.filenames import NAME_MAX_BYTES, shortened_name
 from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMATS, FORMATS_BY_KIND, KIND_LABELS
 from audit_app.importers.reading import ImportFileError
-from audit_app.models import AuditEvent, Upload
+from audit_app.models import (
+    AuditEvent,
+    DailyRollup,
+    HourlyRollup,
+    Recommendation,
+    Upload,
+    Workload,
+    WorkloadClassification,
+    WorkloadDay,
+    WorkloadOverride,
+)
 from audit_app.selectors_uploads import GateUse, upload_gate_uses
 from audit_app.services.audit import audit_record
 from audit_app.services.supersession import charges_release
@@ -305,9 +315,12 @@ def upload_delete_conflict(*, upload: Upload) -> UploadInUse | None:
 
 @transaction.atomic
 def upload_delete(*, upload: Upload, user: Actor = None) -> None:
-    """Remove the upload, everything it contributed (rollups, day shapes, charges) and its raw
-    file. Charges of a billing upload it had superseded count again, unless a newer upload
-    superseded it too (`audit_app.services.supersession`).
+    """Remove the upload, everything it contributed (rollups, day shapes, charges), the
+    workloads only it named (`workloads_prune`) and its raw file. Charges of a billing upload
+    it had superseded count again, unless a newer upload superseded it too
+    (`audit_app.services.supersession`). A queued or running ingest of it stops at its next
+    progress write (`services.ingest.UploadDeleted`); a running refresh of derived results
+    stops at its next checkpoint, as the data version moves (`services.derived`).
 
     Refused (UploadInUse, nothing deleted) while a gate compares a benchmark run of it.
     """
@@ -333,5 +346,45 @@ def upload_delete(*, upload: Upload, user: Actor = None) -> None:
         if conflict is None:
             raise
         raise conflict from None
+    if upload.kind == Upload.Kind.TOKEN_LOG:
+        removed = workloads_prune()
+        logger.info("deleting upload %s removed %s workloads", upload.pk, removed)
     if name:
         transaction.on_commit(lambda: default_storage.delete(name))
+
+
+def workloads_prune() -> int:
+    """Delete the workloads nothing references any more; returns how many.
+
+    A workload stays while any upload's rollups or day shapes name it, while a person decided
+    something about it (a class override, an SLO, a recommendation approved, rejected or
+    gated): those decisions are kept for when its data comes back. Its classification
+    and undecided (proposed) recommendations go with it. Done in a few set-based statements
+    (no rows loaded, no per-row signals), so a million leftover names go in seconds; the
+    caller's change of data version (deleting an upload) covers them.
+    """
+    decided = Recommendation.objects.exclude(status=Recommendation.Status.PROPOSED)
+    orphans = Workload.objects.filter(
+        ~Exists(HourlyRollup.objects.filter(workload=OuterRef("name"))),
+        ~Exists(DailyRollup.objects.filter(workload=OuterRef("name"))),
+        ~Exists(WorkloadDay.objects.filter(workload=OuterRef("name"))),
+        ~Exists(WorkloadOverride.objects.filter(workload=OuterRef("pk"))),
+        ~Exists(decided.filter(workload=OuterRef("pk"))),
+        latency_slo_ms__isnull=True,
+    )
+    ids = orphans.values("pk")
+    Recommendation.objects.filter(workload__in=ids).delete()  # proposed only, with events
+    WorkloadClassification.objects.filter(workload__in=ids).delete()
+    return _delete_in_one_statement(orphans)
+
+
+def _delete_in_one_statement(queryset: QuerySet[Any]) -> int:
+    """DELETE the queryset's rows by one statement: `QuerySet.delete()` would load every row
+    and send a post_delete signal for each (models with receivers, like Workload)."""
+    model = queryset.model
+    sql, params = queryset.values("pk").query.sql_with_params()
+    table = connection.ops.quote_name(model._meta.db_table)
+    column = connection.ops.quote_name(model._meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE {column} IN ({sql})", params)  # noqa: S608
+        return cursor.rowcount

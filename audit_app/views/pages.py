@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -16,7 +17,7 @@ from audit_app.csv_export import csv_response
 from audit_app.filters import parse_filters
 from audit_app.models import Workload, WorkloadClass
 from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
-from audit_app.query_params import choice_param
+from audit_app.query_params import choice_param, int_param
 from audit_app.selectors import (
     filter_choices,
     hour_of_week_requests,
@@ -36,10 +37,18 @@ from audit_app.selectors_spend import (
     workload_list,
     workload_stats,
 )
-from audit_app.services.classification import current_override, effective_class
+from audit_app.services.classification import (
+    current_override,
+    effective_class,
+    effective_classes,
+)
 from audit_app.views.query import QueryParamsMixin
 
 TOP_WORKLOADS = 10
+# The overview's breakdown table lists this many rows, then one row adding up the others.
+TOP_BREAKDOWN_ROWS = 25
+# The workloads page lists this many workloads a page (?page=2, ...), in the chosen order.
+WORKLOADS_PER_PAGE = 100
 
 
 class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
@@ -51,6 +60,7 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         stack = self.param(choice_param, "stack", STACK_CHOICES, default="provider")
         report = spend_report(filters)
         breakdown = report.breakdown(stack)
+        breakdown_rows, breakdown_rest = breakdown.head(TOP_BREAKDOWN_ROWS)
         per_day = report.series[stack]
         by_workload = report.breakdown("workload").rows
         top = by_workload[:TOP_WORKLOADS]
@@ -59,12 +69,7 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         usd_pools = [r for r in reports if r.currency == "USD"]
         workloads_in_pools = sorted({w for r in usd_pools for w in r.by_workload})
         class_split: dict[str, Decimal] = {c: Decimal(0) for c in WorkloadClass.values}
-        classes = {
-            w.name: effective_class(w)
-            for w in Workload.objects.filter(name__in=[r.key for r in by_workload])
-            .select_related("classification")
-            .prefetch_related("overrides")
-        }
+        classes = effective_classes()
         for row in by_workload:
             class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
         window = f"between {filters.start} and {filters.end}"
@@ -90,6 +95,8 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             stack=stack,
             stack_choices=STACK_CHOICES,
             breakdown=breakdown,
+            breakdown_rows=breakdown_rows,
+            breakdown_rest=breakdown_rest,
             months=month_comparison(today=timezone.now().date()),
             spend_figure=charts.build_spend_per_day_figure(
                 days=per_day.days,
@@ -235,6 +242,10 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
                 ],
                 rows=rows,
             )
+        paginator = Paginator(stats, WORKLOADS_PER_PAGE)
+        page = paginator.page(
+            self.param(int_param, "page", default=1, minimum=1, maximum=paginator.num_pages)
+        )
         columns = [
             ("name", "Workload"),
             ("requests", "Requests"),
@@ -257,7 +268,9 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
         context = {
             "filters": filters,
             "choices": filter_choices(),
-            "workloads": stats,
+            "workloads": page.object_list,
+            "page": page,
+            "page_query": filters.query_string(sort=sort),
             "headers": headers,
             "sort": sort,
             "total_spend": report.total_usd,

@@ -156,6 +156,13 @@ UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
 # turns fan-out off.
 INGEST_FANOUT_MIN_BYTES = env_int("INGEST_FANOUT_MIN_BYTES", 64 * 1024**2)
 INGEST_FANOUT_PARTS = env_int("INGEST_FANOUT_PARTS", 8)
+# Cardinality limits, enforced when an upload lands (audit_app.cardinality): an upload naming
+# more workloads (teams) than this, or bringing the database past MAX_WORKLOADS_TOTAL, keeps
+# its heaviest names and counts the rest under one "other (... over the limit)" name, so totals
+# stay exact. A large organisation runs hundreds of workloads; these are far above that.
+MAX_WORKLOADS_PER_UPLOAD = env_int("MAX_WORKLOADS_PER_UPLOAD", 5000)
+MAX_WORKLOADS_TOTAL = env_int("MAX_WORKLOADS_TOTAL", 20000)
+MAX_TEAMS_PER_UPLOAD = env_int("MAX_TEAMS_PER_UPLOAD", 1000)
 # Recommendations saving less than this many USD a month are not proposed.
 RECOMMENDATION_MIN_SAVINGS_USD = env_int("RECOMMENDATION_MIN_SAVINGS_USD", 10)
 # Refresh workload classes and recommendations in the worker whenever one of their inputs
