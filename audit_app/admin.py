@@ -7,7 +7,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from audit_app.catalog import source_age_days
+from audit_app.costs.catalog import source_age_days
 from audit_app.models import (
     ApiToken,
     BillingCharge,
@@ -37,12 +37,12 @@ class UploadAdmin(admin.ModelAdmin):
     # hands its restated periods back to the upload before it (and the audit trail and the
     # raw file follow), instead of a bare cascade.
     def delete_model(self, request: HttpRequest, obj: Upload) -> None:
-        from audit_app.services.uploads import upload_delete
+        from audit_app.ingestion.uploads import upload_delete
 
         upload_delete(upload=obj, user=request.user)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Upload]) -> None:
-        from audit_app.services.uploads import upload_delete
+        from audit_app.ingestion.uploads import upload_delete
 
         for upload in queryset:
             upload_delete(upload=upload, user=request.user)

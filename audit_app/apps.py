@@ -22,8 +22,8 @@ class AuditAppConfig(AppConfig):
             WorkloadOverride,
         )
 
-        # Cached results (audit_app.results_cache) and derived results (classes and
-        # recommendations, audit_app.services.derived) follow a new data version whenever what
+        # Cached results (audit_app.lib.results_cache) and derived results (classes and
+        # recommendations, audit_app.reporting.derived) follow a new data version whenever what
         # they are computed from changes: an upload that lands or goes, a price card, a serving
         # pool, a hardware entry, a throughput assumption, a workload's SLO, an override.
         post_save.connect(_upload_saved, sender=Upload, dispatch_uid="results-upload")
@@ -37,8 +37,8 @@ class AuditAppConfig(AppConfig):
 
 
 def _changed(**kwargs: object) -> None:
-    from audit_app.results_cache import data_changed
-    from audit_app.services.derived import derived_refresh_request
+    from audit_app.lib.results_cache import data_changed
+    from audit_app.reporting.derived import derived_refresh_request
 
     data_changed()  # cached results are keyed by data they cannot outlive...
     derived_refresh_request()  # ...and classes and recommendations follow once it commits

@@ -6,9 +6,9 @@ from typing import Any
 
 from django import forms
 
-from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMAT_LABELS, FORMATS_BY_KIND
+from audit_app.ingestion.formats import AUTO_FORMAT, AUTO_KIND, FORMAT_LABELS, FORMATS_BY_KIND
+from audit_app.ingestion.uploads import UPLOAD_KINDS
 from audit_app.models import Upload
-from audit_app.services.uploads import UPLOAD_KINDS
 
 KIND_LABELS = {
     AUTO_KIND: "Detect from the file (token log or billing export)",

@@ -50,7 +50,7 @@ class Upload(models.Model):
     # First rejected rows ({"line", "field", "value", "reason"}), capped by the ingest service.
     rejects = models.JSONField(default=list, blank=True)
     # Sentences about how a token log landed that its reader must know (names folded over a
-    # cardinality limit, `audit_app.cardinality`); billing notes live in `billing_totals`.
+    # cardinality limit, `audit_app.ingestion.cardinality`); billing notes live in `billing_totals`.
     notes = models.JSONField(default=list, blank=True)
     # Totals of what landed, for the upload page and `ingest --json`.
     requests = models.BigIntegerField(default=0)
@@ -111,7 +111,7 @@ class ApiToken(models.Model):
 
 class AuthFailureCount(models.Model):
     """Failed logins or invalid API tokens of one account or client address in a window
-    (`audit_app.auth_failures`), seen by every web process and kept across restarts."""
+    (`audit_app.access.auth_failures`), seen by every web process and kept across restarts."""
 
     key = models.CharField(max_length=100, unique=True)
     failures = models.PositiveIntegerField(default=0)
@@ -170,7 +170,8 @@ class PriceCard(models.Model):
 
 class RollupColumns(models.Model):
     """The key, the sums and the latency histograms every rollup carries (hourly and daily
-    rollups add their time). `audit_app.daily` lists the same names for code without models."""
+    rollups add their time). `audit_app.ingestion.daily` lists the same names for code without
+    models."""
 
     workload = models.CharField(max_length=200)
     team = models.CharField(max_length=200, blank=True)
@@ -192,7 +193,7 @@ class RollupColumns(models.Model):
     unlogged_output_tokens = models.BigIntegerField(default=0)
     # Latency histograms in LatencyHistogram's compact binary form (`to_bytes`, b"" when the
     # rows had none): pages merge thousands per request and decoding bytes is far cheaper than
-    # JSON, and ingest writes them with COPY as raw bytes (`audit_app.bulk`).
+    # JSON, and ingest writes them with COPY as raw bytes (`audit_app.lib.bulk`).
     ttft_histogram = models.BinaryField(default=b"")
     latency_histogram = models.BinaryField(default=b"")
     tpot_histogram = models.BinaryField(default=b"")
@@ -252,7 +253,7 @@ class DailyRollup(RollupColumns):
 class DataVersion(models.Model):
     """One row whose number goes up, in the same transaction, whenever what the dashboards
     compute from changes (an upload landed or deleted, a price card, serving pool, hardware
-    entry or override edited), so cached results (audit_app.results_cache) are keyed by data
+    entry or override edited), so cached results (audit_app.lib.results_cache) are keyed by data
     they cannot outlive.
 
     ``token`` is a random value drawn anew with every change: cache keys use it, not the
@@ -269,7 +270,7 @@ class DataVersion(models.Model):
 
 class DerivedState(models.Model):
     """One row: the data version that workload classes and recommendations were last computed
-    from (`audit_app.services.derived`). Refreshes lock it, so two never run at once."""
+    from (`audit_app.reporting.derived`). Refreshes lock it, so two never run at once."""
 
     data_token = models.CharField(max_length=32, blank=True)
     data_version = models.BigIntegerField(default=0)
@@ -303,7 +304,7 @@ class WorkloadDay(models.Model):
 
 
 class Workload(models.Model):
-    """A named stream of requests (see `audit_app.identity` for how names are given).
+    """A named stream of requests (see `audit_app.ingestion.identity` for how names are given).
 
     Created when an ingest first sees the name; its numbers live in the rollups. Removed when
     the last upload naming it is deleted, unless a person decided something about it
@@ -330,7 +331,7 @@ class BillingCharge(models.Model):
     when a newer upload lands with lines for the same (provider, billing_account,
     billing_period_start, amortized), this upload's lines for it stop counting and
     `superseded_by` names the upload that replaced them (null: current). Every read of money
-    filters on `superseded_by__isnull=True` (`audit_app.services.supersession` keeps it).
+    filters on `superseded_by__isnull=True` (`audit_app.ingestion.supersession` keeps it).
 
     `amortized` lines come from an amortized-cost export: their cost is in `effective_cost`
     and `billed_cost` is 0, so no billed total can count them.
@@ -394,7 +395,7 @@ class BillingCharge(models.Model):
         # A charge made by hand (admin, tests) without a billing period is billed in the
         # calendar month it starts in, as an export without the columns is.
         if self.billing_period_start is None or self.billing_period_end is None:
-            from audit_app.billing.base import billing_month
+            from audit_app.ingestion.billing_exports.base import billing_month
 
             self.billing_period_start, self.billing_period_end = billing_month(self.period_start)
         super().save(*args, **kwargs)

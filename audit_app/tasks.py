@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from audit_app.services.ingest import UploadDeleted, upload_ingest
+from audit_app.ingestion.ingest import UploadDeleted, upload_ingest
 
 if TYPE_CHECKING:
-    from audit_app.services.ingest_fanout import PartSpec
+    from audit_app.ingestion.fanout import PartSpec
 
 # Ingest tasks: acknowledged only when done, handed back if the worker dies, and retried with
 # backoff while the database is away (a restart, a failover).
@@ -44,16 +44,16 @@ def ingest_upload(upload_id: int) -> str:
 @shared_task(name="audit_app.refresh_derived", **_INGEST_TASK)
 def refresh_derived() -> bool:
     """Re-classify and re-price when the data changed since the last refresh (a no-op
-    otherwise, so duplicates are harmless); see audit_app.services.derived."""
-    from audit_app.services.derived import derived_refresh
+    otherwise, so duplicates are harmless); see audit_app.reporting.derived."""
+    from audit_app.reporting.derived import derived_refresh
 
     return derived_refresh()
 
 
 @shared_task(name="audit_app.ingest_part", **_INGEST_TASK)
 def ingest_part(upload_id: int, spec: PartSpec) -> str:
-    """Parse one byte range of a large upload (see audit_app.services.ingest_fanout); the part
+    """Parse one byte range of a large upload (see audit_app.ingestion.fanout); the part
     that completes the set lands the upload. Idempotent: a redelivered part rewrites its file."""
-    from audit_app.services.ingest_fanout import part_ingest
+    from audit_app.ingestion.fanout import part_ingest
 
     return part_ingest(upload_id=upload_id, spec=spec)

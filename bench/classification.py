@@ -1,6 +1,6 @@
 """Workload classifier: accuracy and confusion matrix on the labeled workloads.
 
-Also checks the demo archetypes of `audit_app.demo_data` (labels set by their own author,
+Also checks the demo archetypes of `audit_app.demo.traffic` (labels set by their own author,
 `ambiguous` left out) as a second opinion on traffic the labeled set did not tune against.
 """
 
@@ -10,14 +10,14 @@ import time
 from collections import Counter
 from datetime import timedelta
 
-from audit_app.classification import (
+from audit_app.demo.traffic import CLASS_AMBIGUOUS, DEFAULT_WORKLOADS, generate_requests
+from audit_app.workloads.classifier import (
     LABEL_ASYNC,
     LABEL_REALTIME,
     LABEL_UNKNOWN,
     classify_summary,
 )
-from audit_app.demo_data import CLASS_AMBIGUOUS, DEFAULT_WORKLOADS, generate_requests
-from audit_app.labeled_workloads import DAYS, START, labeled_workloads, summarize_requests
+from bench.labeled_workloads import DAYS, START, labeled_workloads, summarize_requests
 
 SEED = 0
 DEMO_SCALE = 0.1

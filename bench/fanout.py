@@ -43,7 +43,7 @@ import json, os, sys, time
 import django
 django.setup()
 from audit_app.models import Upload
-from audit_app.services.uploads import upload_create
+from audit_app.ingestion.uploads import upload_create
 from config.celery import app
 uploads = []
 for path in sys.argv[1:]:

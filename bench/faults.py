@@ -367,8 +367,8 @@ def _check_exact(upload_id: int, expected: dict[str, int], reference_rows: int |
 
 def _delete_upload(upload_id: int | None) -> bool:
     """Delete the upload if there is one; True once done (a condition for `_wait_until`)."""
+    from audit_app.ingestion.uploads import upload_delete
     from audit_app.models import Upload
-    from audit_app.services.uploads import upload_delete
 
     if upload_id is None:
         return True
@@ -379,7 +379,7 @@ def _delete_upload(upload_id: int | None) -> bool:
 
 
 def _create_upload(path: Path, name: str) -> int:
-    from audit_app.services.uploads import upload_create
+    from audit_app.ingestion.uploads import upload_create
 
     with open(path, "rb") as source:
         return upload_create(source=source, original_name=name).pk
@@ -901,10 +901,10 @@ def _prepare(redis: Redis) -> Setup:
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
 
+    from audit_app.access.tokens import api_token_issue
+    from audit_app.ingestion.ingest import upload_ingest
+    from audit_app.ingestion.uploads import upload_create
     from audit_app.models import Upload
-    from audit_app.services.ingest import upload_ingest
-    from audit_app.services.tokens import api_token_issue
-    from audit_app.services.uploads import upload_create
 
     call_command("migrate", interactive=False, verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)

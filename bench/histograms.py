@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from audit_app.histograms import LatencyHistogram
+from audit_app.ingestion.histograms import LatencyHistogram
 
 REQUESTS = 1_000_000
 CHUNKS = 10

@@ -26,8 +26,8 @@ CHILD_INGEST = r"""
 import json, os, resource, sys, time
 import django
 django.setup()
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Upload
 path = sys.argv[1]
 Upload.objects.filter(original_name=os.path.basename(path)).delete()
@@ -37,7 +37,7 @@ with open(path, "rb") as source:
 t1 = time.perf_counter()
 upload = upload_ingest(upload_id=upload.pk, refresh=False)
 t2 = time.perf_counter()
-from audit_app.services.ingest import after_ingest
+from audit_app.ingestion.ingest import after_ingest
 after_ingest()
 t3 = time.perf_counter()
 peak_kib = int([l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1])
@@ -109,7 +109,7 @@ def run_child(code: str, *args: str, env: dict[str, str], timeout: float | None 
 def _export(rows: int, *, seed: int = 1) -> Path:
     """The LiteLLM export of `rows` rows (written once); another seed gives other rows, for a
     second file the upload path does not refuse as a duplicate."""
-    from audit_app.demo_data import bench_litellm_csv
+    from audit_app.demo.traffic import bench_litellm_csv
 
     path = BENCH_DIR / (f"litellm-{rows}.csv" if seed == 1 else f"litellm-{rows}-seed{seed}.csv")
     if not path.exists():

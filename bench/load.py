@@ -92,7 +92,7 @@ from django.db.models import Sum
 from audit_app.models import (
     ApiToken, HourlyRollup, Recommendation, Upload, Workload,
 )
-from audit_app.services.tokens import api_token_issue
+from audit_app.access.tokens import api_token_issue
 from benchmarks_app.models import BenchmarkRun, Gate
 
 roles = json.loads(sys.argv[1])

@@ -68,7 +68,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models import Max
 from audit_app.models import DailyRollup, Workload
-from audit_app.services.tokens import api_token_issue
+from audit_app.access.tokens import api_token_issue
 
 User = get_user_model()
 for demo in User.objects.filter(username__in=["finops", "engineer", "manager", "admin"]):

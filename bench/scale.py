@@ -40,7 +40,7 @@ import django
 django.setup()
 from django.db import connection, transaction
 from django.utils import timezone
-from audit_app.histograms import LatencyHistogram, bin_indices
+from audit_app.ingestion.histograms import LatencyHistogram, bin_indices
 from audit_app.models import DailyRollup, HourlyRollup, PriceCard, Upload, Workload
 
 generation, n_workloads, n_days = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -166,8 +166,8 @@ CHILD_VERIFY = r"""
 import json
 import django
 django.setup()
-from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
-from audit_app.histograms import LatencyHistogram
+from audit_app.ingestion.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.models import DailyRollup, HourlyRollup
 checked = 0
 for daily in DailyRollup.objects.order_by("?")[:5]:
@@ -192,9 +192,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.test.utils import setup_test_environment
 from audit_app.models import DailyRollup, Workload
-from audit_app.services.tokens import api_token_issue
-from audit_app.selectors import data_date_range
-from audit_app.results_cache import data_changed
+from audit_app.access.tokens import api_token_issue
+from audit_app.reporting.selectors import data_date_range
+from audit_app.lib.results_cache import data_changed
 import config.wsgi  # noqa: F401  (loads every view and freezes the GC, as gunicorn does)
 
 requests_per, cold_per = int(sys.argv[1]), int(sys.argv[2])
@@ -355,7 +355,7 @@ def run() -> list[str]:
             "`start`/`end` for the whole year. Target: p95 <= 250 ms.",
             "",
             "Pages compute spend and percentiles from the daily rollups and keep the results "
-            "until the data changes (`audit_app/results_cache.py`: a new data version whenever "
+            "until the data changes (`audit_app/lib/results_cache.py`: a new data version whenever "
             "an upload lands or is deleted, or a price card or serving pool changes), and the "
             "worker computes the default views right after each ingest. The p50/p95/max columns "
             "are those cached reads. *cold* is the median of requests made right after a new "

@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from audit_app.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
+from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
 
 MODES = ("always_on", "autoscale", "scale_to_zero")
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django import forms
 
-from audit_app.formats import BENCHMARK_FORMATS
+from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
 from benchmarks_app import gating
 from benchmarks_app.converters.base import METADATA_KEYS

@@ -15,7 +15,7 @@ Pure module (no Django). `evaluate_gate` decides in this order and stops at the 
 The verdict still carries every check, confounder, missing metric and cost it could work out,
 so a page can show all of them whatever the verdict.
 
-Cost per 1M output tokens uses `audit_app.costing`, one replica per side = that run's
+Cost per 1M output tokens uses `audit_app.costs.costing`, one replica per side = that run's
 accelerators at its decode tok/s and price, both sides priced on the same traffic profile:
 
 - `demand_per_hour` given (a workload's last 30 days, an uploaded CSV): both sides serve exactly
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
-from audit_app.costing import (
+from audit_app.costs.costing import (
     Deployment,
     ScalingMode,
     busy_only_usd_per_million,

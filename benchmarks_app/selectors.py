@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from audit_app.models import Recommendation
-from audit_app.selectors import daily_rollups
+from audit_app.reporting.selectors import daily_rollups
 from benchmarks_app import matching
 
 

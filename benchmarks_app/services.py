@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.filenames import shortened_name
+from audit_app.access.audit import audit_record
+from audit_app.ingestion.uploads import DuplicateUpload, UploadRefused, upload_create
+from audit_app.lib.filenames import shortened_name
 from audit_app.models import AuditEvent, Recommendation, Upload
-from audit_app.services.audit import audit_record
-from audit_app.services.uploads import DuplicateUpload, UploadRefused, upload_create
 from benchmarks_app import converters, gating, matching, metrics
 from benchmarks_app.artifacts import (
     ArtifactError,
@@ -35,7 +35,7 @@ from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.selectors import recommendation_terms
 
 if TYPE_CHECKING:
-    from audit_app.permissions import Actor
+    from audit_app.access.permissions import Actor
 
 logger = logging.getLogger(__name__)
 # A run named after its file keeps the name within its column (`BenchmarkRun.name`).
@@ -433,7 +433,11 @@ def _recommendation_move(
 
 def workload_traffic(name: str) -> tuple[list[int], str]:
     """A workload's output tokens per hour over its last 30 days with data, and a label."""
-    from audit_app.selectors import data_date_range, hourly_output_tokens, rollups_in_range
+    from audit_app.reporting.selectors import (
+        data_date_range,
+        hourly_output_tokens,
+        rollups_in_range,
+    )
 
     bounds = data_date_range()
     if bounds is None or not name:

@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app import formatting
-from audit_app.costing import Deployment, busy_only_usd_per_million
-from audit_app.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.costs.costing import Deployment, busy_only_usd_per_million
+from audit_app.lib import formatting
 from benchmarks_app import charts, gating
 from benchmarks_app.forms import GateForm, RunForm, stated_meta
 from benchmarks_app.models import BenchmarkRun, Gate

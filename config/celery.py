@@ -22,14 +22,14 @@ app.autodiscover_tasks()
 def _start_requeue_sweeper(sender: object = None, **kwargs: object) -> None:
     """Each worker re-enqueues uploads left `queued` (broker down at upload time, or a lost
     message): once at start, then every UPLOAD_REQUEUE_INTERVAL_SECONDS (see
-    audit_app.services.requeue)."""
-    from audit_app.services.requeue import start_worker_sweeper
+    audit_app.ingestion.requeue)."""
+    from audit_app.ingestion.requeue import start_worker_sweeper
 
     start_worker_sweeper(app)
 
 
 @worker_shutdown.connect
 def _stop_requeue_sweeper(sender: object = None, **kwargs: object) -> None:
-    from audit_app.services.requeue import stop_worker_sweeper
+    from audit_app.ingestion.requeue import stop_worker_sweeper
 
     stop_worker_sweeper()

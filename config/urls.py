@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from audit_app.permissions import RoleRequiredMixin
+from audit_app.access.permissions import RoleRequiredMixin
 from audit_app.views.auth import LoginView
 from audit_app.views.health import healthz
 

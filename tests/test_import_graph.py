@@ -35,11 +35,8 @@ KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 # to break in issue 14.
 KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str, str]] = frozenset(
     {
-        ("audit_app.labeled_workloads", "audit_app.demo_data", "_hours"),
-        ("audit_app.labeled_workloads", "audit_app.demo_data", "_humps"),
-        ("audit_app.labeled_workloads", "audit_app.demo_data", "_office_day"),
-        ("audit_app.services.ingest_fanout", "audit_app.services.ingest", "_fail"),
-        ("audit_app.services.ingest_fanout", "audit_app.services.ingest", "_land"),
+        ("audit_app.ingestion.fanout", "audit_app.ingestion.ingest", "_fail"),
+        ("audit_app.ingestion.fanout", "audit_app.ingestion.ingest", "_land"),
     }
 )
 
@@ -276,13 +273,19 @@ def cycle_path(component: frozenset[str], edges: dict[str, set[str]]) -> list[st
 def test_the_walk_finds_the_project_and_its_imports() -> None:
     """A walk that found nothing would pass everything: check it sees known edges."""
     edges, everything, _ = import_graph()
-    assert "audit_app.importers.litellm_rows" in edges
-    assert "audit_app.importers.litellm_rows" in edges["audit_app.importers.litellm"]
-    assert "audit_app.importers.litellm_rows" in edges["audit_app.importers.litellm_columnar"]
-    assert "audit_app.importers.reading" in edges["audit_app.billing.base"]
+    assert "audit_app.ingestion.token_logs.litellm_rows" in edges
+    assert (
+        "audit_app.ingestion.token_logs.litellm_rows"
+        in edges["audit_app.ingestion.token_logs.litellm"]
+    )
+    assert (
+        "audit_app.ingestion.token_logs.litellm_rows"
+        in edges["audit_app.ingestion.token_logs.litellm_columnar"]
+    )
+    assert "audit_app.ingestion.reading" in edges["audit_app.ingestion.billing_exports.base"]
     assert any(
-        found.importer == "audit_app.importers.litellm_columnar"
-        and found.module == "audit_app.importers.reading"
+        found.importer == "audit_app.ingestion.token_logs.litellm_columnar"
+        and found.module == "audit_app.ingestion.reading"
         and "missing_message" in found.names
         for found in everything
     )

@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
+from audit_app.lib.query_params import choice_param
 from audit_app.models import AuditEvent
-from audit_app.query_params import choice_param
 
 
 class AuditEventOutput(serializers.ModelSerializer):

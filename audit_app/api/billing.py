@@ -12,13 +12,13 @@ from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import FILTER_PARAMETERS, MONEY, DecimalOptions
-from audit_app.filters import parse_filters
-from audit_app.selectors_billing import (
+from audit_app.costs.billing import (
     ReconciliationTotal,
     pool_reports,
     reconciliation,
     reconciliation_totals,
 )
+from audit_app.reporting.filters import parse_filters
 from audit_app.views.billing import parse_flagged, parse_threshold
 
 PERCENT: DecimalOptions = {

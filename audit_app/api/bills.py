@@ -8,9 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.access.permissions import ALL_ROLES, HasAnyRole
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.permissions import ALL_ROLES, HasAnyRole
-from audit_app.selectors_bills import bills_summary
+from audit_app.costs.bills import bills_summary
 
 
 class BillPeriodOutput(serializers.Serializer):

@@ -10,7 +10,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from audit_app.query_params import ParameterError
+from audit_app.lib.query_params import ParameterError
 
 
 def _as_messages(value: Any) -> list[str]:

@@ -20,7 +20,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
-from audit_app.query_params import QueryParams, int_param
+from audit_app.lib.query_params import QueryParams, int_param
 
 MAX_LIMIT = 1_000
 # Far past any list this product holds; keeps the number a database OFFSET takes as it is.

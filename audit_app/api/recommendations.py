@@ -15,13 +15,17 @@ from rest_framework.views import APIView
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.models import Recommendation, Workload
-from audit_app.selectors import RecommendationRole, recommendation_groups, recommendation_roles
-from audit_app.services.classification import (
+from audit_app.recommendations.services import DecisionRefused, recommendation_decide
+from audit_app.reporting.selectors import (
+    RecommendationRole,
+    recommendation_groups,
+    recommendation_roles,
+)
+from audit_app.workloads.services import (
     OverrideRefused,
     class_summary,
     workload_override,
 )
-from audit_app.services.recommendations import DecisionRefused, recommendation_decide
 
 
 class Conflict(APIException):

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "audit_app.authentication.HashedTokenAuthentication"
+    target_class = "audit_app.access.authentication.HashedTokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:

@@ -13,11 +13,11 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.filters import parse_filters
+from audit_app.lib.query_params import choice_param
 from audit_app.models import Workload
-from audit_app.query_params import choice_param
-from audit_app.selectors import LatencySummary
-from audit_app.selectors_spend import (
+from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.selectors import LatencySummary
+from audit_app.reporting.spend import (
     GROUP_BY_FIELDS,
     SpendRow,
     WorkloadStats,
@@ -25,7 +25,7 @@ from audit_app.selectors_spend import (
     workload_list,
     workload_stats,
 )
-from audit_app.services.classification import class_summary
+from audit_app.workloads.services import class_summary
 
 
 class DecimalOptions(TypedDict):

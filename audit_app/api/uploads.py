@@ -16,17 +16,16 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.models import Upload
-from audit_app.permissions import (
+from audit_app.access.permissions import (
     ALL_ROLES,
     UPLOAD_DELETE_RULE,
     UPLOADER_ROLES,
     RoleScopedView,
     upload_delete_refusal,
 )
-from audit_app.selectors_bills import upload_billing
-from audit_app.services.uploads import (
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
+from audit_app.costs.bills import upload_billing
+from audit_app.ingestion.uploads import (
     AUTO_KIND,
     STORAGE_FULL_MESSAGE,
     UPLOAD_KINDS,
@@ -37,7 +36,8 @@ from audit_app.services.uploads import (
     upload_create,
     upload_delete,
 )
-from audit_app.upload_handlers import upload_too_large
+from audit_app.lib.upload_handlers import upload_too_large
+from audit_app.models import Upload
 
 
 class InsufficientStorage(APIException):

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from audit_app.permissions import user_roles
+from audit_app.access.permissions import user_roles
 
 
 class ApiRootOutput(serializers.Serializer):

@@ -6,7 +6,7 @@ from django.db import migrations
 
 
 def seed(apps, schema_editor):
-    from audit_app.catalog import price_card_defaults, price_card_specs
+    from audit_app.costs.catalog import price_card_defaults, price_card_specs
 
     price_card = apps.get_model("audit_app", "PriceCard")
     for spec in price_card_specs():

@@ -6,7 +6,7 @@ from django.db import migrations
 
 
 def seed(apps, schema_editor):
-    from audit_app.catalog import hardware_rows, throughput_rows
+    from audit_app.costs.catalog import hardware_rows, throughput_rows
 
     target = apps.get_model("audit_app", "HardwareTarget")
     for row in hardware_rows():

@@ -6,7 +6,12 @@ from django.db import migrations, models
 
 def backfill(apps, schema_editor):
     """Daily rollups for every upload that landed before this table existed."""
-    from audit_app.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+    from audit_app.ingestion.daily import (
+        HISTOGRAM_FIELDS,
+        KEY_FIELDS,
+        SUM_FIELDS,
+        daily_from_hourly,
+    )
 
     hourly = apps.get_model("audit_app", "HourlyRollup")
     daily = apps.get_model("audit_app", "DailyRollup")

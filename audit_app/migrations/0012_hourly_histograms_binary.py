@@ -1,6 +1,6 @@
 """Hourly rollups keep their latency histograms in the compact binary form daily rollups use.
 
-Ingest writes hourly rollups with COPY (`audit_app.bulk`), and bytes go through it untouched,
+Ingest writes hourly rollups with COPY (`audit_app.lib.bulk`), and bytes go through it untouched,
 where JSON had to be parsed into jsonb by the server: landing a 3M-row log went from about
 1.5 s to 0.1 s. Existing rows are converted in place, both ways.
 """
@@ -31,7 +31,7 @@ def _convert(apps, source: tuple[str, ...], target: tuple[str, ...], convert) ->
 
 
 def to_binary(apps, schema_editor):
-    from audit_app.histograms import LatencyHistogram
+    from audit_app.ingestion.histograms import LatencyHistogram
 
     def convert(value):
         return LatencyHistogram.from_json(value).to_bytes() if value else b""
@@ -40,7 +40,7 @@ def to_binary(apps, schema_editor):
 
 
 def to_json(apps, schema_editor):
-    from audit_app.histograms import LatencyHistogram
+    from audit_app.ingestion.histograms import LatencyHistogram
 
     def convert(value):
         return LatencyHistogram.from_bytes(bytes(value)).to_json() if value else {}

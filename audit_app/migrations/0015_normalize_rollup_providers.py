@@ -1,4 +1,4 @@
-"""Rollups store each provider's one name (`audit_app.providers.normalize_provider`).
+"""Rollups store each provider's one name (`audit_app.costs.providers.normalize_provider`).
 
 Ingest now normalises the provider of every rollup key (``bedrock`` and ``aws.bedrock`` are both
 ``aws-bedrock``). Rows written before keep their raw spelling, so pages would list one provider
@@ -19,7 +19,7 @@ MODELS = ("HourlyRollup", "DailyRollup")
 
 
 def normalise_providers(apps, schema_editor):
-    from audit_app.providers import normalize_provider
+    from audit_app.costs.providers import normalize_provider
 
     changed = 0
     for name in MODELS:
@@ -40,7 +40,7 @@ def normalise_providers(apps, schema_editor):
                 changed += model.objects.filter(pk__in=batch).update(provider=target)
     if changed:
         version = apps.get_model("audit_app", "DataVersion")
-        token = uuid.uuid4().hex  # cache keys use the token (audit_app.results_cache)
+        token = uuid.uuid4().hex  # cache keys use the token (audit_app.lib.results_cache)
         if not version.objects.filter(pk=1).update(version=F("version") + 1, token=token):
             version.objects.create(pk=1, version=1, token=token)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from audit_app import charts
+from audit_app.reporting import charts
 
 register = template.Library()
 

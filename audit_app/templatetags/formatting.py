@@ -1,4 +1,4 @@
-"""Template filters over `audit_app.formatting`: ``{% load formatting %}``.
+"""Template filters over `audit_app.lib.formatting`: ``{% load formatting %}``.
 
 ``{{ amount|money }}``, ``{{ amount|money:row.currency }}``, ``{{ price|money_unit }}``,
 ``{{ p95_ms|duration }}``, ``{{ share|percent }}``, ``{{ change|percent_change }}``,
@@ -13,7 +13,7 @@ from typing import Any
 
 from django import template
 
-from audit_app import formatting
+from audit_app.lib import formatting
 
 register = template.Library()
 

@@ -8,8 +8,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseBase
 from django.views.generic import TemplateView
 
+from audit_app.lib.query_params import choice_param
 from audit_app.models import AuditEvent
-from audit_app.query_params import choice_param
 from audit_app.views.query import QueryParamsMixin
 
 

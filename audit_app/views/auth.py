@@ -3,7 +3,8 @@
 Credentials are checked first. A correct password signs in unless its account is locked by its
 own failed attempts (that lock stops password guessing, so it refuses the correct password too,
 until its window ends); a lock on the client address, which many users behind one proxy may
-share, refuses only wrong passwords (`audit_app.auth_failures`; README, "Running in production").
+share, refuses only wrong passwords (`audit_app.access.auth_failures`; README, "Running in
+production").
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from typing import Any
 from django.contrib.auth import views as auth_views
 from django.http import HttpResponse
 
-from audit_app.auth_failures import (
+from audit_app.access.auth_failures import (
     Lock,
     failure_lock,
     failure_record,
     login_account_key,
     login_address_key,
 )
-from audit_app.client_address import client_address
+from audit_app.access.client_address import client_address
 
 TOO_MANY_FOR_ACCOUNT = "Too many failed logins for this account; try again in {} seconds."
 TOO_MANY_FROM_ADDRESS = "Too many failed logins from this address; try again in {} seconds."

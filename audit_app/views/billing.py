@@ -9,18 +9,18 @@ from decimal import Decimal
 from django.http import HttpRequest, HttpResponse
 from django.views import View
 
-from audit_app import charts
-from audit_app.csv_export import csv_response
-from audit_app.filters import parse_filters
-from audit_app.permissions import RoleRequiredMixin
-from audit_app.query_params import QueryParams, bool_param, decimal_param
-from audit_app.selectors import filter_choices
-from audit_app.selectors_billing import (
+from audit_app.access.permissions import RoleRequiredMixin
+from audit_app.costs.billing import (
     DEFAULT_THRESHOLD_PERCENT,
     reconciliation,
     reconciliation_totals,
     unknown_meters,
 )
+from audit_app.lib.csv_export import csv_response
+from audit_app.lib.query_params import QueryParams, bool_param, decimal_param
+from audit_app.reporting import charts
+from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.selectors import filter_choices
 from audit_app.views.query import QueryParamsMixin
 
 MAX_THRESHOLD_PERCENT = Decimal(100_000)

@@ -7,7 +7,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from audit_app.services.health import health_report
+from audit_app.lib.health import health_report
 
 
 @login_not_required

@@ -12,21 +12,21 @@ from django.utils import timezone
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app import charts
-from audit_app.csv_export import csv_response
-from audit_app.filters import parse_filters
+from audit_app.access.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
+from audit_app.costs.billing import pool_reports
+from audit_app.lib.csv_export import csv_response
+from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass
-from audit_app.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
-from audit_app.query_params import choice_param, int_param
-from audit_app.selectors import (
+from audit_app.reporting import charts
+from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.selectors import (
     filter_choices,
     hour_of_week_requests,
     potential_monthly_savings,
     upload_list,
     uploads_per_day,
 )
-from audit_app.selectors_billing import pool_reports
-from audit_app.selectors_spend import (
+from audit_app.reporting.spend import (
     GROUP_BY_FIELDS,
     IDLE_LABEL,
     STACK_CHOICES,
@@ -37,12 +37,12 @@ from audit_app.selectors_spend import (
     workload_list,
     workload_stats,
 )
-from audit_app.services.classification import (
+from audit_app.views.query import QueryParamsMixin
+from audit_app.workloads.services import (
     current_override,
     effective_class,
     effective_classes,
 )
-from audit_app.views.query import QueryParamsMixin
 
 TOP_WORKLOADS = 10
 # The overview's breakdown table lists this many rows, then one row adding up the others.

@@ -1,4 +1,4 @@
-"""Query parameters on pages, read with the parsers of audit_app.query_params.
+"""Query parameters on pages, read with the parsers of audit_app.lib.query_params.
 
 A bad value does not stop a page: the parameter's default is used, the page says which value was
 refused (``filter_error``) and answers 400. A CSV export never falls back to defaults: it answers
@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.views import View
 from django.views.generic.base import TemplateResponseMixin
 
-from audit_app.query_params import ParameterError, QueryParams, choice_param
+from audit_app.lib.query_params import ParameterError, QueryParams, choice_param
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -12,21 +12,21 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app import charts
+from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
 from audit_app.models import Recommendation, Upload, Workload
-from audit_app.permissions import Role, RoleRequiredMixin, has_role
-from audit_app.selectors import (
-    hour_of_week_requests,
-    recommendation_groups,
-    rollups_in_range,
-)
-from audit_app.services.classification import OverrideRefused, workload_override
-from audit_app.services.derived import derived_state
-from audit_app.services.recommendations import (
+from audit_app.recommendations.services import (
     DecisionRefused,
     min_savings,
     recommendation_decide,
 )
+from audit_app.reporting import charts
+from audit_app.reporting.derived import derived_state
+from audit_app.reporting.selectors import (
+    hour_of_week_requests,
+    recommendation_groups,
+    rollups_in_range,
+)
+from audit_app.workloads.services import OverrideRefused, workload_override
 
 
 class RecommendationListView(RoleRequiredMixin, TemplateView):

@@ -14,12 +14,11 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from audit_app.access.permissions import UPLOADER_ROLES, RoleRequiredMixin, upload_delete_refusal
+from audit_app.costs.bills import upload_billing
 from audit_app.forms import UploadForm
-from audit_app.models import Upload
-from audit_app.permissions import UPLOADER_ROLES, RoleRequiredMixin, upload_delete_refusal
-from audit_app.selectors_bills import upload_billing
-from audit_app.selectors_uploads import upload_contribution
-from audit_app.services.uploads import (
+from audit_app.ingestion.selectors import upload_contribution
+from audit_app.ingestion.uploads import (
     DuplicateUpload,
     StorageFull,
     UploadInUse,
@@ -29,7 +28,8 @@ from audit_app.services.uploads import (
     upload_delete,
     upload_delete_conflict,
 )
-from audit_app.upload_handlers import upload_too_large
+from audit_app.lib.upload_handlers import upload_too_large
+from audit_app.models import Upload
 
 
 class UploadCreateView(RoleRequiredMixin, View):

@@ -14,10 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.access.permissions import ALL_ROLES, Role, RoleScopedView
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
-from audit_app.formats import BENCHMARK_FORMATS
+from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
-from audit_app.permissions import ALL_ROLES, Role, RoleScopedView
 from benchmarks_app.forms import SCALING_MODES, stated_meta
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from audit_app.importers.reading import AUTO_FORMAT
+from audit_app.ingestion.reading import AUTO_FORMAT
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
 from benchmarks_app.converters import aiperf, guidellm, llmd, llmperf, mlperf, telemetry, vllm
 from benchmarks_app.converters.base import decode_text

@@ -61,7 +61,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "audit_app.middleware.ContentSecurityPolicyMiddleware",
+    "audit_app.lib.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -77,7 +77,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "audit_app.context_processors.navigation",
+                "audit_app.lib.context_processors.navigation",
             ],
         },
     },
@@ -110,12 +110,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Failed logins (form) and invalid API tokens allowed per account and per client address and
-# minute (audit_app.auth_failures; README, "Running in production"). The counts are shared by
+# minute (audit_app.access.auth_failures; README, "Running in production"). The counts are shared by
 # every web process: in Redis when AUTH_FAILURES_REDIS_URL names one, else in the database.
 AUTH_FAILURES_PER_MINUTE = env_int("AUTH_FAILURES_PER_MINUTE", 10)
 AUTH_FAILURES_REDIS_URL = env_str("AUTH_FAILURES_REDIS_URL", "")
 # Proxies (addresses or CIDR networks) whose X-Forwarded-For names the client; with none, the
-# client is the peer address (audit_app.client_address).
+# client is the peer address (audit_app.access.client_address).
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", [])
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
@@ -152,11 +152,12 @@ STORAGES = {
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
 # Ingest fan-out: a token log (LiteLLM / generic CSV or JSONL) of at least this many bytes is
 # cut at record boundaries into up to INGEST_FANOUT_PARTS parts, one Celery task each, so
-# several workers parse it at once (audit_app.services.ingest_fanout). INGEST_FANOUT_PARTS=0
+# several workers parse it at once (audit_app.ingestion.fanout). INGEST_FANOUT_PARTS=0
 # turns fan-out off.
 INGEST_FANOUT_MIN_BYTES = env_int("INGEST_FANOUT_MIN_BYTES", 64 * 1024**2)
 INGEST_FANOUT_PARTS = env_int("INGEST_FANOUT_PARTS", 8)
-# Cardinality limits, enforced when an upload lands (audit_app.cardinality): an upload naming
+# Cardinality limits, enforced when an upload lands (audit_app.ingestion.cardinality): an upload
+# naming
 # more workloads (teams) than this, or bringing the database past MAX_WORKLOADS_TOTAL, keeps
 # its heaviest names and counts the rest under one "other (... over the limit)" name, so totals
 # stay exact. A large organisation runs hundreds of workloads; these are far above that.
@@ -171,8 +172,8 @@ DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
 # Uploads stream to a temporary file (never into memory) through the size check, keeping the
 # client's file name up to 255 bytes with its extension.
 FILE_UPLOAD_HANDLERS = [
-    "audit_app.upload_handlers.SizeLimitUploadHandler",
-    "audit_app.upload_handlers.NamedTemporaryFileUploadHandler",
+    "audit_app.lib.upload_handlers.SizeLimitUploadHandler",
+    "audit_app.lib.upload_handlers.NamedTemporaryFileUploadHandler",
 ]
 
 # --- Security (production defaults switch on when DEBUG is off) -----------------------------
@@ -205,17 +206,17 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so an anonymous request gets 401 with a WWW-Authenticate header.
-        "audit_app.authentication.HashedTokenAuthentication",
+        "audit_app.access.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["audit_app.permissions.HasAnyRole"],
+    "DEFAULT_PERMISSION_CLASSES": ["audit_app.access.permissions.HasAnyRole"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "audit_app.api.errors.exception_handler",
-    # DRF's own classes, counting anonymous clients by the address audit_app.client_address
+    # DRF's own classes, counting anonymous clients by the address audit_app.access.client_address
     # gives instead of trusting any X-Forwarded-For.
     "DEFAULT_THROTTLE_CLASSES": [
-        "audit_app.throttling.AnonRateThrottle",
-        "audit_app.throttling.UserRateThrottle",
+        "audit_app.access.throttling.AnonRateThrottle",
+        "audit_app.access.throttling.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("API_THROTTLE_ANON", "60/minute"),
@@ -230,7 +231,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and its docs page need a role, like every other page and endpoint.
-    "SERVE_PERMISSIONS": ["audit_app.permissions.HasAnyRole"],
+    "SERVE_PERMISSIONS": ["audit_app.access.permissions.HasAnyRole"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -271,7 +272,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Uploads left `queued` are queued again by a sweep in every worker (audit_app.services.requeue):
+# Uploads left `queued` are queued again by a sweep in every worker (audit_app.ingestion.requeue):
 # at worker start and every UPLOAD_REQUEUE_INTERVAL_SECONDS (0 turns it off), those the broker
 # could not take when they were uploaded, and those queued longer than
 # UPLOAD_REQUEUE_AFTER_SECONDS (a lost message). Duplicates are harmless: ingest is idempotent.
@@ -282,7 +283,7 @@ UPLOAD_REQUEUE_AFTER_SECONDS = env_int("UPLOAD_REQUEUE_AFTER_SECONDS", 300)
 # `default` serves API throttling (failed-login counts are not kept in a cache: see
 # AUTH_FAILURES_REDIS_URL). `results` keeps what pages compute from rollups (spend,
 # percentiles, filter choices) until the data changes: every landed or deleted upload, price
-# card or serving pool starts a new data version (audit_app.results_cache). `default` stays in
+# card or serving pool starts a new data version (audit_app.lib.results_cache). `default` stays in
 # each process, so a Redis outage never fails a request on a rate-limit lookup (API rate
 # limits are then per web process). `results` lives in Redis
 # when RESULTS_CACHE_URL names one, shared by every web process and the worker whose warm-up

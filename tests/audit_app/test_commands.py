@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from audit_app.permissions import user_roles
+from audit_app.access.permissions import user_roles
 
 
 @pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Count
 
-from audit_app.histograms import LatencyHistogram
+from audit_app.ingestion.histograms import LatencyHistogram
 
 BEFORE = [("audit_app", "0011_data_version")]
 AFTER = [("audit_app", "0012_hourly_histograms_binary")]

@@ -32,11 +32,11 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import BillingCharge, Recommendation, ServingPool, Upload, Workload
-from audit_app.services.classification import workload_override
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.recommendations import recommendations_refresh
-from audit_app.services.uploads import upload_create
+from audit_app.recommendations.services import recommendations_refresh
+from audit_app.workloads.services import workload_override
 from tests.support.api_pages import walk_pages
 from tests.support.urls import project_urls
 

@@ -17,10 +17,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Workload, WorkloadClassification, WorkloadOverride
-from audit_app.services.classification import effective_class, effective_classes
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
+from audit_app.workloads.services import effective_class, effective_classes
 
 pytestmark = pytest.mark.django_db
 

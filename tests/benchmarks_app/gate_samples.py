@@ -9,9 +9,9 @@ import json
 import statistics
 from pathlib import Path
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Recommendation, RecommendationEvent, Workload
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
 from benchmarks_app.models import BenchmarkRun
 from benchmarks_app.services import benchmark_run_import
 

@@ -4,7 +4,7 @@ field), the roles refused, and 404.
 Runs: ``/api/v1/benchmark-runs/`` (GET list, POST import) and ``/api/v1/benchmark-runs/<id>/``.
 Gates: ``/api/v1/gates/`` (GET list, POST create) and ``/api/v1/gates/<id>/``.
 A gate for a recommendation (the link, its refusals, every role x status) is in
-test_gate_link.py and tests/audit_app/test_authorization_matrix.py.
+test_gate_link.py and tests/audit_app/access/test_authorization_matrix.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from audit_app.charts import is_empty
+from audit_app.reporting.charts import is_empty
 from benchmarks_app.charts import (
     build_cost_by_mode_figure,
     build_cost_vs_tpot_figure,

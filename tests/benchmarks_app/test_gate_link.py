@@ -1,7 +1,7 @@
 """A gate run for a recommendation: the service, the API's refusal body, the page and the CLI.
 
 Every role x status x match/mismatch through the API is in
-tests/audit_app/test_authorization_matrix.py (GATE_LINK)."""
+tests/audit_app/access/test_authorization_matrix.py (GATE_LINK)."""
 
 from __future__ import annotations
 

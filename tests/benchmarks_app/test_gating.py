@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from audit_app.costing import ScalingMode
+from audit_app.costs.costing import ScalingMode
 from benchmarks_app.gating import (
     Tolerances,
     evaluate_gate,

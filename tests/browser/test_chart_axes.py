@@ -28,7 +28,7 @@ def _y_range(page: Any, figure: dict[str, Any]) -> list[float]:
 
 
 def test_all_zero_costs_never_draw_a_negative_axis(chromium: str, page: Any) -> None:
-    from audit_app.charts import build_cost_comparison_figure, build_reconciliation_figure
+    from audit_app.reporting.charts import build_cost_comparison_figure, build_reconciliation_figure
     from benchmarks_app.charts import build_cost_by_mode_figure
 
     page.set_content("<html><body></body></html>")

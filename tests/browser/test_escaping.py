@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Workload
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
 from tests.factories import TEST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from audit_app.services.demo import demo_users_ensure
+from audit_app.demo.seed import demo_users_ensure
 from tests.factories import UploadFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

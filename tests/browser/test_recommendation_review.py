@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from audit_app.costs.price_cards import price_cards_seed
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Recommendation, Workload, WorkloadOverride
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.pricing import price_cards_seed
-from audit_app.services.recommendations import recommendations_refresh
-from audit_app.services.uploads import upload_create
-from tests.audit_app.test_recommendations import EVALS
+from audit_app.recommendations.services import recommendations_refresh
+from tests.audit_app.recommendations.test_recommendations import EVALS
 from tests.factories import TEST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from audit_app.services.pricing import price_cards_seed
-from tests.audit_app.ingest_samples import SAMPLE_CSV
-from tests.audit_app.test_billing_selectors import H0, H, _bill_upload, _charge, _ingest
+from audit_app.costs.price_cards import price_cards_seed
+from tests.audit_app.costs.test_billing_selectors import H0, H, _bill_upload, _charge, _ingest
+from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.factories import TEST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Upload
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
-from tests.audit_app.ingest_samples import SAMPLE_CSV
+from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.factories import TEST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -34,7 +34,8 @@ def test_delete_confirm_cancel_then_delete(
     page.get_by_role("link", name="Delete this upload and everything it added…").click()
     page.wait_for_url(f"{live_server.url}/uploads/{upload.pk}/delete/")
     assert page.locator("h1").inner_text() == f"Delete upload {upload.pk}?"
-    # SAMPLE_CSV's accepted rows: chat 2, evals 1, tool 1 (tests/audit_app/ingest_samples.py)
+    # SAMPLE_CSV's accepted rows: chat 2, evals 1, tool 1
+    # (tests/audit_app/ingestion/ingest_samples.py)
     rows = page.locator("#workloads-touched ~ table tbody tr").all_inner_texts()
     assert [" ".join(r.split()) for r in rows] == ["chat 2", "evals 1", "tool 1"]
 

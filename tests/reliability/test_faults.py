@@ -35,17 +35,17 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from audit_app.models import HourlyRollup, Upload
-from audit_app.services import requeue, uploads
-from audit_app.services.requeue import (
+from audit_app.ingestion import requeue, uploads
+from audit_app.ingestion.requeue import (
     ENQUEUE_NOTE,
     ENQUEUE_NOTE_PREFIX,
     requeue_sweep,
     uploads_to_requeue,
 )
-from audit_app.services.uploads import STORAGE_FULL_MESSAGE, StorageFull, upload_create
+from audit_app.ingestion.uploads import STORAGE_FULL_MESSAGE, StorageFull, upload_create
+from audit_app.models import HourlyRollup, Upload
 from audit_app.tasks import ingest_upload
-from tests.audit_app.ingest_samples import SAMPLE_CSV
+from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.integration_support import tasks_sent_to_broker, worker_environment
 from tests.support.processes import celery_worker, run_python, stop_process_group
 from tests.support.services import require_service
@@ -408,7 +408,7 @@ def test_broker_down_upload_waits_queued_then_lands_when_it_is_back(
     binary = shutil.which("redis-server")
     require_service("redis-server", binary is not None, "no redis-server binary on PATH")
     assert binary is not None
-    from audit_app.services.tokens import api_token_issue
+    from audit_app.access.tokens import api_token_issue
 
     port = _spare_port()
     url = f"redis://127.0.0.1:{port}/0"

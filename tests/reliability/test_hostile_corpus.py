@@ -28,12 +28,12 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count, Max, Sum
 from django.test import Client
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import BillingCharge, HourlyRollup, Upload
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
 from bench.report import write_section
 from benchmarks_app.models import BenchmarkRun
-from tests.audit_app.ingest_samples import SAMPLE_CSV
+from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.factories import UserFactory
 from tests.reliability.hostile_files import HostileCase, good_vllm, hostile_cases
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.selectors_bills import bills_summary
+from audit_app.costs.bills import bills_summary
 
 
 def _money(amounts: dict[str, str]) -> str:

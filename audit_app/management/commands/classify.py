@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from audit_app.services.classification import workloads_classify
-from audit_app.services.recommendations import recommendations_refresh
+from audit_app.recommendations.services import recommendations_refresh
+from audit_app.workloads.services import workloads_classify
 
 
 class Command(BaseCommand):

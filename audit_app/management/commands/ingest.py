@@ -9,16 +9,16 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.formats import AUTO_FORMAT, AUTO_KIND, FORMATS_BY_KIND
-from audit_app.models import Upload
-from audit_app.selectors_spend import upload_spend
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import (
+from audit_app.ingestion.formats import AUTO_FORMAT, AUTO_KIND, FORMATS_BY_KIND
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import (
     UPLOAD_KINDS,
     StorageFull,
     UploadRefused,
     upload_create,
 )
+from audit_app.models import Upload
+from audit_app.reporting.spend import upload_spend
 
 MAX_PRINTED_REJECTS = 100
 

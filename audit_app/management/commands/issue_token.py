@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.services.tokens import api_token_issue
+from audit_app.access.tokens import api_token_issue
 
 
 class Command(BaseCommand):

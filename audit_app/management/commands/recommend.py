@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.selectors import potential_monthly_savings, recommendation_groups
-from audit_app.services.recommendations import recommendations_refresh
+from audit_app.recommendations.services import recommendations_refresh
+from audit_app.reporting.selectors import potential_monthly_savings, recommendation_groups
 
 
 class Command(BaseCommand):

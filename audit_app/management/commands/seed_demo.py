@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.services.demo import demo_data_load, demo_users_ensure
+from audit_app.demo.seed import demo_data_load, demo_users_ensure
 
 
 class Command(BaseCommand):

@@ -8,11 +8,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.filters import parse_filters, whole_range
+from audit_app.lib.query_params import ParameterError
 from audit_app.models import Workload
-from audit_app.query_params import ParameterError
-from audit_app.selectors_spend import spend_report, workload_list
-from audit_app.services.classification import class_summary
+from audit_app.reporting.filters import parse_filters, whole_range
+from audit_app.reporting.spend import spend_report, workload_list
+from audit_app.workloads.services import class_summary
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.formats import BENCHMARK_FORMATS
+from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from benchmarks_app.forms import meta_from_pairs
 from benchmarks_app.services import RunRefused, benchmark_run_import_path
 

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
+from audit_app.lib.results_cache import data_changed, data_token
 from audit_app.models import DerivedState, Recommendation, Workload, WorkloadClassification
-from audit_app.results_cache import data_changed, data_token
-from audit_app.services import classification, derived
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
+from audit_app.reporting import derived
+from audit_app.workloads import services as classification
 
 pytestmark = pytest.mark.django_db
 

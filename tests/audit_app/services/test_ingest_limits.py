@@ -16,10 +16,10 @@ from django.db.models import Sum
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from audit_app.cardinality import TEAM_BUCKET, WORKLOAD_BUCKET
+from audit_app.ingestion.cardinality import TEAM_BUCKET, WORKLOAD_BUCKET
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create
 from audit_app.models import DailyRollup, HourlyRollup, Upload, Workload, WorkloadDay
-from audit_app.services.ingest import upload_ingest
-from audit_app.services.uploads import upload_create
 from audit_app.tasks import ingest_upload
 
 pytestmark = pytest.mark.django_db

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from audit_app.ingestion import ingest
+from audit_app.ingestion.ingest import UploadDeleted, upload_ingest
+from audit_app.ingestion.uploads import upload_create, upload_delete, workloads_prune
 from audit_app.models import (
     Recommendation,
     Upload,
@@ -20,9 +23,6 @@ from audit_app.models import (
     WorkloadClassification,
     WorkloadOverride,
 )
-from audit_app.services import ingest
-from audit_app.services.ingest import UploadDeleted, upload_ingest
-from audit_app.services.uploads import upload_create, upload_delete, workloads_prune
 from audit_app.tasks import ingest_upload
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,489 @@
+"""Reads over billing exports as uploaded: the bills as they stand once restated exports are
+resolved (`bills_summary`, behind `manage.py bills` and `GET /api/v1/bills/`), and what one
+billing upload holds (`upload_billing`, behind its page and the upload API).
+
+A bill period is one (provider, billing account, billing period) of actual-cost charges, or
+of amortized-cost charges (`cost_basis`): only the newest upload of each counts
+(`audit_app.ingestion.supersession`). Billed cost comes from actual-cost charges alone. Effective
+cost comes from the amortized export when one covers the period (it spreads commitment
+purchases over usage; the actual export leaves its commitment rows without one), else from
+the actual one; lines without an effective cost (AWS CUR without amortized columns) add
+nothing to it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Max, Sum
+
+from audit_app.costs.billing import pool_charges
+from audit_app.lib.results_cache import cached
+from audit_app.models import BillingCharge, ServingPool, Upload
+
+ACTUAL = "actual"
+AMORTIZED = "amortized"
+MAX_LISTED_SUB_ACCOUNTS = 50
+MAX_LISTED_UNKNOWN_METERS = 100
+
+Money = dict[str, Decimal]
+
+
+def decimal_text(amount: Decimal) -> str:
+    """An exact amount as plain decimal text without trailing zeros: 21.52022672899, 0, 100."""
+    if amount == 0:
+        return "0"
+    return format(amount.normalize(), "f")
+
+
+def money_json(amounts: Money) -> dict[str, str]:
+    return {currency: decimal_text(amounts[currency]) for currency in sorted(amounts)}
+
+
+def _add(total: Money, currency: str, amount: Decimal | None) -> None:
+    if amount is not None:
+        total[currency] = total.get(currency, Decimal(0)) + amount
+
+
+def _basis(amortized: bool) -> str:
+    return AMORTIZED if amortized else ACTUAL
+
+
+# --- The bills as they stand ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BillPeriod:
+    """One account's billing period of one cost basis, as its newest upload states it."""
+
+    provider: str
+    account: str
+    period_start: datetime
+    period_end: datetime  # exclusive
+    cost_basis: str
+    billed_cost: Money  # empty for an amortized period: it holds no billed cost
+    effective_cost: Money
+    upload_id: int
+    superseded_upload_ids: list[int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "account": self.account,
+            "period_start": self.period_start.date().isoformat(),
+            "period_end": self.period_end.date().isoformat(),
+            "cost_basis": self.cost_basis,
+            "billed_cost": money_json(self.billed_cost),
+            "effective_cost": money_json(self.effective_cost),
+            "upload_id": self.upload_id,
+            "superseded_upload_ids": self.superseded_upload_ids,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BillsSummary:
+    billed_cost: Money
+    effective_cost: Money
+    periods: list[BillPeriod]
+
+    def as_json(self) -> dict[str, Any]:
+        """What `manage.py bills --json` prints and `GET /api/v1/bills/` answers."""
+        return {
+            "billed_cost": money_json(self.billed_cost),
+            "effective_cost": money_json(self.effective_cost),
+            "periods": [period.as_json() for period in self.periods],
+        }
+
+
+@dataclass
+class _PeriodParts:
+    period_end: datetime | None = None
+    billed: Money = field(default_factory=dict)
+    effective: Money = field(default_factory=dict)
+    current_upload_ids: set[int] = field(default_factory=set)
+    superseded_upload_ids: set[int] = field(default_factory=set)
+
+
+def bills_summary() -> BillsSummary:
+    """Every bill period of the landed billing uploads, current charges only (cached per data
+    version: it reads every charge)."""
+    return cached("bills_summary", "", _bills_summary)
+
+
+def _bills_summary() -> BillsSummary:
+    rows = (
+        BillingCharge.objects.filter(upload__status=Upload.Status.SUCCEEDED)
+        .values(
+            "provider",
+            "billing_account",
+            "billing_period_start",
+            "amortized",
+            "upload_id",
+            "superseded_by",
+            "currency",
+        )
+        .annotate(
+            billed=Sum("billed_cost"),
+            effective=Sum("effective_cost"),
+            period_end=Max("billing_period_end"),
+        )
+        .order_by()
+    )
+    parts: dict[tuple[str, str, datetime, bool], _PeriodParts] = defaultdict(_PeriodParts)
+    for row in rows:
+        part = parts[
+            (row["provider"], row["billing_account"], row["billing_period_start"], row["amortized"])
+        ]
+        if row["superseded_by"] is not None:
+            part.superseded_upload_ids.add(row["upload_id"])
+            continue
+        part.current_upload_ids.add(row["upload_id"])
+        if not row["amortized"]:
+            _add(part.billed, row["currency"], row["billed"])
+        _add(part.effective, row["currency"], row["effective"])
+        if part.period_end is None or row["period_end"] > part.period_end:
+            part.period_end = row["period_end"]
+
+    periods = []
+    for (provider, account, start, amortized), part in parts.items():
+        if not part.current_upload_ids or part.period_end is None:
+            continue  # only superseded charges: cannot happen through the services
+        periods.append(
+            BillPeriod(
+                provider=provider,
+                account=account,
+                period_start=start,
+                period_end=part.period_end,
+                cost_basis=_basis(amortized),
+                billed_cost=part.billed,
+                effective_cost=part.effective,
+                upload_id=max(part.current_upload_ids),
+                superseded_upload_ids=sorted(part.superseded_upload_ids),
+            )
+        )
+    periods.sort(key=lambda p: (p.period_start, p.provider, p.account, p.cost_basis))
+
+    billed: Money = {}
+    effective: Money = {}
+    amortized_keys = {
+        (p.provider, p.account, p.period_start) for p in periods if p.cost_basis == AMORTIZED
+    }
+    for period in periods:
+        for currency, amount in period.billed_cost.items():
+            _add(billed, currency, amount)
+        key = (period.provider, period.account, period.period_start)
+        if period.cost_basis == AMORTIZED or key not in amortized_keys:
+            for currency, amount in period.effective_cost.items():
+                _add(effective, currency, amount)
+    return BillsSummary(billed_cost=billed, effective_cost=effective, periods=periods)
+
+
+# --- One billing upload ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadPeriod:
+    """A billing period the upload holds, and whether its charges still count."""
+
+    provider: str
+    account: str
+    period_start: datetime
+    period_end: datetime
+    cost_basis: str
+    lines: int
+    billed_cost: Money
+    effective_cost: Money
+    superseded_by_id: int | None
+    superseded_by_name: str
+
+    @property
+    def current(self) -> bool:
+        return self.superseded_by_id is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplacedPeriod:
+    """A billing period of an earlier upload that this upload superseded."""
+
+    upload_id: int
+    upload_name: str
+    provider: str
+    account: str
+    period_start: datetime
+    period_end: datetime
+    lines: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolMatch:
+    pool: str
+    currency: str
+    lines: int
+    billed_cost: Decimal
+    effective_cost: Decimal | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadMeter:
+    provider: str
+    sku: str
+    currency: str
+    lines: int
+    billed_cost: Decimal
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadBilling:
+    """What a billing upload holds, for its page and the upload API."""
+
+    billed_cost: Money
+    effective_cost: Money
+    cost_basis: str
+    notes: list[str]
+    periods: list[UploadPeriod]
+    billing_accounts: list[str]
+    sub_accounts: list[str]  # the first MAX_LISTED_SUB_ACCOUNTS
+    sub_account_count: int
+    pools: list[PoolMatch]
+    unknown_meter_lines: int
+    unknown_meters: list[UploadMeter]  # the first MAX_LISTED_UNKNOWN_METERS, largest first
+    replaced: list[ReplacedPeriod]
+
+    @property
+    def superseded(self) -> str:
+        """ "wholly", "partly" or "" (every period still counts)."""
+        superseded = [p for p in self.periods if not p.current]
+        if not superseded:
+            return ""
+        return "wholly" if len(superseded) == len(self.periods) else "partly"
+
+    @property
+    def superseding_upload_ids(self) -> list[int]:
+        return sorted({p.superseded_by_id for p in self.periods if p.superseded_by_id})
+
+    @property
+    def superseding_uploads(self) -> list[tuple[int, str]]:
+        """(id, file name) of each upload that restates some of this upload's periods."""
+        names = {p.superseded_by_id: p.superseded_by_name for p in self.periods}
+        return [(pk, names[pk]) for pk in self.superseding_upload_ids]
+
+    @property
+    def totals(self) -> list[tuple[str, Decimal | None, Decimal | None]]:
+        """(currency, billed, effective) as landed; None where the upload has no such cost."""
+        currencies = sorted(set(self.billed_cost) | set(self.effective_cost))
+        return [(c, self.billed_cost.get(c), self.effective_cost.get(c)) for c in currencies]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "billed_cost": money_json(self.billed_cost),
+            "effective_cost": money_json(self.effective_cost),
+            "cost_basis": self.cost_basis,
+            "notes": self.notes,
+            "superseded": self.superseded,
+            "superseding_upload_ids": self.superseding_upload_ids,
+            "periods": [
+                {
+                    "provider": p.provider,
+                    "account": p.account,
+                    "period_start": p.period_start.date().isoformat(),
+                    "period_end": p.period_end.date().isoformat(),
+                    "cost_basis": p.cost_basis,
+                    "lines": p.lines,
+                    "billed_cost": money_json(p.billed_cost),
+                    "effective_cost": money_json(p.effective_cost),
+                    "current": p.current,
+                    "superseded_by_upload_id": p.superseded_by_id,
+                }
+                for p in self.periods
+            ],
+            "billing_accounts": self.billing_accounts,
+            "sub_accounts": self.sub_accounts,
+            "sub_account_count": self.sub_account_count,
+            "pools": [
+                {
+                    "pool": m.pool,
+                    "currency": m.currency,
+                    "lines": m.lines,
+                    "billed_cost": decimal_text(m.billed_cost),
+                    "effective_cost": (
+                        None if m.effective_cost is None else decimal_text(m.effective_cost)
+                    ),
+                }
+                for m in self.pools
+            ],
+            "unknown_meter_lines": self.unknown_meter_lines,
+            "unknown_meters": [
+                {
+                    "provider": m.provider,
+                    "sku": m.sku,
+                    "currency": m.currency,
+                    "lines": m.lines,
+                    "billed_cost": decimal_text(m.billed_cost),
+                }
+                for m in self.unknown_meters
+            ],
+            "replaced": [
+                {
+                    "upload_id": r.upload_id,
+                    "upload_name": r.upload_name,
+                    "provider": r.provider,
+                    "account": r.account,
+                    "period_start": r.period_start.date().isoformat(),
+                    "period_end": r.period_end.date().isoformat(),
+                    "lines": r.lines,
+                }
+                for r in self.replaced
+            ],
+        }
+
+
+@dataclass
+class _UploadPeriodParts:
+    lines: int = 0
+    period_end: datetime | None = None
+    billed: Money = field(default_factory=dict)
+    effective: Money = field(default_factory=dict)
+    superseded_by_id: int | None = None
+    superseded_by_name: str = ""
+
+
+def _money_of(totals: dict[str, str]) -> Money:
+    return {currency: Decimal(amount) for currency, amount in totals.items()}
+
+
+def upload_billing(upload: Upload) -> UploadBilling:
+    """The billing side of one upload: totals as landed, periods and whether each still counts,
+    accounts, serving pools its lines match, unknown meters, and what it superseded."""
+    charges = BillingCharge.objects.filter(upload=upload)
+    parts: dict[tuple[str, str, datetime, bool], _UploadPeriodParts] = defaultdict(
+        _UploadPeriodParts
+    )
+    for row in (
+        charges.values(
+            "provider",
+            "billing_account",
+            "billing_period_start",
+            "amortized",
+            "superseded_by",
+            "superseded_by__original_name",
+            "currency",
+        )
+        .annotate(
+            n=Count("id"),
+            billed=Sum("billed_cost"),
+            effective=Sum("effective_cost"),
+            end=Max("billing_period_end"),
+        )
+        .order_by()
+    ):
+        part = parts[
+            (row["provider"], row["billing_account"], row["billing_period_start"], row["amortized"])
+        ]
+        part.lines += row["n"]
+        if part.period_end is None or row["end"] > part.period_end:
+            part.period_end = row["end"]
+        part.superseded_by_id = row["superseded_by"]
+        part.superseded_by_name = row["superseded_by__original_name"] or ""
+        _add(part.billed, row["currency"], row["billed"])
+        _add(part.effective, row["currency"], row["effective"])
+    upload_periods = sorted(
+        (
+            UploadPeriod(
+                provider=provider,
+                account=account,
+                period_start=start,
+                period_end=part.period_end or start,
+                cost_basis=_basis(amortized),
+                lines=part.lines,
+                billed_cost=part.billed,
+                effective_cost=part.effective,
+                superseded_by_id=part.superseded_by_id,
+                superseded_by_name=part.superseded_by_name,
+            )
+            for (provider, account, start, amortized), part in parts.items()
+        ),
+        key=lambda p: (p.period_start, p.provider, p.account),
+    )
+
+    sub_accounts = charges.exclude(account_id="").values_list("account_id", flat=True)
+    sub_account_count = sub_accounts.distinct().order_by().count()
+
+    pools = []
+    for pool in ServingPool.objects.all():
+        for pool_row in (
+            pool_charges(pool, charges)
+            .values("currency")
+            .annotate(n=Count("id"), billed=Sum("billed_cost"), effective=Sum("effective_cost"))
+            .order_by("currency")
+        ):
+            pools.append(
+                PoolMatch(
+                    pool=pool.name,
+                    currency=pool_row["currency"],
+                    lines=pool_row["n"],
+                    billed_cost=pool_row["billed"],
+                    effective_cost=pool_row["effective"],
+                )
+            )
+
+    unknown = (
+        charges.filter(meter_kind="unknown")
+        .values("provider", "sku", "currency")
+        .annotate(n=Count("id"), billed=Sum("billed_cost"))
+        .order_by()
+    )
+    meters = sorted(
+        (
+            UploadMeter(
+                provider=row["provider"],
+                sku=row["sku"],
+                currency=row["currency"],
+                lines=row["n"],
+                billed_cost=row["billed"],
+            )
+            for row in unknown
+        ),
+        key=lambda m: (-abs(m.billed_cost), m.provider, m.sku),
+    )
+
+    replaced = [
+        ReplacedPeriod(
+            upload_id=row["upload_id"],
+            upload_name=row["upload__original_name"],
+            provider=row["provider"],
+            account=row["billing_account"],
+            period_start=row["billing_period_start"],
+            period_end=row["end"],
+            lines=row["n"],
+        )
+        for row in BillingCharge.objects.filter(superseded_by=upload)
+        .values(
+            "upload_id",
+            "upload__original_name",
+            "provider",
+            "billing_account",
+            "billing_period_start",
+        )
+        .annotate(n=Count("id"), end=Max("billing_period_end"))
+        .order_by("upload_id", "billing_period_start", "provider", "billing_account")
+    ]
+
+    totals = upload.billing_totals or {}
+    return UploadBilling(
+        billed_cost=_money_of(totals.get("billed", {})),
+        effective_cost=_money_of(totals.get("effective", {})),
+        cost_basis=totals.get("cost_basis", ACTUAL),
+        notes=list(totals.get("notes", [])),
+        periods=upload_periods,
+        billing_accounts=sorted({p.account for p in upload_periods}),
+        sub_accounts=list(sub_accounts.distinct().order_by("account_id")[:MAX_LISTED_SUB_ACCOUNTS]),
+        sub_account_count=sub_account_count,
+        pools=pools,
+        unknown_meter_lines=sum(m.lines for m in meters),
+        unknown_meters=meters[:MAX_LISTED_UNKNOWN_METERS],
+        replaced=replaced,
+    )

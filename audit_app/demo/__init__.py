@@ -1,0 +1,1 @@
+"""Demo data for `make run`: generated traffic, bills and the seed."""

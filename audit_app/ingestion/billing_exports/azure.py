@@ -1,0 +1,266 @@
+"""Importer for Azure cost details exports: EA (PascalCase) and MCA (camelCase), CSV or Parquet.
+
+Column names are matched case-insensitively, so `CostInBillingCurrency` (EA) and
+`costInBillingCurrency` (MCA) are the same column.
+
+Actual-cost and amortized-cost exports have the same columns; only their commitment rows tell
+them apart (Microsoft, "Get Enterprise Agreement and Microsoft Customer Agreement reservation
+costs and usage"): in the actual-cost export, usage a reservation or savings plan covered costs
+0 and the purchase carries the price; in the amortized one that usage carries its share of the
+purchase, unused commitment appears as `UnusedReservation` / `UnusedSavingsPlan` rows with a
+cost, and purchases are left out (or cost 0). Rows are read the same way either way;
+`CostBasisEvidence` gathers the evidence over the whole file and the ingest service decides
+(an amortized file counts as effective cost, never as billed cost: `AMORTIZED_NOTE`).
+
+Fields (the first column present wins):
+- provider "azure"; provider_raw "Microsoft".
+- service: MeterCategory, else ConsumedService.
+- charge_category: ChargeType, mapped below (no such column, or an empty cell: Usage).
+- period_start: Date (EA `9/2/2023` is M/D/YYYY; MCA `09/02/2023` or ISO), else UsageDateTime;
+  period_end = period_start + 1 day, as cost details rows are daily.
+- billed_cost: CostInBillingCurrency, else Cost, else PreTaxCost.
+- effective_cost: EffectiveCost when the export has it. Otherwise the billed cost, since in an
+  actual-cost export they agree, except on commitment rows (PricingModel Reservation or
+  SavingsPlan; ChargeType Purchase, UnusedReservation or UnusedSavingsPlan), whose amortised
+  cost the file does not hold: None.
+- currency: BillingCurrencyCode, else BillingCurrency, else Currency.
+- quantity, unit: Quantity and UnitOfMeasure as written. The quantity counts billed blocks and
+  `meter.block_size` says what one block holds (`1K` → 1000 tokens, `10K` → 10000 operations).
+- resource_id: ResourceId, else InstanceId / InstanceName. region: ResourceLocation, else
+  MeterRegion. account_id: SubscriptionId, else SubscriptionGuid.
+- sku: MeterName (parsed into `meter`). description: ProductName.
+- tags: Tags (JSON, or pairs without braces as EA writes them).
+- billing_period_start / _end: BillingPeriodStartDate / BillingPeriodEndDate; Azure writes the
+  period's last day (`9/30/2023`), read as the exclusive midnight after it. Without them, the
+  UTC calendar month of `Date`.
+- billing_account: BillingAccountId, else the subscription.
+- commitment: "used" for Usage rows priced by a Reservation or SavingsPlan, "unused" for
+  UnusedReservation / UnusedSavingsPlan, "purchase" for a Purchase of one, else "".
+
+ChargeType → charge_category: Usage, UnusedReservation, UnusedSavingsPlan → Usage; Purchase →
+Purchase; Refund, Credit → Credit; Tax → Tax; Adjustment, RoundingAdjustment → Adjustment.
+Any other value rejects the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from audit_app.ingestion.billing_exports.base import (
+    ONE_DAY,
+    BillingChunk,
+    BillingLine,
+    ColumnIndex,
+    RowConverter,
+    billed_amount,
+    cell,
+    first_cell_text,
+    head_columns,
+    parse_amount,
+    parse_billing_period,
+    parse_currency,
+    parse_period,
+    parse_tag_object,
+    read_table,
+    require_columns,
+)
+from audit_app.ingestion.billing_exports.meters import parse_meter
+from audit_app.ingestion.reading import RowRejected, quoted, text
+
+# How the wrong-format sentence names the format; the upload form's choice; how a sentence
+# names such a file (`audit_app.ingestion.formats`).
+SHORT_LABEL = "Azure cost details"
+LABEL = "Azure cost details (EA or MCA)"
+DESCRIPTION = "an Azure cost details billing export"
+PROVIDER = "azure"
+PROVIDER_RAW = "Microsoft"
+
+COST_COLUMNS = ("CostInBillingCurrency", "Cost", "PreTaxCost")
+DATE_COLUMNS = ("Date", "UsageDateTime")
+CURRENCY_COLUMNS = ("BillingCurrencyCode", "BillingCurrency", "Currency")
+METER_COLUMNS = ("MeterName", "MeterCategory", "MeterId")
+REQUIRED = (COST_COLUMNS, DATE_COLUMNS, CURRENCY_COLUMNS)
+
+CHARGE_CATEGORY_BY_CHARGE_TYPE = {
+    "usage": "Usage",
+    "unusedreservation": "Usage",
+    "unusedsavingsplan": "Usage",
+    "purchase": "Purchase",
+    "refund": "Credit",
+    "credit": "Credit",
+    "tax": "Tax",
+    "adjustment": "Adjustment",
+    "roundingadjustment": "Adjustment",
+}
+DEFAULT_CHARGE_CATEGORY = "Usage"
+COMMITMENT_PRICING_MODELS = frozenset({"reservation", "savingsplan"})
+COMMITMENT_CHARGE_TYPES = frozenset({"purchase", "unusedreservation", "unusedsavingsplan"})
+UNUSED_COMMITMENT_CHARGE_TYPES = frozenset({"unusedreservation", "unusedsavingsplan"})
+BILLING_PERIOD_COLUMNS = ("BillingPeriodStartDate", "BillingPeriodEndDate")
+
+AMORTIZED_NOTE = (
+    "This is an amortized-cost export: its costs spread reservation purchases over usage, so "
+    "they count as effective cost, not as billed cost; upload the actual-cost export for "
+    "invoice figures."
+)
+
+
+@dataclass(kw_only=True)
+class CostBasisEvidence:
+    """What a file's commitment rows say about its costs, gathered chunk by chunk.
+
+    Amortized when usage a commitment covered (or unused commitment) carries a cost, or when a
+    commitment purchase costs 0 beside such usage; an actual-cost export has neither.
+    """
+
+    commitment_usage_rows: int = 0
+    commitment_usage_rows_with_cost: int = 0
+    zero_cost_purchase_rows: int = 0
+
+    def add(self, lines: Iterable[BillingLine]) -> None:
+        for line in lines:
+            if line.commitment in ("used", "unused"):
+                self.commitment_usage_rows += 1
+                if line.billed_cost != 0:
+                    self.commitment_usage_rows_with_cost += 1
+            elif line.commitment == "purchase" and line.billed_cost == 0:
+                self.zero_cost_purchase_rows += 1
+
+    @property
+    def amortized(self) -> bool:
+        return self.commitment_usage_rows_with_cost > 0 or (
+            self.zero_cost_purchase_rows > 0 and self.commitment_usage_rows > 0
+        )
+
+
+def sniff_columns(columns: frozenset[str]) -> bool:
+    return any(name.lower() in columns for name in METER_COLUMNS) and any(
+        name.lower() in columns for name in COST_COLUMNS
+    )
+
+
+def sniff(head: bytes) -> bool:
+    return sniff_columns(head_columns(head))
+
+
+def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[BillingChunk]:
+    return read_table(stream, chunk_rows=chunk_rows, prepare=_prepare)
+
+
+def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
+    require_columns(columns, where=where, required=REQUIRED)
+    col = columns.find
+    cost = col(*COST_COLUMNS) or COST_COLUMNS[0]
+    day = col(*DATE_COLUMNS) or DATE_COLUMNS[0]
+    currency = col(*CURRENCY_COLUMNS) or CURRENCY_COLUMNS[0]
+    effective = col("EffectiveCost")
+    charge_type = col("ChargeType")
+    pricing_model = col("PricingModel")
+    meter_name = col("MeterName")
+    meter_category, meter_subcategory = col("MeterCategory"), col("MeterSubCategory")
+    consumed_service = col("ConsumedService")
+    quantity = col("Quantity")
+    unit = col("UnitOfMeasure")
+    resources = (col("ResourceId"), col("InstanceId"), col("InstanceName"))
+    regions = (col("ResourceLocation"), col("MeterRegion"))
+    accounts = (col("SubscriptionId"), col("SubscriptionGuid"))
+    product = col("ProductName")
+    tags = col("Tags")
+    billing_start_column = col(BILLING_PERIOD_COLUMNS[0])
+    billing_end_column = col(BILLING_PERIOD_COLUMNS[1])
+    billing_account = col("BillingAccountId")
+
+    def convert(fields: Mapping[str, object], line: int) -> BillingLine:
+        charge_type_text = text(cell(fields, charge_type))
+        category = _charge_category(charge_type_text, field=charge_type or "ChargeType")
+        period_start = parse_period(cell(fields, day), field=day)
+        billing_start, billing_end = parse_billing_period(
+            cell(fields, billing_start_column),
+            cell(fields, billing_end_column),
+            start_field=billing_start_column or BILLING_PERIOD_COLUMNS[0],
+            end_field=billing_end_column or BILLING_PERIOD_COLUMNS[1],
+            charge_start=period_start,
+            end_is_last_day=True,
+        )
+        billed = billed_amount(cell(fields, cost), field=cost)
+        pricing_model_text = text(cell(fields, pricing_model))
+        if effective is not None:
+            effective_cost = parse_amount(cell(fields, effective), field=effective)
+        elif (
+            pricing_model_text.lower() in COMMITMENT_PRICING_MODELS
+            or charge_type_text.lower() in COMMITMENT_CHARGE_TYPES
+        ):
+            effective_cost = None
+        else:
+            effective_cost = billed
+        account_id = first_cell_text(fields, *accounts)
+        sku = text(cell(fields, meter_name))
+        unit_text = text(cell(fields, unit))
+        service = first_cell_text(fields, meter_category, consumed_service)
+        description = text(cell(fields, product))
+        meter_service = " ".join(
+            text(cell(fields, column))
+            for column in (meter_category, meter_subcategory, consumed_service)
+        )
+        return BillingLine(
+            line=line,
+            provider=PROVIDER,
+            provider_raw=PROVIDER_RAW,
+            service=service,
+            charge_category=category,
+            charge_class="",
+            period_start=period_start,
+            period_end=period_start + ONE_DAY,
+            billed_cost=billed,
+            effective_cost=effective_cost,
+            currency=parse_currency(cell(fields, currency), field=currency),
+            quantity=parse_amount(cell(fields, quantity), field=quantity or "Quantity"),
+            unit=unit_text,
+            resource_id=first_cell_text(fields, *resources),
+            region=first_cell_text(fields, *regions),
+            account_id=account_id,
+            sku=sku,
+            meter=parse_meter(
+                provider=PROVIDER,
+                sku=sku,
+                unit=unit_text,
+                description=description,
+                service=meter_service,
+            ),
+            tags=parse_tag_object(cell(fields, tags), field=tags or "Tags"),
+            description=description,
+            billing_period_start=billing_start,
+            billing_period_end=billing_end,
+            billing_account=text(cell(fields, billing_account)) or account_id,
+            commitment=_commitment(charge_type_text, pricing_model_text),
+        )
+
+    return convert
+
+
+def _commitment(charge_type: str, pricing_model: str) -> str:
+    lowered = charge_type.lower()
+    if lowered in UNUSED_COMMITMENT_CHARGE_TYPES:
+        return "unused"
+    if pricing_model.lower() not in COMMITMENT_PRICING_MODELS:
+        return ""
+    if lowered == "purchase":
+        return "purchase"
+    if lowered in ("", "usage"):
+        return "used"
+    return ""
+
+
+def _charge_category(charge_type: str, *, field: str) -> str:
+    if not charge_type:
+        return DEFAULT_CHARGE_CATEGORY
+    category = CHARGE_CATEGORY_BY_CHARGE_TYPE.get(charge_type.lower())
+    if category is None:
+        raise RowRejected(
+            field=field,
+            value=charge_type,
+            reason=f"`{field}` is {quoted(charge_type)}, not a known Azure charge type.",
+        )
+    return category

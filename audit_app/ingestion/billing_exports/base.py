@@ -1,0 +1,644 @@
+"""Shared pieces of the billing-export importers: the canonical line, coercions, file reading.
+
+Every billing importer (FOCUS, AWS CUR, Azure cost details) reads its file through
+`read_table`, which streams CSV row by row (or Parquet batch by batch), and turns each record
+into a `BillingLine` or a `BillingReject`. A file that cannot be read at all raises
+`ImportFileError` with one sentence. The failures, the reject type, the chunking, the CSV row
+loop, the missing-column sentence and the years a period may fall in are shared with the
+token-log importers (`audit_app.ingestion.reading`).
+
+Conventions fixed here for all billing formats:
+- Money is `Decimal`, exactly as written (`1.81E-8` stays 1.81E-8); the sign is kept, so credits
+  and discounts stay negative. Costs are never added together: each line has the one column
+  its format calls billed and, separately, the effective (amortised) one.
+- An empty / `NULL` billed cost is 0 (the export wrote a line with no charge); text that is not
+  a finite number (`abc`, `NaN`, `Inf`) rejects the row.
+- Periods are timezone-aware UTC. Accepted: ISO 8601 with `T` or a space, with or without `Z` or
+  an offset and any fraction (`2024-09-18 22:00:00`, `2023-11-01T00:00:00.000Z`); a date alone
+  (`2023-11-01`, midnight UTC); US `M/D/YYYY` dates as Azure writes them (`9/2/2023`, with an
+  optional time of day). Bare numbers are refused: in a bill `20231101` is not an epoch.
+- Currency is the ISO code as written (upper-cased), never converted; it must be 3 letters.
+- Tags are a `dict[str, str]` from a JSON object, from JSON with doubled quotes, from pairs
+  without braces (`"a": "b","c": "d"`, Azure EA) or from a map; `NULL` is no tags. Keys are kept
+  exactly (`"org"` and `" org"` are two tags); non-text values become their JSON text.
+- `line` is the physical line where the record starts (the header is line 1); for Parquet it
+  is the row's 1-based ordinal + 1, so the first row is 2 as in the equivalent CSV.
+- Column names are matched case-insensitively (Azure MCA writes camelCase, EA PascalCase).
+- Every line names its **billing period** (start inclusive, end exclusive, UTC) and **billing
+  account**, the key under which a restated export replaces an earlier one. A file without
+  them gives the UTC calendar month of the charge's start (`billing_month`) and the
+  sub-account / subscription the line was read with ("" when none).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from audit_app.ingestion.billing_exports.meters import ParsedMeter
+from audit_app.ingestion.reading import (
+    HEAD_BYTES,
+    ImportFileError,
+    Record,
+    RowReject,
+    RowRejected,
+    check_chunk_rows,
+    check_in_years,
+    csv_header,
+    csv_record,
+    group_outcomes,
+    head_text,
+    is_blank_row,
+    is_missing,
+    iter_csv_rows,
+    missing_message,
+    quoted,
+    read_head,
+    row_outcome,
+    text,
+)
+from audit_app.ingestion.token_logs.base import parse_timestamp
+
+PARQUET_MAGIC = b"PAR1"
+PARQUET_BATCH_ROWS = 10_000
+ZERO = Decimal(0)
+
+_US_DATE = re.compile(
+    r"(?P<month>\d{1,2})/(?P<day>\d{1,2})/(?P<year>\d{4})"
+    r"(?:[ T](?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?\s*(?P<half>[AaPp][Mm])?)?"
+)
+_ISO_DATE = re.compile(r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})")
+_BARE_NUMBER = re.compile(r"[+-]?\d+(\.\d*)?")
+_CURRENCY = re.compile(r"[A-Za-z]{3}")
+_PROVIDER_WORD = re.compile(r"[a-z0-9]+")
+# Short provider names by a word of the provider's own name ("Amazon Web Services, Inc.",
+# "Microsoft", "Google Cloud", "Oracle Cloud Infrastructure", ...).
+_PROVIDER_WORDS = (
+    ("aws", frozenset({"aws", "amazon"})),
+    ("azure", frozenset({"azure", "microsoft"})),
+    ("gcp", frozenset({"gcp", "google"})),
+    ("oracle", frozenset({"oracle", "oci"})),
+    ("alibaba", frozenset({"alibaba", "aliyun"})),
+    ("ibm", frozenset({"ibm"})),
+    ("openai", frozenset({"openai"})),
+    ("anthropic", frozenset({"anthropic"})),
+    ("litellm", frozenset({"litellm"})),
+    ("databricks", frozenset({"databricks"})),
+    ("snowflake", frozenset({"snowflake"})),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data crossing layers
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BillingLine:
+    """One charge of a billing export, whatever format it came from."""
+
+    line: int
+    provider: str
+    provider_raw: str
+    service: str
+    charge_category: str
+    charge_class: str
+    period_start: datetime
+    period_end: datetime
+    billed_cost: Decimal
+    effective_cost: Decimal | None
+    currency: str
+    quantity: Decimal | None
+    unit: str
+    resource_id: str
+    region: str
+    account_id: str
+    sku: str
+    meter: ParsedMeter
+    tags: dict[str, str]
+    description: str
+    billing_period_start: datetime
+    billing_period_end: datetime
+    billing_account: str
+    # What a commitment (reservation / savings plan) line is: "used" (usage it covered),
+    # "unused" (commitment nobody used), "purchase" (buying it), or "" (not a commitment
+    # line). Azure cost details set it; it tells an amortized-cost export from an actual one.
+    commitment: str = ""
+
+
+# The reject type both importer stacks share, under the name the billing stack's callers use.
+BillingReject = RowReject
+
+
+@dataclass(frozen=True, kw_only=True)
+class BillingChunk:
+    """Up to `chunk_rows` rows; `bytes_read` grows monotonically and ends at the file size."""
+
+    lines: list[BillingLine]
+    rejects: list[BillingReject]
+    rows_read: int
+    bytes_read: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Coercions
+# ---------------------------------------------------------------------------------------------
+
+
+# No billing line is worth (or counts) more than this; larger values are garbage or overflow.
+MAX_ABS_AMOUNT = Decimal(10) ** 15
+
+
+def parse_amount(value: object, *, field: str) -> Decimal | None:
+    """A finite Decimal, sign kept; None when missing. Floats go through `str` (0.1 stays 0.1)."""
+    if is_missing(value):
+        return None
+    amount: Decimal | None
+    if isinstance(value, bool):
+        amount = None
+    elif isinstance(value, Decimal):
+        amount = value
+    elif isinstance(value, int):
+        amount = Decimal(value)
+    elif isinstance(value, float):
+        amount = Decimal(str(value))
+    else:
+        try:
+            amount = Decimal(str(value).strip())
+        except InvalidOperation:
+            amount = None
+    if amount is None or not amount.is_finite():
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` must be a finite number, got {quoted(value)}.",
+        )
+    if abs(amount) > MAX_ABS_AMOUNT:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` is {quoted(value)}, beyond any real bill (over {MAX_ABS_AMOUNT:,}).",
+        )
+    return amount
+
+
+def parse_period(value: object, *, field: str) -> datetime:
+    """A timezone-aware UTC datetime (forms in the module docstring); missing is a reject."""
+    if is_missing(value):
+        raise RowRejected(field=field, value=value, reason=f"`{field}` is empty.")
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    try:
+        moment = _period_from_text(str(value).strip())
+    except (ValueError, OverflowError, RowRejected) as error:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` is not a date or timestamp: {quoted(value)}.",
+        ) from error
+    # Charge periods outside 2000-2099 are placeholders or typos.
+    return check_in_years(moment, field=field, value=value)
+
+
+@lru_cache(maxsize=16_384)
+def _period_from_text(stripped: str) -> datetime:
+    # Hourly and daily exports repeat the same few hundred period strings; failures raise and
+    # are therefore never cached.
+    us_date = _US_DATE.fullmatch(stripped)
+    if us_date is not None:
+        return _from_us_date(us_date)
+    iso_date = _ISO_DATE.fullmatch(stripped)
+    if iso_date is not None:
+        return datetime(
+            int(iso_date["year"]), int(iso_date["month"]), int(iso_date["day"]), tzinfo=UTC
+        )
+    if _BARE_NUMBER.fullmatch(stripped):
+        raise ValueError("a bare number is not a billing date")
+    moment = parse_timestamp(stripped, field="")
+    if moment is None:
+        raise ValueError("empty")
+    return moment
+
+
+def _from_us_date(match: re.Match[str]) -> datetime:
+    hour = int(match["hour"] or "0")
+    half = (match["half"] or "").lower()
+    if half:
+        if not 1 <= hour <= 12:
+            raise ValueError("hour out of range for a 12-hour clock")
+        hour = hour % 12 + (12 if half == "pm" else 0)
+    return datetime(
+        int(match["year"]),
+        int(match["month"]),
+        int(match["day"]),
+        hour,
+        int(match["minute"] or "0"),
+        int(match["second"] or "0"),
+        tzinfo=UTC,
+    )
+
+
+def parse_currency(value: object, *, field: str) -> str:
+    """The 3-letter ISO code, upper-cased; anything else rejects the row."""
+    code = text(value)
+    if not code:
+        raise RowRejected(field=field, value=value, reason=f"`{field}` is empty.")
+    if _CURRENCY.fullmatch(code) is None:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` must be a 3-letter ISO currency code, got {quoted(value)}.",
+        )
+    return code.upper()
+
+
+def parse_tag_object(value: object, *, field: str) -> dict[str, str]:
+    """Tags as `dict[str, str]` from the spellings listed in the module docstring."""
+    if is_missing(value):
+        return {}
+    pairs: Iterable[object]
+    if isinstance(value, Mapping):
+        pairs = value.items()
+    elif isinstance(value, list | tuple):
+        # A Parquet map column arrives as a list of (key, value) pairs.
+        pairs = value
+    else:
+        pairs = _tag_pairs_from_text(str(value), field=field, value=value)
+    tags: dict[str, str] = {}
+    for pair in pairs:
+        if isinstance(pair, Mapping) and "key" in pair:
+            key, item = pair["key"], pair.get("value")
+        elif isinstance(pair, list | tuple) and len(pair) == 2:
+            key, item = pair
+        else:
+            raise RowRejected(
+                field=field, value=value, reason=f"`{field}` is not a set of key/value tags."
+            )
+        tags[str(key)] = _tag_value(item)
+    return tags
+
+
+def _tag_pairs_from_text(raw: str, *, field: str, value: object) -> list[tuple[str, object]]:
+    stripped = raw.strip()
+    candidates = [stripped] if stripped.startswith("{") else [stripped, "{" + stripped + "}"]
+    # Doubled quotes left over from CSV quoting applied twice: {""a"": ""b""}.
+    candidates += [candidate.replace('""', '"') for candidate in candidates]
+    for candidate in candidates:
+        try:
+            # object_pairs_hook keeps the pairs in file order; the dict keeps the last of a
+            # duplicated key, as JSON parsers do.
+            parsed = json.loads(candidate, object_pairs_hook=list, parse_float=Decimal)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(parsed, list) and all(
+            isinstance(pair, tuple) and len(pair) == 2 for pair in parsed
+        ):
+            return parsed
+    raise RowRejected(
+        field=field, value=value, reason=f"`{field}` is not a JSON object of tags: {quoted(raw)}."
+    )
+
+
+def _tag_value(item: object) -> str:
+    if item is None:
+        return ""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, str):
+        return item
+    if isinstance(item, int | float | Decimal):
+        return str(item)
+    if isinstance(item, list) and all(isinstance(pair, tuple) for pair in item):
+        item = dict(item)
+    return json.dumps(item, default=str)
+
+
+def normalise_provider(raw: str) -> str:
+    """Short lower-case provider name: aws, azure, gcp, oracle, ...; else a slug of the name."""
+    words = _PROVIDER_WORD.findall(raw.lower())
+    for short, names in _PROVIDER_WORDS:
+        if names.intersection(words):
+            return short
+    return "-".join(words)
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns
+# ---------------------------------------------------------------------------------------------
+
+
+class ColumnIndex:
+    """A file's column names, looked up case-insensitively."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self._by_lower: dict[str, str] = {}
+        for name in self.names:
+            self._by_lower.setdefault(name.lower(), name)
+
+    def find(self, *candidates: str) -> str | None:
+        """The file's spelling of the first candidate it has, or None."""
+        for candidate in candidates:
+            name = self._by_lower.get(candidate.lower())
+            if name is not None:
+                return name
+        return None
+
+
+def require_columns(columns: ColumnIndex, *, where: str, required: Sequence[Sequence[str]]) -> None:
+    """Each entry lists the accepted spellings of one column; name every one that is absent."""
+    missing = [
+        _column_with_alternatives(spellings)
+        for spellings in required
+        if columns.find(*spellings) is None
+    ]
+    if missing:
+        raise ImportFileError(missing_message(where, noun="column", names=missing))
+
+
+def _column_with_alternatives(spellings: Sequence[str]) -> str:
+    """`Cost` alone, or `CostInBillingCurrency` (or `Cost`, `PreTaxCost`)."""
+    first, *others = spellings
+    if not others:
+        return f"`{first}`"
+    return f"`{first}` (or " + ", ".join(f"`{name}`" for name in others) + ")"
+
+
+def head_columns(head: bytes) -> frozenset[str]:
+    """Lower-cased column names from a file's head, for sniffing.
+
+    CSV: the header row. Parquet: the schema, which sits in the footer, so only when the head
+    holds the whole file; `read_billing` reads a larger Parquet file's schema from the stream.
+    """
+    if head.startswith(PARQUET_MAGIC):
+        if len(head) >= HEAD_BYTES or not head.endswith(PARQUET_MAGIC):
+            return frozenset()
+        try:
+            return frozenset(name.lower() for name in _parquet_column_names(io.BytesIO(head)))
+        except ImportFileError:
+            return frozenset()
+    start = head_text(head)
+    if not start:
+        return frozenset()
+    header_line = start.splitlines()[0]
+    return frozenset(name.strip().lower() for name in next(csv.reader([header_line]), []))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables: CSV (streamed line by line) and Parquet (streamed batch by batch)
+# ---------------------------------------------------------------------------------------------
+
+
+class CsvTable:
+    """A CSV file whose header has been read; `records()` streams the rest."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        read_head(stream)
+        self._stream = stream
+        # Blank lines, and rows of empty cells (",,,," as spreadsheets save them), are not
+        # records.
+        self._rows = iter_csv_rows(stream, is_blank=is_blank_row)
+        first = next(self._rows, None)
+        if first is None:
+            raise ImportFileError("the file is empty")
+        self.header_line, header_row = first
+        self.columns = ColumnIndex(csv_header(header_row))
+        self.where = f"line {self.header_line}"
+
+    def records(self) -> Iterator[Record | BillingReject]:
+        names = self.columns.names
+        for line, row in self._rows:
+            yield csv_record(line, row, names)
+
+    def position(self) -> int:
+        return self._stream.tell()
+
+
+def parquet_error_message(error: Exception) -> str:
+    """One sentence: ours, with pyarrow's first sentence in brackets."""
+    detail = str(error).strip().split(". ")[0].rstrip(".")
+    return f"the Parquet file cannot be read ({detail})"
+
+
+def _parquet_file(stream: BinaryIO) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(stream)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise ImportFileError(parquet_error_message(error)) from error
+
+
+def _parquet_column_names(stream: BinaryIO) -> list[str]:
+    return list(_parquet_file(stream).schema_arrow.names)
+
+
+class ParquetTable:
+    """A Parquet file; `records()` streams it in batches of `PARQUET_BATCH_ROWS` rows."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        stream.seek(0, 2)
+        self._size = stream.tell()
+        stream.seek(0)
+        self._file = _parquet_file(stream)
+        self.columns = ColumnIndex(self._file.schema_arrow.names)
+        self.where = "the Parquet file"
+        self._rows_total: int = max(self._file.metadata.num_rows, 1)
+        self._rows_done = 0
+        self._finished = False
+
+    def records(self) -> Iterator[Record | BillingReject]:
+        ordinal = 0
+        try:
+            for batch in self._file.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+                for row in batch.to_pylist():
+                    ordinal += 1
+                    self._rows_done = ordinal
+                    yield Record(line=ordinal + 1, fields=row)
+        except (pa.ArrowException, OSError, ValueError) as error:
+            raise ImportFileError(parquet_error_message(error)) from error
+        self._finished = True
+
+    def position(self) -> int:
+        # Parquet has no byte position per row; progress is the share of rows read, and the
+        # whole file once the last batch is done.
+        if self._finished:
+            return self._size
+        return min(self._size, self._size * self._rows_done // self._rows_total)
+
+
+Table = CsvTable | ParquetTable
+
+
+def open_table(stream: BinaryIO) -> Table:
+    """The file as a CSV or Parquet table, told apart by Parquet's magic bytes."""
+    stream.seek(0)
+    magic = stream.read(len(PARQUET_MAGIC))
+    stream.seek(0)
+    if magic == PARQUET_MAGIC:
+        return ParquetTable(stream)
+    return CsvTable(stream)
+
+
+def table_columns(stream: BinaryIO) -> frozenset[str]:
+    """Lower-cased column names of a whole file (Parquet: from its footer)."""
+    stream.seek(0)
+    magic = stream.read(len(PARQUET_MAGIC))
+    stream.seek(0)
+    if magic == PARQUET_MAGIC:
+        return frozenset(name.lower() for name in _parquet_column_names(stream))
+    return head_columns(read_head(stream))
+
+
+# ---------------------------------------------------------------------------------------------
+# From records to chunks
+# ---------------------------------------------------------------------------------------------
+
+RowConverter = Callable[[Mapping[str, object], int], BillingLine]
+
+
+def read_table(
+    stream: BinaryIO,
+    *,
+    chunk_rows: int,
+    prepare: Callable[[ColumnIndex, str], RowConverter],
+) -> Iterator[BillingChunk]:
+    """Open the file, let the format check its columns and build its row converter, and stream.
+
+    `prepare(columns, where)` raises `ImportFileError` for missing columns (`where` is "line 1"
+    or "the Parquet file") and returns the function that turns one record into a line.
+    """
+    check_chunk_rows(chunk_rows)
+    table = open_table(stream)
+    convert = prepare(table.columns, table.where)
+    outcomes = (
+        record
+        if isinstance(record, RowReject)
+        else row_outcome(convert, record.fields, record.line)
+        for record in table.records()
+    )
+    return chunk_outcomes(outcomes, position=table.position, chunk_rows=chunk_rows)
+
+
+def chunk_outcomes(
+    outcomes: Iterable[BillingLine | BillingReject],
+    *,
+    position: Callable[[], int],
+    chunk_rows: int,
+) -> Iterator[BillingChunk]:
+    """Group outcomes into chunks of `chunk_rows` rows; the last chunk ends at the file's end.
+
+    `outcomes` must be lazy so `position()` is where the chunk's last row ends. A file with no
+    data rows (or trailing blank lines after a full chunk) still yields a final chunk, possibly
+    empty, so progress reaches the file size.
+    """
+    for group in group_outcomes(
+        outcomes, chunk_rows=chunk_rows, position=position, end_at_file_end=True
+    ):
+        yield BillingChunk(
+            lines=group.accepted,
+            rejects=group.rejects,
+            rows_read=group.rows_read,
+            bytes_read=group.bytes_read,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers the format modules share
+# ---------------------------------------------------------------------------------------------
+
+
+def cell(fields: Mapping[str, object], column: str | None) -> object:
+    """The record's value for a resolved column (None when the file has no such column)."""
+    if column is None:
+        return None
+    return fields.get(column)
+
+
+def first_cell_text(fields: Mapping[str, object], *columns: str | None) -> str:
+    """The first non-missing value among resolved columns, as stripped text."""
+    for column in columns:
+        value = text(cell(fields, column))
+        if value:
+            return value
+    return ""
+
+
+def billed_amount(value: object, *, field: str) -> Decimal:
+    """A billed cost: empty / NULL is 0 (see the module docstring), bad text rejects."""
+    amount = parse_amount(value, field=field)
+    return ZERO if amount is None else amount
+
+
+def parse_period_pair(
+    start_value: object, end_value: object, *, start_field: str, end_field: str
+) -> tuple[datetime, datetime]:
+    """A charge period: both ends required, the end (exclusive) not before the start."""
+    start = parse_period(start_value, field=start_field)
+    end = parse_period(end_value, field=end_field)
+    if end < start:
+        raise RowRejected(
+            field=end_field,
+            value=end_value,
+            reason=(
+                f"`{end_field}` ({end.isoformat()}) is before `{start_field}` "
+                f"({start.isoformat()})."
+            ),
+        )
+    return start, end
+
+
+ONE_DAY = timedelta(days=1)
+
+
+def billing_month(moment: datetime) -> tuple[datetime, datetime]:
+    """The UTC calendar month holding `moment`: its first instant and the next month's."""
+    utc = moment.astimezone(UTC)
+    start = datetime(utc.year, utc.month, 1, tzinfo=UTC)
+    end = datetime(utc.year + utc.month // 12, utc.month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def parse_billing_period(
+    start_value: object,
+    end_value: object,
+    *,
+    start_field: str,
+    end_field: str,
+    charge_start: datetime,
+    end_is_last_day: bool = False,
+) -> tuple[datetime, datetime]:
+    """A line's billing period from its own columns, else the calendar month of its charge.
+
+    Both cells empty (or the file has neither column): `billing_month(charge_start)`. One
+    empty, or text that is not a date, rejects the row naming the column: a wrong period
+    would let this line replace another account's month. `end_is_last_day` reads an end that
+    names the period's last day (Azure `9/30/2023`) as the exclusive midnight after it.
+    """
+    if is_missing(start_value) and is_missing(end_value):
+        return billing_month(charge_start)
+    start = parse_period(start_value, field=start_field)
+    end = parse_period(end_value, field=end_field)
+    if end_is_last_day:
+        end = datetime(end.year, end.month, end.day, tzinfo=UTC) + ONE_DAY
+    if end <= start:
+        raise RowRejected(
+            field=end_field,
+            value=end_value,
+            reason=(
+                f"`{end_field}` ({end.isoformat()}) does not end after `{start_field}` "
+                f"({start.isoformat()})."
+            ),
+        )
+    return start, end

@@ -1,0 +1,219 @@
+"""Importer for FOCUS 1.0–1.3 cost and usage exports (CSV or Parquet).
+
+AWS Data Exports, Microsoft FocusCost, Google's BigQuery FOCUS export, OCI and LiteLLM all
+write FOCUS. One parser reads every version: the columns below exist from 1.0 on, 1.3's
+`ServiceProviderName` is used when present and `ProviderName` (deprecated in 1.3) otherwise,
+and unknown / `x_` columns are ignored except the meter ones named here.
+
+| BillingLine | FOCUS column |
+|---|---|
+| provider, provider_raw | ServiceProviderName, else ProviderName (per row) |
+| service | ServiceName |
+| charge_category | ChargeCategory (Usage, Purchase, Tax, Credit, Adjustment; any case) |
+| charge_class | ChargeClass ("Correction" or empty) |
+| period_start / period_end | ChargePeriodStart / ChargePeriodEnd |
+| billed_cost | BilledCost (what the invoice adds up to) |
+| effective_cost | EffectiveCost (amortised; None when the column is absent) |
+| currency | BillingCurrency |
+| quantity, unit | ConsumedQuantity, ConsumedUnit (raw metered usage, e.g. tokens) |
+| resource_id | ResourceId |
+| region | RegionId, else RegionName |
+| account_id | SubAccountId, else BillingAccountId |
+| sku | x_UsageType (AWS), else SkuMeter, else x_SkuMeterName, else SkuId |
+| description | ChargeDescription |
+| tags | Tags (JSON object) |
+| billing_period_start / _end | BillingPeriodStart / BillingPeriodEnd |
+| billing_account | BillingAccountId |
+
+A file without a ConsumedQuantity column (trimmed exports) gives PricingQuantity and
+PricingUnit instead; the unit then carries the block size into `meter.block_size`.
+A file without BillingPeriodStart / BillingPeriodEnd bills each line in the UTC calendar month
+of its ChargePeriodStart, and one without BillingAccountId under its SubAccountId (or "").
+
+Required columns: BilledCost, BillingCurrency, ChargeCategory, ChargePeriodStart,
+ChargePeriodEnd and ServiceProviderName or ProviderName.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import BinaryIO
+
+from audit_app.ingestion.billing_exports.base import (
+    BillingChunk,
+    BillingLine,
+    ColumnIndex,
+    RowConverter,
+    billed_amount,
+    cell,
+    first_cell_text,
+    head_columns,
+    normalise_provider,
+    parse_amount,
+    parse_billing_period,
+    parse_currency,
+    parse_period_pair,
+    parse_tag_object,
+    read_table,
+    require_columns,
+)
+from audit_app.ingestion.billing_exports.meters import parse_meter
+from audit_app.ingestion.reading import RowRejected, quoted, text
+
+# How the wrong-format sentence names the format; the upload form's choice; how a sentence
+# names such a file (`audit_app.ingestion.formats`).
+SHORT_LABEL = "FOCUS"
+LABEL = "FOCUS 1.0-1.3 billing export (CSV, Parquet)"
+DESCRIPTION = "a FOCUS billing export"
+MARKER_COLUMNS = ("BilledCost", "ChargePeriodStart")
+CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
+CHARGE_CLASS_CORRECTION = "Correction"
+
+REQUIRED = (
+    ("BilledCost",),
+    ("BillingCurrency",),
+    ("ChargeCategory",),
+    ("ChargePeriodStart",),
+    ("ChargePeriodEnd",),
+    ("ServiceProviderName", "ProviderName"),
+)
+
+_CATEGORY_BY_LOWER = {category.lower(): category for category in CHARGE_CATEGORIES}
+
+
+def sniff_columns(columns: frozenset[str]) -> bool:
+    """Lower-cased column names that only a FOCUS file has together."""
+    return all(marker.lower() in columns for marker in MARKER_COLUMNS)
+
+
+def sniff(head: bytes) -> bool:
+    return sniff_columns(head_columns(head))
+
+
+def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[BillingChunk]:
+    return read_table(stream, chunk_rows=chunk_rows, prepare=_prepare)
+
+
+def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
+    require_columns(columns, where=where, required=REQUIRED)
+    col = columns.find
+    billed = col("BilledCost")
+    effective = col("EffectiveCost")
+    currency = col("BillingCurrency")
+    category = col("ChargeCategory")
+    charge_class = col("ChargeClass")
+    start = col("ChargePeriodStart")
+    end = col("ChargePeriodEnd")
+    service_provider = col("ServiceProviderName")
+    provider = col("ProviderName")
+    service = col("ServiceName")
+    consumed = col("ConsumedQuantity")
+    quantity: str | None
+    if consumed is not None:
+        quantity, unit = consumed, col("ConsumedUnit")
+    else:
+        quantity, unit = col("PricingQuantity"), col("PricingUnit")
+    resource = col("ResourceId")
+    region_id, region_name = col("RegionId"), col("RegionName")
+    sub_account, billing_account = col("SubAccountId"), col("BillingAccountId")
+    meter_columns = (col("x_UsageType"), col("SkuMeter"), col("x_SkuMeterName"), col("SkuId"))
+    description = col("ChargeDescription")
+    tags = col("Tags")
+    billing_period_start, billing_period_end = col("BillingPeriodStart"), col("BillingPeriodEnd")
+    names = {
+        "billed": billed or "BilledCost",
+        "currency": currency or "BillingCurrency",
+        "category": category or "ChargeCategory",
+        "start": start or "ChargePeriodStart",
+        "end": end or "ChargePeriodEnd",
+        "billing_start": billing_period_start or "BillingPeriodStart",
+        "billing_end": billing_period_end or "BillingPeriodEnd",
+    }
+
+    def convert(fields: Mapping[str, object], line: int) -> BillingLine:
+        provider_raw = first_cell_text(fields, service_provider, provider)
+        if not provider_raw:
+            raise RowRejected(
+                field=service_provider or provider or "ProviderName",
+                value=cell(fields, service_provider or provider),
+                reason="`ServiceProviderName` and `ProviderName` are both empty.",
+            )
+        period_start, period_end = parse_period_pair(
+            cell(fields, start),
+            cell(fields, end),
+            start_field=names["start"],
+            end_field=names["end"],
+        )
+        billing_start, billing_end = parse_billing_period(
+            cell(fields, billing_period_start),
+            cell(fields, billing_period_end),
+            start_field=names["billing_start"],
+            end_field=names["billing_end"],
+            charge_start=period_start,
+        )
+        account_id = first_cell_text(fields, sub_account, billing_account)
+        short_provider = normalise_provider(provider_raw)
+        sku = first_cell_text(fields, *meter_columns)
+        unit_text = text(cell(fields, unit))
+        service_name = text(cell(fields, service))
+        description_text = text(cell(fields, description))
+        return BillingLine(
+            line=line,
+            provider=short_provider,
+            provider_raw=provider_raw,
+            service=service_name,
+            charge_category=_charge_category(cell(fields, category), field=names["category"]),
+            charge_class=_charge_class(cell(fields, charge_class), field=charge_class or ""),
+            period_start=period_start,
+            period_end=period_end,
+            billed_cost=billed_amount(cell(fields, billed), field=names["billed"]),
+            effective_cost=parse_amount(cell(fields, effective), field=effective or ""),
+            currency=parse_currency(cell(fields, currency), field=names["currency"]),
+            quantity=parse_amount(cell(fields, quantity), field=quantity or ""),
+            unit=unit_text,
+            resource_id=text(cell(fields, resource)),
+            region=first_cell_text(fields, region_id, region_name),
+            account_id=account_id,
+            sku=sku,
+            meter=parse_meter(
+                provider=short_provider,
+                sku=sku,
+                unit=unit_text,
+                description=description_text,
+                service=service_name,
+            ),
+            tags=parse_tag_object(cell(fields, tags), field=tags or "Tags"),
+            description=description_text,
+            billing_period_start=billing_start,
+            billing_period_end=billing_end,
+            billing_account=text(cell(fields, billing_account)) or account_id,
+        )
+
+    return convert
+
+
+def _charge_category(value: object, *, field: str) -> str:
+    word = text(value)
+    category = _CATEGORY_BY_LOWER.get(word.lower())
+    if category is None:
+        expected = ", ".join(CHARGE_CATEGORIES)
+        reason = (
+            f"`{field}` is empty; expected one of {expected}."
+            if not word
+            else f"`{field}` is {quoted(value)}, not one of {expected}."
+        )
+        raise RowRejected(field=field, value=value, reason=reason)
+    return category
+
+
+def _charge_class(value: object, *, field: str) -> str:
+    word = text(value)
+    if not word:
+        return ""
+    if word.lower() == CHARGE_CLASS_CORRECTION.lower():
+        return CHARGE_CLASS_CORRECTION
+    raise RowRejected(
+        field=field,
+        value=value,
+        reason=f"`{field}` is {quoted(value)}; FOCUS allows only `Correction` or empty.",
+    )

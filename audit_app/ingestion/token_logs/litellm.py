@@ -1,0 +1,98 @@
+"""Importer for LiteLLM spend logs (`LiteLLM_SpendLogs` rows exported as CSV, JSON or JSONL).
+
+Column names are LiteLLM's own (`schema.prisma`); `metadata` is JSON text in CSV and an object
+in JSON, `request_tags` a JSON list (text in CSV).
+
+The row mapping (canonical field <- LiteLLM field) is in `litellm_rows`, shared by the row
+path here and the columnar fast path (`litellm_columnar`).
+
+Required columns: request_id, startTime, endTime, model, prompt_tokens, completion_tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from audit_app.ingestion.reading import (
+    HEAD_BYTES,
+    ImportFileError,
+    RowReject,
+    head_text,
+    read_head,
+    row_outcome,
+)
+from audit_app.ingestion.token_logs import litellm_columnar
+from audit_app.ingestion.token_logs.base import (
+    ParsedChunk,
+    chunk_outcomes,
+    head_field_names,
+    iter_tabular_records,
+    read_tabular_requests,
+)
+from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
+
+# The upload form's choice, and how a sentence names such a file (`audit_app.ingestion.formats`).
+LABEL = "LiteLLM spend logs (CSV, JSON, JSONL)"
+DESCRIPTION = "a LiteLLM spend log"
+
+
+def sniff(head: bytes) -> bool:
+    """A LiteLLM spend log has `request_id` and `startTime` or `call_type` in its first record."""
+    names = head_field_names(head)
+    return "request_id" in names and bool({"startTime", "call_type"} & names)
+
+
+def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
+    """Parse a LiteLLM spend-log export into chunks of canonical requests and rejects.
+
+    CSV goes through the columnar fast path (`litellm_columnar`), whose chunks carry most
+    rows in `ParsedChunk.frame`. JSON, JSONL and files that fit in the 64 KiB head are read row
+    by row (`read_rows`): below about 100 rows the fast path's fixed cost (some 8 ms) is more
+    than the row path takes. When the fast path meets a file it cannot number lines in, what it
+    yielded is exact and the row path carries on after the last line yielded, so callers never
+    see `ColumnarUnsupported`.
+    """
+    head = read_head(stream)
+    if len(head) < HEAD_BYTES or head_text(head)[:1] in ("[", "{"):
+        yield from read_rows(stream, chunk_rows=chunk_rows)
+        return
+    _check_is_litellm(head)
+    lines_yielded = 1  # the header
+    try:
+        for chunk in litellm_columnar.read_csv_columnar(stream, chunk_rows=chunk_rows):
+            yield chunk
+            lines_yielded += chunk.rows_read
+    except litellm_columnar.ColumnarUnsupported:
+        yield from _read_rows_after(stream, chunk_rows=chunk_rows, line=lines_yielded)
+
+
+def read_rows(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
+    """`read` without the columnar fast path: every row becomes a request or a reject."""
+    _check_is_litellm(read_head(stream))
+    yield from read_tabular_requests(
+        stream,
+        chunk_rows=chunk_rows,
+        required_fields=REQUIRED_COLUMNS,
+        convert=request_from_record,
+    )
+
+
+def _check_is_litellm(head: bytes) -> None:
+    if not sniff(head):
+        raise ImportFileError(
+            "not a LiteLLM spend log: the first record has no `request_id` together with "
+            "`startTime` or `call_type`"
+        )
+
+
+def _read_rows_after(stream: BinaryIO, *, chunk_rows: int, line: int) -> Iterator[ParsedChunk]:
+    """The row path over the records that start after `line`."""
+    outcomes = (
+        record
+        if isinstance(record, RowReject)
+        else row_outcome(request_from_record, record.fields, record.line)
+        for record in iter_tabular_records(stream, required_fields=REQUIRED_COLUMNS)
+        if record.line > line
+    )
+    return chunk_outcomes(outcomes, stream=stream, chunk_rows=chunk_rows)

@@ -1,0 +1,2 @@
+"""Plumbing every part uses: bulk writes, CSV export, upload handling, request middleware, the
+results cache, number formatting, query parameters and health checks."""

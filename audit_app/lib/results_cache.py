@@ -1,0 +1,112 @@
+"""Results of reads over rollups, cached until the data changes.
+
+Pages recompute spend, percentiles and filter choices from rollups on every request; over a
+year of data for hundreds of workloads that is seconds of work, while the data only changes
+when an upload lands or is deleted, or a price card, serving pool, hardware entry or override
+is edited. So results are kept in the `results` cache under the *data version* of the database
+they were computed from: a row (`DataVersion`) that each of those changes renews in its own
+transaction, so a reader that sees the new data sees the new version, whichever process or
+machine made the change and whichever cache backend each process uses.
+
+Keys hold the version's random ``token``, not its number: the token is drawn anew at every
+change and when the database is created, so two databases used from one checkout (or sharing
+one Redis), or a database restored from a backup, never read each other's results even when
+their version numbers match. Entries of old versions are never read again and expire.
+
+Keys also include the filters (or SQL) a result was computed from, so two filters never share
+an entry. The first reader after a change pays the full cost; the worker's warm-up after a
+refresh (`audit_app.reporting.derived`) pays it instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.core.cache import BaseCache, caches
+from django.db import IntegrityError, transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from audit_app.models import DataVersion
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_MISSING = object()
+
+
+def _cache() -> BaseCache:
+    return caches["results"]
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+def current_version() -> DataVersion:
+    """The database's data version row (created, with a fresh token, when missing)."""
+    row = DataVersion.objects.filter(pk=1).first()
+    if row is not None:
+        return row
+    try:
+        with transaction.atomic():
+            return DataVersion.objects.create(pk=1, version=0, token=new_token())
+    except IntegrityError:  # created meanwhile by another process
+        return DataVersion.objects.get(pk=1)
+
+
+def data_version() -> int:
+    return current_version().version
+
+
+def data_token() -> str:
+    row = current_version()
+    if not row.token:  # a row from before tokens existed
+        DataVersion.objects.filter(pk=1, token="").update(token=new_token())
+        row = DataVersion.objects.get(pk=1)
+    return row.token
+
+
+def data_changed() -> None:
+    """Start a new data version, in the caller's transaction (call it after the change)."""
+    with transaction.atomic():
+        if not DataVersion.objects.filter(pk=1).update(
+            version=F("version") + 1, token=new_token(), changed_at=timezone.now()
+        ):
+            try:
+                with transaction.atomic():
+                    DataVersion.objects.create(pk=1, version=1, token=new_token())
+            except IntegrityError:  # created meanwhile by another process
+                DataVersion.objects.filter(pk=1).update(version=F("version") + 1, token=new_token())
+    from audit_app.reporting.derived import derived_refresh_request
+
+    derived_refresh_request()
+
+
+def query_key(queryset: QuerySet[Any]) -> str:
+    """The queryset's SQL with its parameters: two different filters never share a key."""
+    sql, params = queryset.query.sql_with_params()
+    return f"{queryset.model._meta.label}:{sql}:{params!r}"
+
+
+def cached(kind: str, key: str, compute: Callable[[], T]) -> T:
+    """``compute()``'s result, from the cache when this data version already has it."""
+    cache = _cache()
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    full_key = f"{data_token()}:{kind}:{digest}"
+    try:
+        value = cache.get(full_key, _MISSING)
+    except Exception:  # a cache that is down must not take pages down: compute instead
+        logger.warning("results cache unavailable; computing %s", kind, exc_info=True)
+        return compute()
+    if value is _MISSING:
+        value = compute()
+        try:
+            cache.set(full_key, value)
+        except Exception:
+            logger.warning("results cache unavailable; not storing %s", kind, exc_info=True)
+    return value

@@ -1,0 +1,1 @@
+"""Cheaper places for asynchronous workloads, priced and ranked."""

@@ -1,0 +1,121 @@
+"""Filters that live in the URL (?start=&end=&team=&provider=&model=), parsed in one place for
+pages, CSV exports, the API and the CLI (with the parsers of audit_app.lib.query_params)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit_app.costs.providers import normalize_provider
+from audit_app.lib.query_params import ParameterError, QueryParams, date_param, text_param
+from audit_app.models import DailyRollup, HourlyRollup
+from audit_app.reporting.selectors import daily_rollups, data_date_range, rollups_in_range
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 800
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpendFilters:
+    start: date
+    end: date
+    team: str = ""
+    provider: str = ""
+    model: str = ""
+    workload: str = ""  # set by workload pages, not a URL parameter
+
+    @property
+    def narrowed(self) -> bool:
+        """True when a filter other than the dates is set: only part of the traffic is shown,
+        so idle GPU cost (which belongs to no workload, team or model) is left out."""
+        return bool(self.team or self.provider or self.model or self.workload)
+
+    def cache_key(self) -> str:
+        return "|".join(
+            (
+                self.start.isoformat(),
+                self.end.isoformat(),
+                self.team,
+                self.provider,
+                self.model,
+                self.workload,
+            )
+        )
+
+    def for_workload(self, name: str) -> SpendFilters:
+        return replace(self, workload=name)
+
+    def queryset(self, **extra: Any) -> QuerySet[DailyRollup]:
+        """Daily rollups in the range: what sums, spend and percentiles read."""
+        return daily_rollups(
+            start=self.start,
+            end=self.end,
+            team=self.team,
+            provider=self.provider,
+            model=self.model,
+            workload=self.workload,
+            **extra,
+        )
+
+    def hourly_queryset(self, **extra: Any) -> QuerySet[HourlyRollup]:
+        """Hourly rollups in the range, for views that need the hour of day."""
+        return rollups_in_range(
+            start=self.start,
+            end=self.end,
+            team=self.team,
+            provider=self.provider,
+            model=self.model,
+            workload=self.workload,
+            **extra,
+        )
+
+    def query_string(self, **overrides: str) -> str:
+        params = {
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "team": self.team,
+            "provider": self.provider,
+            "model": self.model,
+            **overrides,
+        }
+        return urlencode({k: v for k, v in params.items() if v})
+
+    def with_range(self, start: date, end: date) -> SpendFilters:
+        return replace(self, start=start, end=end)
+
+
+def whole_range() -> SpendFilters:
+    """Every day with data (today alone when there is none): what the CLI shows by default."""
+    bounds = data_date_range()
+    if bounds is None:
+        today = timezone.now().date()
+        return SpendFilters(start=today, end=today)
+    return SpendFilters(start=bounds[0], end=bounds[1])
+
+
+def parse_filters(params: QueryParams) -> SpendFilters:
+    """Filters from query parameters. Without dates: the 30 days ending on the last data day.
+    A bad value raises ParameterError naming it."""
+    start = date_param(params, "start")
+    end = date_param(params, "end")
+    if end is None:
+        bounds = data_date_range()
+        end = bounds[1] if bounds else timezone.now().date()
+    if start is None:
+        start = end - timedelta(days=DEFAULT_DAYS - 1)
+    if start > end:
+        raise ParameterError("start", f"start ({start}) is after end ({end})")
+    if (end - start).days > MAX_DAYS:
+        raise ParameterError(
+            "start", f"start ({start}) to end ({end}) is longer than {MAX_DAYS} days"
+        )
+    text = {name: text_param(params, name) for name in ("team", "provider", "model")}
+    if text["provider"]:
+        # Rollups store each provider's one name; an alias (bedrock, aws.bedrock) finds it too.
+        text["provider"] = normalize_provider(text["provider"])
+    return SpendFilters(start=start, end=end, **text)

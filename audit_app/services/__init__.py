@@ -1,1 +1,0 @@
-"""Services: every write the audit app makes goes through a function here."""

@@ -1,0 +1,561 @@
+"""The columnar LiteLLM CSV reader against the row-by-row reader it must equal.
+
+The row path (`litellm.read_rows`) is the independent method here: for every file, the
+columnar reader's canonical rows (its frame plus the rows it handed to the row converter) and
+its rejects must be exactly the row path's. The generated files mix good rows with every kind
+of bad or unusual value, so both the vectorised checks and the hand-over to the row converter
+are exercised.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import pytest
+
+from audit_app.ingestion.reading import ImportFileError, RowReject
+from audit_app.ingestion.token_logs import ColumnarUnsupported, litellm, litellm_columnar
+from audit_app.ingestion.token_logs.base import ParsedChunk
+from audit_app.ingestion.token_logs.frame import LINE, requests_to_frame
+from audit_app.ingestion.token_logs.litellm_columnar import read_csv_columnar
+from tests.support.paths import FIXTURES_DIR
+
+FIXTURES = FIXTURES_DIR / "litellm"
+HEADER = [
+    "request_id",
+    "call_type",
+    "api_key",
+    "spend",
+    "total_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "startTime",
+    "endTime",
+    "completionStartTime",
+    "model",
+    "model_group",
+    "custom_llm_provider",
+    "user",
+    "metadata",
+    "cache_hit",
+    "request_tags",
+    "team_id",
+    "end_user",
+    "status",
+    # Not read by the mapping: parsed around, never converted.
+    "messages",
+    "session_id",
+]
+START = datetime(2024, 5, 1, 8, 0, tzinfo=UTC)
+ISO = "%Y-%m-%d %H:%M:%S.%f"
+
+
+# --- reading helpers ----------------------------------------------------------------------------
+
+
+def _collect(chunks: Iterator[ParsedChunk]) -> tuple[pd.DataFrame, list[RowReject], list[int]]:
+    """All canonical rows of a read as one frame sorted by line, its rejects, and row counts."""
+    frames, requests, rejects, counts = [], [], [], []
+    for chunk in chunks:
+        if chunk.frame is not None:
+            frames.append(chunk.frame)
+        requests.extend(chunk.requests)
+        rejects.extend(chunk.rejects)
+        counts.append(chunk.rows_read)
+    frame = pd.concat([*frames, requests_to_frame(requests)], ignore_index=True)
+    return frame.sort_values(LINE, ignore_index=True), rejects, counts
+
+
+def _row_path(data: bytes, chunk_rows: int = 1000) -> tuple[pd.DataFrame, list[RowReject]]:
+    frame, rejects, _ = _collect(litellm.read_rows(io.BytesIO(data), chunk_rows=chunk_rows))
+    return frame, rejects
+
+
+def _assert_same_as_row_path(
+    data: bytes, *, chunk_rows: int, block_bytes: int | None = None
+) -> list[ParsedChunk]:
+    chunks = list(
+        read_csv_columnar(io.BytesIO(data), chunk_rows=chunk_rows, block_bytes=block_bytes)
+    )
+    frame, rejects, counts = _collect(iter(chunks))
+    expected_frame, expected_rejects = _row_path(data)
+    pd.testing.assert_frame_equal(frame, expected_frame)
+    assert rejects == expected_rejects
+    assert [r.line for r in rejects] == sorted(r.line for r in rejects)
+    assert sum(counts) == len(expected_frame) + len(expected_rejects)
+    assert all(0 < count <= chunk_rows for count in counts)
+    positions = [chunk.bytes_read for chunk in chunks]
+    assert positions == sorted(set(positions))
+    assert positions[-1] == len(data)
+    return chunks
+
+
+# --- generated files ----------------------------------------------------------------------------
+
+
+def _good_row(number: int, rng: random.Random) -> dict[str, str]:
+    started = START + timedelta(seconds=37 * number, microseconds=rng.randrange(1_000_000))
+    ended = started + timedelta(microseconds=rng.randrange(200_000, 20_000_000))
+    streamed = rng.random() < 0.5
+    first_token = started + (ended - started) / 3 if streamed else ended
+    prompt, completion = rng.randrange(1, 5000), rng.randrange(1, 900)
+    metadata = {
+        "user_api_key_alias": rng.choice(["support-bot", "rag-service", "", "équipe-bot"]),
+        "user_api_key_team_alias": rng.choice(["support", "search", ""]),
+    }
+    if rng.random() < 0.3:
+        metadata["pool"] = "h100-pool-a"
+    return {
+        "request_id": f"req-{number}",
+        "call_type": rng.choice(["acompletion", "completion", "atext_completion"]),
+        "api_key": rng.choice(["88dc29a1", "5e11b7c0", ""]),
+        "spend": repr(rng.randrange(1, 10**6) / 10**8),
+        "total_tokens": str(prompt + completion),
+        "prompt_tokens": str(prompt),
+        "completion_tokens": str(completion),
+        "startTime": started.strftime(ISO),
+        "endTime": ended.strftime(ISO),
+        "completionStartTime": first_token.strftime(ISO),
+        "model": rng.choice(["gpt-4o-mini", "claude-3-5-sonnet-20240620"]),
+        "model_group": "group-a",
+        "custom_llm_provider": rng.choice(["openai", "anthropic"]),
+        "user": rng.choice(["u-1", "u-2", ""]),
+        "metadata": json.dumps(metadata),
+        "cache_hit": "False",
+        "request_tags": rng.choice(['["workload:chat-frontend"]', '["env:prod"]', "[]", ""]),
+        "team_id": rng.choice(["team-support", ""]),
+        "end_user": rng.choice(["cust-42", "", "NULL"]),
+        "status": "success",
+        "messages": json.dumps([{"role": "user", "content": 'say "hi", then stop'}]),
+        "session_id": "",
+    }
+
+
+Mutation = Callable[[dict[str, str]], None]
+
+
+def _set(**values: str) -> Mutation:
+    def mutate(row: dict[str, str]) -> None:
+        row.update(values)
+
+    return mutate
+
+
+def _metadata(**values: object) -> Mutation:
+    def mutate(row: dict[str, str]) -> None:
+        row["metadata"] = json.dumps({**json.loads(row["metadata"]), **values})
+
+    return mutate
+
+
+def _times(started: str, ended: str, first_token: str = "") -> Mutation:
+    return _set(startTime=started, endTime=ended, completionStartTime=first_token)
+
+
+# Every unusual value the row path has an opinion on; each generated row gets one at random.
+MUTATIONS: list[Mutation] = [
+    # token counts
+    _set(prompt_tokens="-5"),
+    _set(completion_tokens="12.5"),
+    _set(prompt_tokens="NaN"),
+    _set(prompt_tokens="inf"),
+    _set(completion_tokens="50000000"),
+    _set(completion_tokens="10000001"),
+    _set(prompt_tokens="10000000"),
+    _set(prompt_tokens="850.0"),
+    _set(prompt_tokens="+5"),
+    _set(prompt_tokens=" 5"),
+    _set(prompt_tokens="007"),
+    _set(prompt_tokens="0x10"),
+    _set(prompt_tokens="1e3"),
+    _set(prompt_tokens="1_000"),
+    _set(prompt_tokens="٣"),
+    _set(prompt_tokens=""),
+    _set(completion_tokens="NULL"),
+    _set(prompt_tokens="", completion_tokens="", status="failure"),
+    _set(call_type="aembedding", completion_tokens=""),
+    _set(prompt_tokens="0", completion_tokens="0"),
+    # timestamps
+    _set(startTime="yesterday noon"),
+    _set(startTime="2024-05-01"),
+    _set(startTime="2024-05-01 12"),
+    _set(startTime="2024-05-01T12Z"),
+    _set(startTime="2024-02-30 12:00:00"),
+    _set(startTime="2024-05-01 24:00:00"),
+    _set(startTime="2024-05-01 12:00:60"),
+    _set(startTime=" 2024-05-01 08:00:00"),
+    _set(startTime=""),
+    _set(endTime="NULL"),
+    _times("1714550400", "1714550401.25"),
+    _times("1714550400000", "1714550401500", "1714550400500"),
+    _times("2024-05-01 08:00:00 UTC", "2024-05-01 08:00:02UTC", "2024-05-01T08:00:01z"),
+    _times("2024-05-01t08:00:00", "2024-05-01 08:00:01,5"),
+    _times("2024-05-01T10:00:00+02:00", "2024-05-01T08:00:03Z", "2024-05-01T09:00:01+0100"),
+    _times("2024-05-01T08:00:00-05", "2024-05-01T08:00:00.5-05", "2024-05-01T08:00:00.5-05"),
+    _times("2024-05-01 08:00", "2024-05-01 08:01"),
+    _times("2024-05-01 08:00:00.123456789", "2024-05-01 08:00:00.1234567891"),
+    _times("2024-05-01 08:00:00.9999999", "2024-05-01 08:00:01.0000001"),
+    _times("2200-01-01 00:00:00", "2200-01-01 00:00:01"),
+    _times("1969-12-31 23:59:59.9999999", "1970-01-01 00:00:00.5"),
+    _times("2024-05-01 08:00:00+05:75", "2024-05-01 08:00:00+06:15"),
+    _times("2024-05-01 08:00:05", "2024-05-01 08:00:00"),
+    _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "2024-05-01 08:00:06"),
+    _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "2024-05-01 07:59:59"),
+    _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "2024-05-01 08:00:00"),
+    _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "2024-05-01 08:00:05.0000009"),
+    _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", " NULL "),
+    _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "None"),
+    _set(completionStartTime=""),
+    # spend
+    _set(spend="0", cache_hit="False"),
+    _set(spend="0.0", cache_hit="True"),
+    _set(spend="0", cache_hit=" true "),
+    _set(spend="0E-10"),
+    _set(spend="-0"),
+    _set(spend="0", prompt_tokens="0", completion_tokens="0"),
+    _set(spend=""),
+    _set(spend="NULL"),
+    _set(spend="-0.01"),
+    _set(spend="nan"),
+    _set(spend="Infinity"),
+    _set(spend="abc"),
+    _set(spend=" 0.5"),
+    _set(spend="1_0"),
+    _set(spend="1.2e-05"),
+    _set(spend="+.5"),
+    _set(spend="5."),
+    _set(spend="0.0000000005"),
+    _set(spend="0.0000000015"),
+    _set(spend="0.0000000025"),
+    _set(spend="0.00000000250000000000000000000001"),
+    _set(spend="1.0000000025"),
+    _set(spend="1e-400"),
+    _set(spend="-6e-400"),
+    _set(spend="5e-324"),
+    _set(spend="2000000"),
+    _set(spend="0.1234567890123456789012345678905"),
+    # names, status, operation
+    _set(model="", model_group=""),
+    _set(model="", model_group="fallback-group"),
+    _set(model="NULL", model_group="null"),
+    _set(status="failure"),
+    _set(status="500"),
+    _set(status="200"),
+    _set(status="weird"),
+    _set(status=""),
+    _set(status="", metadata='{"status": "failure"}'),
+    _set(status="", metadata='{"status": "weird"}'),
+    _set(status=" OK "),
+    _set(call_type="acreate_batch"),
+    _set(call_type=" Embedding "),
+    _set(call_type=""),
+    _set(custom_llm_provider="NULL"),
+    _set(team_id="  team-x  "),
+    _set(api_key="null"),
+    # metadata
+    _set(metadata="{bad json"),
+    _set(metadata="[1, 2]"),
+    _set(metadata=""),
+    _set(metadata="null"),
+    _set(metadata="NULL"),
+    _metadata(spend_logs_metadata=5),
+    _metadata(spend_logs_metadata='{"pool": "from-text"}'),
+    _metadata(spend_logs_metadata={"pool": "spend-pool", "workload": "nightly-eval"}),
+    _metadata(workload="  "),
+    _metadata(workload=5),
+    _metadata(workload={"nested": 1}),
+    _metadata(workload="metadata-named"),
+    _metadata(tags=["workload:from-metadata-tags"]),
+    _metadata(tags="a, workload:comma-tags"),
+    _metadata(tags=5),
+    _metadata(batch_api=True),
+    _metadata(batch_api="yes"),
+    _metadata(batch_api="maybe"),
+    _set(call_type="acreate_batch", metadata='{"batch_api": "maybe"}'),
+    _metadata(batch_models=["gpt-4o-mini"]),
+    _metadata(batch_models=[]),
+    _metadata(usage_object={"prompt_tokens_details": {"cached_tokens": 1}}),
+    _metadata(usage_object={"cache_read_input_tokens": 10**9}),
+    _metadata(additional_usage_values={"cache_read_input_tokens": -1}),
+    _metadata(additional_usage_values={"prompt_tokens_details": {"cached_tokens": "abc"}}),
+    _set(prompt_tokens="10", metadata='{"usage_object": {"cache_read_input_tokens": 11}}'),
+    _set(prompt_tokens="10", metadata='{"usage_object": {"cache_read_input_tokens": 10}}'),
+    _metadata(user_api_key_alias="null"),
+    _metadata(user_api_key_alias=7),
+    _metadata(pool=" "),
+    # request tags and the workload rule
+    _set(request_tags="['workload: ', 'batch']"),
+    _set(request_tags="workload:rag-answer, team:search"),
+    _set(request_tags="[unclosed"),
+    _set(request_tags='["a", {"b": 1}, 2024, true]'),
+    _set(request_tags='["WORKLOAD: upper-case "]'),
+    _set(request_tags='["workload:unassigned/a"]', model="a", api_key="", team_id=""),
+    _set(
+        request_tags="[]",
+        model="b",
+        api_key="",
+        team_id="",
+        metadata='{"workload": "unassigned/b"}',
+    ),
+    _set(request_tags="[]", model="a", api_key="", team_id="", metadata="{}"),
+    # cells the csv module and pyarrow must read alike (unmapped column)
+    _set(messages='x"y'),
+    _set(messages='"quoted" tail'),
+    _set(messages=" "),
+]
+
+
+def _generated_csv(
+    rows: int, *, seed: int, unusual: float = 0.4, lineterminator: str = "\r\n"
+) -> bytes:
+    rng = random.Random(seed)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=lineterminator)
+    writer.writerow(HEADER)
+    for number in range(rows):
+        row = _good_row(number, rng)
+        if rng.random() < unusual:
+            rng.choice(MUTATIONS)(row)
+        writer.writerow([row[name] for name in HEADER])
+    return out.getvalue().encode()
+
+
+# --- equivalence --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("chunk_rows", "block_bytes"),
+    [(97, None), (97, 8192), (100_000, None), (1000, 50_000), (13, 5000)],
+)
+def test_generated_file_matches_the_row_path(chunk_rows: int, block_bytes: int | None) -> None:
+    data = _generated_csv(2000, seed=7)
+    chunks = _assert_same_as_row_path(data, chunk_rows=chunk_rows, block_bytes=block_bytes)
+    fast_rows = sum(len(chunk.frame) for chunk in chunks)
+    row_path_rows = sum(len(chunk.requests) for chunk in chunks)
+    assert fast_rows > 1000  # the good rows really take the vectorised path
+    assert row_path_rows > 30  # epoch, `UTC`, odd spellings: converted by the row path
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_unusual_value_matches_the_row_path(seed: int) -> None:
+    data = _generated_csv(2000, seed=seed, unusual=0.9, lineterminator="\n")
+    _assert_same_as_row_path(data, chunk_rows=250)
+
+
+def test_clean_file_goes_entirely_through_the_frame() -> None:
+    data = _generated_csv(2000, seed=11, unusual=0.0)
+    chunks = _assert_same_as_row_path(data, chunk_rows=500)
+    assert [len(chunk.requests) + len(chunk.rejects) for chunk in chunks] == [0, 0, 0, 0]
+    assert [len(chunk.frame) for chunk in chunks] == [500, 500, 500, 500]
+
+
+def test_chunks_end_where_the_row_path_chunks_end() -> None:
+    data = _generated_csv(1000, seed=5)
+    columnar = list(read_csv_columnar(io.BytesIO(data), chunk_rows=97))
+    rows = list(litellm.read_rows(io.BytesIO(data), chunk_rows=97))
+    assert [c.rows_read for c in columnar] == [c.rows_read for c in rows]
+    assert [c.bytes_read for c in columnar] == [c.bytes_read for c in rows]
+
+
+def test_fixture_with_its_multi_line_cell_joined_matches_the_row_path() -> None:
+    data = (FIXTURES / "spend_logs.csv").read_bytes()
+    joined = data.replace(b'"",\n ""', b'"", ""')
+    assert joined.count(b"\n") == data.count(b"\n") - 1
+    _assert_same_as_row_path(joined, chunk_rows=2)
+    _, rejects = _row_path(joined)
+    assert [(r.line, r.field) for r in rejects] == [
+        (8, "prompt_tokens"),
+        (9, "completion_tokens"),
+        (10, "prompt_tokens"),
+        (11, "completion_tokens"),
+        (12, "startTime"),
+        (13, "endTime"),
+        (14, "model"),
+    ]
+
+
+def test_bom_and_crlf() -> None:
+    data = b"\xef\xbb\xbf" + _generated_csv(300, seed=3)
+    _assert_same_as_row_path(data, chunk_rows=100)
+
+
+def test_byte_order_mark_inside_a_block_is_text() -> None:
+    lines = _generated_csv(300, seed=4, lineterminator="\n").split(b"\n")
+    lines[150] = b"\xef\xbb\xbf" + lines[150]
+    _assert_same_as_row_path(b"\n".join(lines), chunk_rows=100)
+
+
+def test_header_only_and_missing_columns() -> None:
+    header = ",".join(HEADER).encode()
+    assert list(read_csv_columnar(io.BytesIO(header + b"\r\n"), chunk_rows=10)) == []
+    assert list(read_csv_columnar(io.BytesIO(header), chunk_rows=10)) == []
+    without_start = header.replace(b"startTime,", b"").replace(b"endTime,", b"")
+    with pytest.raises(ImportFileError) as caught:
+        list(read_csv_columnar(io.BytesIO(without_start + b"\n"), chunk_rows=10))
+    assert str(caught.value) == "line 1: missing required columns `startTime`, `endTime`"
+
+
+def test_optional_columns_may_be_absent() -> None:
+    data = _generated_csv(400, seed=9)
+    kept = ["request_id", "startTime", "endTime", "model", "prompt_tokens", "completion_tokens"]
+    rows = list(csv.reader(io.StringIO(data.decode())))
+    positions = [rows[0].index(name) for name in kept]
+    narrow = io.StringIO()
+    csv.writer(narrow).writerows([[row[i] for i in positions] for row in rows])
+    _assert_same_as_row_path(narrow.getvalue().encode(), chunk_rows=64)
+
+
+# --- files the fast path leaves to the row path -------------------------------------------------
+
+
+def _with_line(data: bytes, line: int, replacement: bytes) -> bytes:
+    lines = data.split(b"\n")
+    lines[line - 1] = replacement
+    return b"\n".join(lines)
+
+
+GOOD = _generated_csv(400, seed=21, lineterminator="\n")
+LATE_ROW = 300
+UNSUPPORTED = {
+    "quoted newline": GOOD.replace(b"say ", b"say\n", 1),
+    "quoted newline late": _with_line(
+        GOOD, LATE_ROW, GOOD.split(b"\n")[LATE_ROW - 1].replace(b"say ", b"say\n")
+    ),
+    "empty line": _with_line(GOOD, LATE_ROW, b""),
+    "empty line at the end": GOOD + b"\n",
+    "empty CRLF line": _with_line(GOOD, LATE_ROW, b"\r"),
+    "blank line": _with_line(GOOD, LATE_ROW, b"   "),
+    "too few fields": _with_line(GOOD, LATE_ROW, b"r1,acompletion,k1"),
+    "too many fields": _with_line(GOOD, LATE_ROW, GOOD.split(b"\n")[LATE_ROW - 1] + b",extra"),
+    "unterminated quote": _with_line(GOOD, LATE_ROW, b'r1,"acompletion,k1'),
+    "bare carriage return": GOOD.replace(b"acompletion", b"acomp\rletion", 1),
+    "NUL byte": GOOD.replace(b"acompletion", b"acomp\x00letion", 1),
+    "invalid UTF-8": GOOD.replace(b"acompletion", b"acomp\xffletion", 1),
+    "BOM at a line start": _with_line(GOOD, 2, b"\xef\xbb\xbf" + GOOD.split(b"\n")[1]),
+    "header over two lines": GOOD.replace(b"request_id", b'"request\n_id"', 1),
+    "repeated column": GOOD.replace(b"session_id", b"request_id", 1),
+    "blank first line": b"\n" + GOOD,
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_shapes_raise_before_anything_wrong_is_yielded(name: str) -> None:
+    data = UNSUPPORTED[name]
+    yielded_lines = 1
+    with pytest.raises(ColumnarUnsupported):
+        for chunk in read_csv_columnar(io.BytesIO(data), chunk_rows=50, block_bytes=8192):
+            yielded_lines += chunk.rows_read
+    # What was yielded before the error is exactly what the row path gives for those lines.
+    good_prefix = b"\n".join(data.split(b"\n")[:yielded_lines]) + b"\n"
+    if yielded_lines > 1:
+        _assert_same_as_row_path(good_prefix, chunk_rows=50, block_bytes=8192)
+
+
+def test_a_line_longer_than_the_csv_field_limit_is_left_to_the_row_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(litellm_columnar, "CSV_FIELD_SIZE_LIMIT", 5000)
+    data = _with_line(GOOD, LATE_ROW, GOOD.split(b"\n")[LATE_ROW - 1] + b"x" * 5000)
+    with pytest.raises(ColumnarUnsupported):
+        list(read_csv_columnar(io.BytesIO(data), chunk_rows=50))
+
+
+def _outcome(read: Callable[..., Iterator[ParsedChunk]], data: bytes) -> object:
+    try:
+        frame, rejects, _ = _collect(read(io.BytesIO(data), chunk_rows=50))
+    except ImportFileError as error:
+        return str(error)
+    return frame.to_dict("list"), rejects
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_litellm_read_falls_back_to_the_row_path(name: str) -> None:
+    # Larger than the head, so litellm.read takes the columnar path first.
+    data = UNSUPPORTED[name]
+    assert len(data) > 64 * 1024
+    assert _outcome(litellm.read, data) == _outcome(litellm.read_rows, data)
+
+
+def test_litellm_read_resumes_row_by_row_after_a_late_problem() -> None:
+    data = _generated_csv(6000, seed=13, lineterminator="\n")
+    assert len(data) > 2 << 20  # a few of the 1 MiB blocks
+    lines = data.split(b"\n")
+    lines[5000] = b""  # an empty line in the last block
+    data = b"\n".join(lines)
+    chunks = list(litellm.read(io.BytesIO(data), chunk_rows=500))
+    assert chunks[0].frame is not None and len(chunks[0].frame) > 400
+    assert chunks[-1].frame is None  # the row path finished the file
+    frame, rejects, _ = _collect(iter(chunks))
+    expected_frame, expected_rejects = _row_path(data)
+    pd.testing.assert_frame_equal(frame, expected_frame)
+    assert rejects == expected_rejects
+    positions = [chunk.bytes_read for chunk in chunks]
+    assert positions == sorted(set(positions))
+    assert positions[-1] == len(data)
+
+
+def test_litellm_read_uses_the_fast_path_for_csv_only() -> None:
+    csv_data = _generated_csv(400, seed=17)
+    assert len(csv_data) > 64 * 1024
+    chunks = list(litellm.read(io.BytesIO(csv_data), chunk_rows=1000))
+    assert len(chunks) == 1 and len(chunks[0].frame) > 200
+    small = _generated_csv(20, seed=17)
+    assert all(c.frame is None for c in litellm.read(io.BytesIO(small), chunk_rows=1000))
+    jsonl = (FIXTURES / "spend_logs.jsonl").read_bytes()
+    assert all(c.frame is None for c in litellm.read(io.BytesIO(jsonl), chunk_rows=1000))
+
+
+PLAIN_METADATA = [
+    '{"user_api_key_alias": "bot", "user_api_key_team_alias": "cx"}',
+    '{"user_api_key_alias": " bot ", "usage_object": {"prompt_tokens_details": '
+    '{"cached_tokens": 991}}}',
+    '{"usage_object": {"cache_read_input_tokens": 12, "prompt_tokens": 40}}',
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": null}, '
+    '"cache_read_input_tokens": 7}}',
+    '{"usage_object": {"prompt_tokens_details": {}}}',
+    '{"usage_object": {}}',
+    '{"pool": "h100-pool", "status": "failure"}',
+    '{"user_api_key_alias": "NULL", "pool": ""}',
+    "{}",
+]
+NOT_PLAIN_METADATA = [
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": 12.0}}}',
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": -3}}}',
+    '{"usage_object": {"prompt_tokens_details": {"cached_tokens": true}}}',
+    '{"usage_object": {"cache_read_input_tokens": 99999999999}}',
+    '{"usage_object": "text"}',
+    '{"usage_object": {"prompt_tokens_details": [1]}}',
+    '{"user_api_key_alias": 5}',
+    '{"workload": "w", "user_api_key_alias": "bot"}',
+    '{"tags": ["workload:x"]}',
+    '{"spend_logs_metadata": {"pool": "p"}}',
+    '{"batch_api": true}',
+    "[1, 2]",
+    "not json",
+    "",
+]
+
+
+@pytest.mark.parametrize("raw", PLAIN_METADATA)
+def test_plain_metadata_decoding_matches_the_full_decoding(raw: str) -> None:
+    from audit_app.ingestion.token_logs.litellm_columnar import (
+        _metadata_facts_full,
+        _plain_metadata_facts,
+    )
+
+    fast = _plain_metadata_facts(raw)
+    assert fast is not None
+    assert fast == _metadata_facts_full(raw)
+
+
+@pytest.mark.parametrize("raw", NOT_PLAIN_METADATA)
+def test_other_metadata_goes_to_the_full_decoding(raw: str) -> None:
+    from audit_app.ingestion.token_logs.litellm_columnar import _plain_metadata_facts
+
+    assert _plain_metadata_facts(raw) is None

@@ -1,0 +1,194 @@
+"""Derived results are never stale: every change to an input refreshes classes and
+recommendations once it commits, and `manage.py recommend` right after changes nothing."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.uploads import upload_create, upload_delete
+from audit_app.lib.results_cache import current_version
+from audit_app.models import (
+    DerivedState,
+    HardwareTarget,
+    PriceCard,
+    Recommendation,
+    ServingPool,
+    ThroughputAssumption,
+    Upload,
+    Workload,
+    WorkloadClassification,
+)
+from audit_app.reporting import derived
+from audit_app.workloads.services import workload_override
+from tests.support.paths import FIXTURES_DIR
+
+pytestmark = pytest.mark.django_db
+
+# 20 requests x (10,000 input + 1,000 output) tokens of gpt-4o-mini at $0.15 / $0.60 per 1M
+# = $0.042 in one day; a month is x 730 / 24 = $1.2775. The batch tier halves it.
+EVALS = "started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n" + "".join(
+    f"2026-11-02T02:{i:02d}:00Z,2026-11-02T02:{i:02d}:30Z,evals,openai,gpt-4o-mini,10000,1000\n"
+    for i in range(20)
+)
+BILL = FIXTURES_DIR / "billing" / "focus-1.3_providers.csv"
+
+
+@pytest.fixture(autouse=True)
+def refresh_on_change(settings: Any) -> None:
+    settings.DERIVED_REFRESH_ON_CHANGE = True
+    settings.RECOMMENDATION_MIN_SAVINGS_USD = 0  # the sample saves $0.64 a month
+
+
+def _ingest(content: bytes, name: str, kind: str = "token_log") -> Any:
+    upload = upload_create(source=io.BytesIO(content), original_name=name, kind=kind)
+    return upload_ingest(upload_id=upload.pk)
+
+
+def snapshot() -> list[tuple[Any, ...]]:
+    """Everything a refresh writes, down to the last update time."""
+    recommendations = [
+        tuple(getattr(r, f.attname) for f in Recommendation._meta.concrete_fields)
+        for r in Recommendation.objects.order_by("pk")
+    ]
+    classes = [
+        (c.workload_id, c.workload_class, c.confidence, c.evidence, c.classified_at)
+        for c in WorkloadClassification.objects.order_by("pk")
+    ]
+    return [*recommendations, *classes]
+
+
+@pytest.fixture
+def evals(django_capture_on_commit_callbacks: Any, engineer_user: Any) -> Workload:
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(EVALS.encode(), "evals.csv")
+    workload = Workload.objects.get(name="evals")
+    with django_capture_on_commit_callbacks(execute=True):
+        workload_override(
+            workload=workload, user=engineer_user, workload_class="async", reason="nightly"
+        )
+    return workload
+
+
+def test_an_override_refreshes_and_recommend_then_changes_nothing(evals: Workload) -> None:
+    batch = Recommendation.objects.get(workload=evals, target_kind="batch_api")
+    assert (batch.current_monthly_usd, batch.savings_monthly_usd) == (
+        Decimal("1.28"),
+        Decimal("0.64"),
+    )
+    state = DerivedState.objects.get(pk=1)
+    assert state.data_token == current_version().token
+    assert batch.data_version == current_version().version
+    assert batch.computed_at is not None and batch.source_upload_ids
+    before = snapshot()
+    call_command("recommend")
+    assert snapshot() == before
+    assert derived.derived_refresh() is False  # nothing changed since: nothing recomputed
+
+
+def _price_card() -> None:
+    # Twice the price: $0.084 a day -> $2.555 a month ($2.56); batch halves it to $1.2775.
+    PriceCard.objects.create(
+        provider="openai",
+        model="gpt-4o-mini",
+        input_usd_per_mtok=Decimal("0.30"),
+        output_usd_per_mtok=Decimal("1.20"),
+        batch_input_usd_per_mtok=Decimal("0.15"),
+        batch_output_usd_per_mtok=Decimal("0.60"),
+        valid_from=date(2026, 11, 1),
+    )
+
+
+def _serving_pool() -> None:
+    ServingPool.objects.create(name="gpu", models_served=["gpt-4o-mini"])
+
+
+def _hardware() -> None:
+    HardwareTarget.objects.create(
+        kind="instance", provider="aws", name="x1.test", usd_per_hour=Decimal("1")
+    )
+    ThroughputAssumption.objects.create(
+        instance="x1.test", model_class="8b", tokens_per_second=100, source="test"
+    )
+
+
+def _slo() -> None:
+    workload = Workload.objects.get(name="evals")
+    workload.latency_slo_ms = 5000
+    workload.save()
+
+
+def _bill() -> None:
+    _ingest(BILL.read_bytes(), "bill.csv", kind="billing")
+
+
+CHANGES: dict[str, Callable[[], None]] = {
+    "price card": _price_card,
+    "serving pool": _serving_pool,
+    "hardware and throughput": _hardware,
+    "workload SLO": _slo,
+    "billing upload": _bill,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_every_input_change_refreshes_before_anyone_asks(
+    evals: Workload, django_capture_on_commit_callbacks: Any, change: str
+) -> None:
+    token = current_version().token
+    with django_capture_on_commit_callbacks(execute=True):
+        CHANGES[change]()
+    assert current_version().token != token  # the change started a new data version...
+    assert derived.derived_is_stale() is False  # ...and the refresh followed it
+    before = snapshot()
+    call_command("recommend")
+    assert snapshot() == before
+
+
+def test_a_price_change_reprices_the_recommendation(
+    evals: Workload, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _price_card()
+    batch = Recommendation.objects.get(workload=evals, target_kind="batch_api")
+    assert (batch.current_monthly_usd, batch.projected_monthly_usd) == (
+        Decimal("2.56"),  # 2.555 rounded half up
+        Decimal("1.28"),  # 1.2775
+    )
+
+
+def test_serving_the_model_from_a_pool_withdraws_the_api_recommendation(
+    evals: Workload, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Self-hosted traffic is costed from GPU bills only, and this pool has none: nothing to save.
+    with django_capture_on_commit_callbacks(execute=True):
+        _serving_pool()
+    assert not Recommendation.objects.filter(workload=evals).exists()
+
+
+def test_deleting_the_log_withdraws_its_recommendations(
+    evals: Workload, django_capture_on_commit_callbacks: Any
+) -> None:
+    upload = evals.recommendations.get().source_upload_ids[0]
+    with django_capture_on_commit_callbacks(execute=True):
+        upload_delete(upload=Upload.objects.get(pk=upload))
+    assert Recommendation.objects.count() == 0
+    assert derived.derived_is_stale() is False
+
+
+def test_a_refresh_the_broker_never_took_is_asked_for_again(evals: Workload, settings: Any) -> None:
+    # The change happened while nothing queued a refresh (the broker was down, say)...
+    settings.DERIVED_REFRESH_ON_CHANGE = False
+    _price_card()
+    assert derived.derived_is_stale() is True
+    # ...so a worker's sweep queues one (in-process here), and then all is current.
+    assert derived.derived_refresh_if_stale() is True
+    assert derived.derived_is_stale() is False
+    assert derived.derived_refresh_if_stale() is False
