@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from audit_app.ingestion.ingest import UploadDeleted, upload_ingest
-
 if TYPE_CHECKING:
     from audit_app.ingestion.fanout import PartSpec
 
@@ -33,9 +31,12 @@ def ping() -> str:
 @shared_task(name="audit_app.ingest_upload", **_INGEST_TASK)
 def ingest_upload(upload_id: int) -> str:
     """Ingest one upload; idempotent, so a redelivered or retried task is harmless. An upload
-    deleted before or during its ingest ends it ("deleted")."""
+    deleted before or during its ingest ends it ("deleted"). A large splittable file fans
+    out into part tasks (audit_app.ingestion.fanout)."""
+    from audit_app.ingestion.ingest import UploadDeleted, upload_ingest
+
     try:
-        upload = upload_ingest(upload_id=upload_id)
+        upload = upload_ingest(upload_id=upload_id, fan_out=True)
     except UploadDeleted:
         return "deleted"
     return upload.status

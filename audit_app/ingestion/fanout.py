@@ -21,7 +21,7 @@ it cuts the file again by a scan and queues those parts instead (the results of 
 are dropped). Otherwise it decides which names fold over the cardinality limits from every
 part's weights (`ingest.name_folds`, the same decision a single pass makes), reads the parts
 back one at a time, folds each and merges them in order, so it never holds every part's rollups
-at once, and lands them with the ingest service's own `_land`, in one transaction, so
+at once, and lands them with the ingest service's own `land_result`, in one transaction, so
 exactly-once holds as before:
 - a killed part is redelivered (acks_late) and overwrites its own pickle;
 - parts finishing together serialise on the upload row (select_for_update); the second finds
@@ -69,10 +69,10 @@ from audit_app.ingestion.ingest import (
     NameFolds,
     ParseResult,
     UploadDeleted,
-    _fail,
-    _land,
     after_ingest,
+    fail_upload,
     gc_paused,
+    land_result,
     mark_running,
     name_folds,
     unexpected_error,
@@ -86,18 +86,10 @@ from audit_app.models import Upload
 logger = logging.getLogger(__name__)
 
 PARTS_DIR = "ingest-parts"
-INGEST_TASK = "audit_app.ingest_upload"
 SPLITTABLE_FORMATS = ("litellm", "generic")
 # Pickle of the part files; bumped when PartResult changes shape (2: histograms pickled in
 # their binary form, end users as an array; 3: parts locate themselves and count their lines).
 PART_VERSION = 3
-
-
-def in_ingest_task() -> bool:
-    """True inside the `audit_app.ingest_upload` task (eager or on a worker): only there does
-    `upload_ingest` fan out, so the CLI and other in-process callers keep one pass."""
-    task = current_task
-    return bool(task) and getattr(task, "name", None) == INGEST_TASK
 
 
 @dataclass(kw_only=True)
@@ -304,7 +296,7 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
         )
     except Exception as exc:  # the media storage refused the file: nothing can land
         logger.exception("storing part %s of upload %s failed", index, upload_id)
-        _fail(upload_id, unexpected_error(exc))
+        fail_upload(upload_id, unexpected_error(exc))
         _delete_parts(upload_id)
         return "failed"
     return _land_if_complete(upload_id, spec=spec, own=result)
@@ -535,7 +527,7 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
                 _to_file_lines(done, lines_before)
                 errors = [_error(r, layout, lines_before) for r in done if r.error or r.file_error]
                 if errors:
-                    _fail(upload_id, errors[0])
+                    fail_upload(upload_id, errors[0])
                     outcome = "failed"
                 else:
                     folds = name_folds(
@@ -544,7 +536,7 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
                     )
                     merged = _merge(upload, done, own=own, folds=folds)
                     merged_at = time.monotonic()
-                    _land(upload_id, merged)
+                    land_result(upload_id, merged)
                     logger.info(
                         "upload %s: %s parts read back and merged in %.2f s, landed in %.2f s",
                         upload_id,
@@ -558,7 +550,7 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
         raise
     except Exception as exc:
         logger.exception("landing upload %s failed", upload_id)
-        _fail(upload_id, unexpected_error(exc))
+        fail_upload(upload_id, unexpected_error(exc))
         outcome = "failed"
     _delete_parts(upload_id)
     if landed and refresh:

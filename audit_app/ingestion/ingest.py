@@ -78,11 +78,12 @@ class ParseResult:
     notes: list[str] = field(default_factory=list)  # names already folded (`NameFolds`)
 
 
-def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None = None) -> Upload:
+def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool = False) -> Upload:
     """Parse and land one upload, then (unless `refresh` is off) re-classify workloads and
     re-price recommendations. Safe to call again for the same upload (see module doc).
 
-    With `fan_out` (by default: when running inside the `audit_app.ingest_upload` task) a large
+    With `fan_out` (the `audit_app.ingest_upload` task asks for it; the CLI and other in-process
+    callers keep one pass) a large
     splittable token log is queued as parts instead (`audit_app.ingestion.fanout`) and
     the upload is returned still `running`; the part that completes the set lands it and
     refreshes.
@@ -91,8 +92,6 @@ def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool | None 
 
     if not Upload.objects.filter(pk=upload_id).exists():
         raise UploadDeleted(upload_id)
-    if fan_out is None:
-        fan_out = ingest_fanout.in_ingest_task()
     if fan_out:
         queued = ingest_fanout.fan_out(upload_id, refresh=refresh)
         if queued is not None:
@@ -125,8 +124,8 @@ def _ingest(upload_id: int) -> Upload:
         try:
             result = _parse(upload)
         except ImportFileError as exc:
-            return _fail(upload_id, str(exc))
-        return _land(upload_id, result)
+            return fail_upload(upload_id, str(exc))
+        return land_result(upload_id, result)
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries (see audit_app.tasks)
     except UploadDeleted:
@@ -137,7 +136,7 @@ def _ingest(upload_id: int) -> Upload:
         # the raw file is kept.
         logger.exception("ingest of upload %s failed", upload_id)
         BillingCharge.objects.filter(upload_id=upload_id).delete()
-        return _fail(upload_id, unexpected_error(exc))
+        return fail_upload(upload_id, unexpected_error(exc))
 
 
 def mark_running(upload_id: int, **fields: Any) -> bool:
@@ -168,7 +167,7 @@ def unexpected_error(exc: Exception) -> str:
     return f"The file could not be ingested ({type(exc).__name__}: {exc})"
 
 
-def _fail(upload_id: int, message: str) -> Upload:
+def fail_upload(upload_id: int, message: str) -> Upload:
     Upload.objects.filter(pk=upload_id).update(
         status=Upload.Status.FAILED, error=message[:2000], finished_at=timezone.now()
     )
@@ -261,7 +260,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _land(upload_id: int, result: ParseResult) -> Upload:
+def land_result(upload_id: int, result: ParseResult) -> Upload:
     with gc_paused():
         return _land_now(upload_id, result)
 
@@ -459,7 +458,7 @@ def _ingest_billing(upload: Upload) -> Upload:
                 progress.report(bytes_read=chunk.bytes_read, rows_read=rows_read)
     except ImportFileError as exc:
         BillingCharge.objects.filter(upload=upload).delete()
-        return _fail(upload.pk, str(exc))
+        return fail_upload(upload.pk, str(exc))
     amortized = evidence.amortized
     with transaction.atomic():
         landed = Upload.objects.select_for_update().get(pk=upload.pk)
