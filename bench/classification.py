@@ -82,7 +82,7 @@ def run() -> list[str]:
         else:
             disagreements.append(f"{spec.name} ({spec.expected_class} → {label})")
     lines.append(
-        f"classification: demo archetypes (demo_data, scale {DEMO_SCALE}): {agree}/{total} "
+        f"classification: demo archetypes (demo.traffic, scale {DEMO_SCALE}): {agree}/{total} "
         f"agree with their expected class"
         + (f"; disagree: {', '.join(disagreements)}" if disagreements else "")
     )

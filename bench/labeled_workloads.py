@@ -1,10 +1,10 @@
 """Labeled workloads for evaluating the classifier: traffic whose nature is known.
 
-Pure module (numpy and pandas, no Django). Each shape is a `demo_data.WorkloadSpec` archetype —
+Pure module (numpy and pandas, no Django). Each shape is a `demo.traffic.WorkloadSpec` archetype —
 who sends the traffic, when, streamed or not, how long the answers are, how fast — with the
 class a FinOps analyst would give it and whether the case is clear or hard. Every shape comes
 in `VARIANTS` variations (time zone, volume, streaming habit, seed); each variation is simulated
-request by request with `demo_data.generate_requests` over `DAYS` days and summed into the same
+request by request with `demo.traffic.generate_requests` over `DAYS` days and summed into the same
 `WorkloadSummary` the product builds from its hourly rollups and workload-day shapes.
 
 Decisions recorded here:

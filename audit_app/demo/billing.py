@@ -1,6 +1,6 @@
 """A FOCUS 1.2 billing export for the demo organisation, consistent with its token logs.
 
-`write_focus_export` takes a frame from `demo_data.generate_requests` and writes the cloud and
+`write_focus_export` takes a frame from `demo.traffic.generate_requests` and writes the cloud and
 API bill that organisation would receive, as one FOCUS CSV that
 `audit_app.ingestion.billing_exports.focus` reads
 with no rejects. The bill holds three things the audit pages must find:

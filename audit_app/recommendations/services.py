@@ -4,7 +4,7 @@ Targets (DESIGN §3.6): the batch tier of the same API model; cheaper providers 
 model; dedicated throughput hardware (instance $/hour x assumed tokens/s, through the traffic
 cost model in `audit_app.costs.costing`, scale-to-zero since nobody waits on async work).
 
-What a workload costs now comes from the one read model (`selectors_spend`: API spend plus its
+What a workload costs now comes from the one read model (`reporting.spend`: API spend plus its
 share of GPU pool bills), scaled from the window to a month. Options saving less than
 `RECOMMENDATION_MIN_SAVINGS_USD` a month are not proposed; of the rest, the best leads
 (rank 1) and up to two alternatives are kept under it (ranks 2, 3), never counted again in the

@@ -159,7 +159,7 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
     year of daily groups is large): the summaries built from it are.
     """
     fields = list(dict.fromkeys([*dims, "provider", "model", "day", "batch_api", "pool"]))
-    # Self-hosted requests are costed from GPU bills (selectors_billing), never from cards.
+    # Self-hosted requests are costed from GPU bills (costs.billing), never from cards.
     pooled = {
         str(model)
         for models in ServingPool.objects.values_list("models_served", flat=True)
@@ -231,7 +231,7 @@ class LatencySummary:
 @dataclass(frozen=True, kw_only=True)
 class WorkloadUsage:
     """A workload's traffic in a window: volume, tokens and latency (money is in
-    `selectors_spend.WorkloadStats`, from the one read model)."""
+    `reporting.spend.WorkloadStats`, from the one read model)."""
 
     id: int | None
     name: str

@@ -7,7 +7,7 @@ For a window and filters, each piece of traffic costs
 - ``api_spend_usd``: token-priced usage, the log's own cost or its tokens priced from the price
   cards at read time (`selectors.priced_groups`);
 - ``gpu_cost_usd``: its share of the serving pools' GPU bills, spread hour by hour by tokens
-  (`selectors_billing.pool_reports`, rounded to cents once per day and key);
+  (`costs.billing.pool_reports`, rounded to cents once per day and key);
 
 and each pool's **idle cost** (billed hours nobody used) stands apart: it belongs to no
 workload, team or model, so it is counted in totals only when no such filter is set.
