@@ -97,3 +97,17 @@ def browser_page(chromium: str, live_server: Any, page: Any) -> Iterator[Any]:
     """A Playwright page in Chromium with a live server behind it (skips without Chromium)."""
     page.set_default_timeout(15_000)
     yield page
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test outside tests/browser that takes pytest-playwright's `page` (or `browser`,
+    `context`) fixture by name becomes a browser test: pytest then groups it with the Chromium
+    tests, ahead of tests that rely on the migrations' data, which a browser test's database
+    flush removes. Fail at collection instead of letting the order break other tests."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec and "browser_name" in callspec.params and "/browser/" not in item.nodeid:
+            raise pytest.UsageError(
+                f"{item.nodeid} is parametrized by pytest-playwright (it names a fixture such as "
+                "`page`); rename its argument or move it to tests/browser"
+            )

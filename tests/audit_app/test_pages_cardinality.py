@@ -63,7 +63,7 @@ def test_the_page_keeps_the_sort_in_its_links(many: Client) -> None:
 
 
 @pytest.mark.parametrize(
-    ("page", "message"),
+    ("page_number", "message"),
     [
         ("4", "page='4' must be between 1 and 3"),
         ("0", "page='0' must be between 1 and 3"),
@@ -71,8 +71,11 @@ def test_the_page_keeps_the_sort_in_its_links(many: Client) -> None:
         ("1\x00", "page='1\\x00' is not a whole number"),
     ],
 )
-def test_a_page_out_of_range_is_a_400_naming_it(many: Client, page: str, message: str) -> None:
-    response = many.get(reverse("workloads"), {"page": page})
+def test_a_page_out_of_range_is_a_400_naming_it(
+    many: Client, page_number: str, message: str
+) -> None:
+    # Not named `page`: that is pytest-playwright's fixture, which would make this a browser test.
+    response = many.get(reverse("workloads"), {"page": page_number})
     assert response.status_code == 400
     html = response.content.decode()
     assert escape(message) in html
