@@ -38,13 +38,8 @@ from audit_app.demo.traffic import (
     humps,
     office_day,
 )
-from audit_app.workloads.classifier import (
-    LABEL_ASYNC,
-    LABEL_REALTIME,
-    DayProfile,
-    HourStats,
-    WorkloadSummary,
-)
+from audit_app.workloads.classifier import LABEL_ASYNC, LABEL_REALTIME
+from audit_app.workloads.features import DayProfile, HourStats, WorkloadSummary
 
 DAYS = 14
 VARIANTS = 4
