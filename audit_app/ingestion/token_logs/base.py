@@ -1,4 +1,6 @@
-"""Shared pieces of the token-log importers: the canonical row, coercions and file reading.
+"""Shared pieces of the token-log importers: the canonical row, its coercions and validation.
+
+Reading the files (JSON, JSONL, CSV of flat records) is in `token_logs.tabular`.
 
 Every importer turns its format into `CanonicalRequest` rows through `build_request`, so the
 validation rules (and the wording of every reject) are the same for LiteLLM, OpenTelemetry and
@@ -23,10 +25,9 @@ Conventions fixed here for all formats:
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
@@ -34,29 +35,13 @@ from typing import Any, BinaryIO
 
 from audit_app.ingestion.identity import resolve_workload
 from audit_app.ingestion.reading import (
-    UTF8_BOM,
-    ImportFileError,
-    Record,
     RowReject,
     RowRejected,
     check_chunk_rows,
     check_in_years,
-    csv_header,
-    csv_record,
-    decode_text,
-    display_value,
     group_outcomes,
-    head_text,
-    in_backticks,
-    is_empty_line,
     is_missing,
-    iter_csv_rows,
-    iter_text_lines,
-    missing_message,
     quoted,
-    read_head,
-    row_outcome,
-    shorten,
     text,
 )
 
@@ -84,9 +69,6 @@ _ISO_TIMESTAMP = re.compile(
 )
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-# Used only when the first record of a JSON file does not fit in the head: collects every
-# `"key":` so detection still works on a 5 MB first record.
-_JSON_KEY = re.compile(r'"([^"\\]+)"\s*:')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,6 +491,78 @@ def _token_count_or_default(value: object, *, field: str, zero_when_missing: boo
     raise RowRejected(field=field, value=value, reason=f"`{field}` is empty.")
 
 
+def _checked_times(
+    *, started_at: object, ended_at: object, first_token_at: object, names: SourceFields
+) -> tuple[datetime, datetime, datetime | None]:
+    """(start, end, first token): the end not before the start, the first token between them."""
+    started = _required_timestamp(started_at, field=names.started_at)
+    ended = _required_timestamp(ended_at, field=names.ended_at)
+    if ended < started:
+        raise RowRejected(
+            field=names.ended_at,
+            value=ended_at,
+            reason=(
+                f"`{names.ended_at}` ({ended.isoformat()}) is before "
+                f"`{names.started_at}` ({started.isoformat()})."
+            ),
+        )
+    first_token = parse_timestamp(first_token_at, field=names.first_token_at)
+    if first_token is not None and not started <= first_token <= ended:
+        side = (
+            f"before `{names.started_at}`" if first_token < started else f"after `{names.ended_at}`"
+        )
+        raise RowRejected(
+            field=names.first_token_at,
+            value=first_token_at,
+            reason=f"`{names.first_token_at}` ({first_token.isoformat()}) is {side}.",
+        )
+    return started, ended, first_token
+
+
+def _model_name(model: object, *, names: SourceFields) -> str:
+    model_name = text(model)
+    if not model_name:
+        raise RowRejected(
+            field=names.model,
+            value=model,
+            reason=f"`{names.model}` is empty, so the request cannot be priced or grouped.",
+        )
+    return model_name
+
+
+def _token_counts(
+    *,
+    input_tokens: object,
+    output_tokens: object,
+    cached_input_tokens: object,
+    names: SourceFields,
+    is_error: bool,
+    is_embedding: bool,
+) -> tuple[int, int, int]:
+    """(input, output, cached input) token counts; cached ones are part of the input."""
+    # A failed request often carries no usage, and an embedding produces no output tokens;
+    # anywhere else an empty count would silently under-report spend, so it is a reject.
+    input_count = _token_count_or_default(
+        input_tokens, field=names.input_tokens, zero_when_missing=is_error
+    )
+    output_count = _token_count_or_default(
+        output_tokens, field=names.output_tokens, zero_when_missing=is_error or is_embedding
+    )
+    cached_count = _token_count_or_default(
+        cached_input_tokens, field=names.cached_input_tokens, zero_when_missing=True
+    )
+    if cached_count > input_count:
+        raise RowRejected(
+            field=names.cached_input_tokens,
+            value=cached_input_tokens,
+            reason=(
+                f"`{names.cached_input_tokens}` ({cached_count}) is more than "
+                f"`{names.input_tokens}` ({input_count}); input tokens must include cached ones."
+            ),
+        )
+    return input_count, output_count, cached_count
+
+
 def build_request(
     *,
     line: int,
@@ -539,62 +593,20 @@ def build_request(
     Values may be raw (text, numbers) or already coerced by the importer (datetime, int,
     Decimal, bool): every coercion passes its own output through unchanged.
     """
-    started = _required_timestamp(started_at, field=names.started_at)
-    ended = _required_timestamp(ended_at, field=names.ended_at)
-    if ended < started:
-        raise RowRejected(
-            field=names.ended_at,
-            value=ended_at,
-            reason=(
-                f"`{names.ended_at}` ({ended.isoformat()}) is before "
-                f"`{names.started_at}` ({started.isoformat()})."
-            ),
-        )
-    first_token = parse_timestamp(first_token_at, field=names.first_token_at)
-    if first_token is not None and not started <= first_token <= ended:
-        side = (
-            f"before `{names.started_at}`" if first_token < started else f"after `{names.ended_at}`"
-        )
-        raise RowRejected(
-            field=names.first_token_at,
-            value=first_token_at,
-            reason=f"`{names.first_token_at}` ({first_token.isoformat()}) is {side}.",
-        )
-
-    model_name = text(model)
-    if not model_name:
-        raise RowRejected(
-            field=names.model,
-            value=model,
-            reason=f"`{names.model}` is empty, so the request cannot be priced or grouped.",
-        )
-
+    started, ended, first_token = _checked_times(
+        started_at=started_at, ended_at=ended_at, first_token_at=first_token_at, names=names
+    )
+    model_name = _model_name(model, names=names)
     status_word = parse_status(status, field=names.status)
     operation_name = text(operation).lower()
-    # A failed request often carries no usage, and an embedding produces no output tokens;
-    # anywhere else an empty count would silently under-report spend, so it is a reject.
-    is_error = status_word == STATUS_ERROR
-    input_count = _token_count_or_default(
-        input_tokens, field=names.input_tokens, zero_when_missing=is_error
+    input_count, output_count, cached_count = _token_counts(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_input_tokens=cached_input_tokens,
+        names=names,
+        is_error=status_word == STATUS_ERROR,
+        is_embedding=operation_name == OPERATION_EMBEDDING,
     )
-    output_count = _token_count_or_default(
-        output_tokens,
-        field=names.output_tokens,
-        zero_when_missing=is_error or operation_name == OPERATION_EMBEDDING,
-    )
-    cached_count = _token_count_or_default(
-        cached_input_tokens, field=names.cached_input_tokens, zero_when_missing=True
-    )
-    if cached_count > input_count:
-        raise RowRejected(
-            field=names.cached_input_tokens,
-            value=cached_input_tokens,
-            reason=(
-                f"`{names.cached_input_tokens}` ({cached_count}) is more than "
-                f"`{names.input_tokens}` ({input_count}); input tokens must include cached ones."
-            ),
-        )
-
     team_name = text(team)
     caller_name = text(caller)
     return CanonicalRequest(
@@ -644,184 +656,3 @@ def chunk_outcomes(
             rows_read=group.rows_read,
             bytes_read=group.bytes_read,
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading JSON
-# ---------------------------------------------------------------------------------------------
-
-
-def read_json_document(stream: BinaryIO) -> object:
-    """Parse the whole stream as one JSON document.
-
-    A single JSON document cannot be parsed incrementally with the standard library, so it is
-    loaded whole; formats that can be large (CSV, JSONL) are streamed instead.
-    """
-    stream.seek(0)
-    raw = stream.read()
-    document_text = decode_text(raw, offset=0).removeprefix(UTF8_BOM)
-    try:
-        # Decimal keeps money exact: a float would turn 0.1 into 0.1000000000000000055...
-        return json.loads(document_text, parse_float=Decimal)
-    except json.JSONDecodeError as error:
-        if error.pos >= len(document_text.rstrip()) or error.msg.startswith("Unterminated"):
-            last_line = document_text.rstrip().count("\n") + 1
-            raise ImportFileError(
-                f"truncated JSON: the document ends before it closes (line {last_line})"
-            ) from error
-        raise ImportFileError(
-            f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}"
-        ) from error
-    except RecursionError:
-        raise ImportFileError("the JSON document is nested too deeply to read") from None
-
-
-def parse_json_line(line_text: str) -> object:
-    """One JSONL line; a malformed line rejects that line only."""
-    try:
-        return json.loads(line_text, parse_float=Decimal)
-    except json.JSONDecodeError as error:
-        raise RowRejected(
-            field="(line)",
-            value=line_text.strip(),
-            reason=f"the line is not valid JSON: {error.msg} at column {error.colno}.",
-        ) from error
-    except RecursionError:
-        raise RowRejected(
-            field="(line)", value=line_text.strip(), reason="the line's JSON is nested too deeply."
-        ) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Tabular files: CSV, JSON array or JSONL with one flat record per row (LiteLLM, generic)
-# ---------------------------------------------------------------------------------------------
-
-
-def head_field_names(head: bytes) -> set[str]:
-    """The field names of the file's first record, for format sniffing.
-
-    CSV: the header row. JSON array / JSONL: the keys of the first record, or - when that
-    record does not fit in the head - every quoted key in the head.
-    """
-    start = head_text(head)
-    if not start:
-        return set()
-    if start[0] in "[{":
-        decoder = json.JSONDecoder()
-        first_record_at = 1 if start[0] == "[" else 0
-        try:
-            first_record, _ = decoder.raw_decode(start[first_record_at:].lstrip())
-        except json.JSONDecodeError:
-            return set(_JSON_KEY.findall(start))
-        except RecursionError:
-            raise ImportFileError("the JSON document is nested too deeply to read") from None
-        return set(first_record) if isinstance(first_record, dict) else set()
-    header_line = start.splitlines()[0]
-    return {name.strip() for name in next(csv.reader([header_line]), [])}
-
-
-def iter_tabular_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    """Records of a CSV, JSON array or JSONL file, told apart by the first character."""
-    start = head_text(read_head(stream))
-    if start.startswith("["):
-        return _iter_json_array_records(stream, required_fields=required_fields)
-    if start.startswith("{"):
-        return _iter_jsonl_records(stream, required_fields=required_fields)
-    return _iter_csv_records(stream, required_fields=required_fields)
-
-
-def _iter_csv_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    rows = iter_csv_rows(stream, is_blank=is_empty_line)
-    for header_line, header_row in rows:
-        header = csv_header(header_row)
-        missing = [name for name in required_fields if name not in header]
-        if missing:
-            raise ImportFileError(
-                missing_message(f"line {header_line}", noun="column", names=in_backticks(missing))
-            )
-        for line, row in rows:
-            yield csv_record(line, row, header)
-
-
-def _check_first_record(
-    fields: Mapping[str, object], *, where: str, required_fields: Sequence[str]
-) -> None:
-    """The first record plays the role of a CSV header: if it lacks a required field the file
-    is the wrong shape, and rejecting every row one by one would bury that."""
-    missing = [name for name in required_fields if name not in fields]
-    if missing:
-        raise ImportFileError(missing_message(where, noun="field", names=in_backticks(missing)))
-
-
-def _iter_jsonl_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    checked = False
-    for line_number, line_text in enumerate(iter_text_lines(stream), start=1):
-        if not line_text.strip():
-            continue
-        try:
-            record = parse_json_line(line_text)
-        except RowRejected as rejected:
-            yield rejected.to_reject(line=line_number)
-            continue
-        if not isinstance(record, dict):
-            yield RowReject(
-                line=line_number,
-                field="(line)",
-                value=shorten(line_text.strip()),
-                reason="the line is not a JSON object.",
-            )
-            continue
-        if not checked:
-            _check_first_record(
-                record, where=f"line {line_number}", required_fields=required_fields
-            )
-            checked = True
-        yield Record(line=line_number, fields=record)
-
-
-def _iter_json_array_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    document = read_json_document(stream)
-    if not isinstance(document, list):
-        raise ImportFileError("the JSON document is not a list of records")
-    # A JSON array has no useful physical lines (exports are often one line), so a record's
-    # "line" is its 1-based position in the array.
-    checked = False
-    for position, record in enumerate(document, start=1):
-        if not isinstance(record, dict):
-            yield RowReject(
-                line=position,
-                field="(record)",
-                value=shorten(display_value(record)),
-                reason="the record is not a JSON object.",
-            )
-            continue
-        if not checked:
-            _check_first_record(record, where=f"record {position}", required_fields=required_fields)
-            checked = True
-        yield Record(line=position, fields=record)
-
-
-def read_tabular_requests(
-    stream: BinaryIO,
-    *,
-    chunk_rows: int,
-    required_fields: Sequence[str],
-    convert: Callable[[Mapping[str, object], int], CanonicalRequest],
-) -> Iterator[ParsedChunk]:
-    """Read a CSV / JSON / JSONL file of flat records and convert each with `convert`."""
-    records = iter_tabular_records(stream, required_fields=required_fields)
-    outcomes = (
-        record
-        if isinstance(record, RowReject)
-        else row_outcome(convert, record.fields, record.line)
-        for record in records
-    )
-    return chunk_outcomes(outcomes, stream=stream, chunk_rows=chunk_rows)

@@ -776,138 +776,279 @@ class _ChunkConverter:
     )
 
     def convert(self, table: pa.Table, *, first_line: int, bytes_read: int) -> ParsedChunk:
-        rows = table.num_rows
-        present = set(table.column_names)
-
-        def column(name: str) -> pa.ChunkedArray | None:
-            return table.column(name) if name in present else None
-
-        def texts(name: str) -> _Texts:
-            values, codes = _distinct(column(name), rows)
-            return _Texts.of([text(value) for value in values], codes)
-
-        metadata_values, metadata_codes = _distinct(column("metadata"), rows)
-        facts = self.metadata(metadata_values)
-        tag_values, tag_codes = _distinct(column("request_tags"), rows)
-        request_tags = self.request_tags(tag_values)
-
-        def from_facts(pick: Callable[[_MetadataFacts], str]) -> _Texts:
-            return _Texts.of([pick(f) if f else "" for f in facts], metadata_codes)
-
-        slow = ~np.array([f is not None for f in facts], bool)[metadata_codes]
-        slow |= ~np.array([t is not None for t in request_tags], bool)[tag_codes]
-
-        # Timestamps, and the streaming / first-token rule.
-        started, started_ok, _ = _timestamps(_plain(column("startTime"), rows))
-        ended, ended_ok, _ = _timestamps(_plain(column("endTime"), rows))
-        completion_column = _plain(column("completionStartTime"), rows)
-        if completion_column is None:
-            completion = np.zeros(rows, np.int64)
-            completion_ok = np.zeros(rows, bool)
-            completion_missing = np.ones(rows, bool)
-        else:
-            completion, completion_ok, completion_missing = _timestamps(completion_column)
-        placeholder = completion_ok & (completion == ended)
-        measured = completion_ok & (started <= completion) & (completion < ended)
-        slow |= ~started_ok | ~ended_ok | (ended < started)
-        slow |= ~(completion_missing | placeholder | measured)
-        streaming = np.where(completion_missing, -1, measured).astype(np.int8)
-        first_token = np.where(measured, completion, NAT)
-
-        # Token counts and cost.
-        input_tokens, input_ok = _token_counts(_plain(column("prompt_tokens"), rows))
-        output_tokens, output_ok = _token_counts(_plain(column("completion_tokens"), rows))
-        slow |= ~input_ok | ~output_ok
-        cached_by_metadata = np.array(
-            [-1 if f is None or f.cached_tokens is None else f.cached_tokens for f in facts],
-            np.int64,
-        )[metadata_codes]
-        cached_tokens = np.maximum(cached_by_metadata, 0)
-        slow |= (cached_by_metadata < 0) | (cached_tokens > input_tokens)
-        costs = _costs(_plain(column("spend"), rows), rows)
-        slow |= ~(costs.missing | costs.readable)
-        cache_values, cache_codes = _distinct(column("cache_hit"), rows)
-        served_from_cache = np.array(
-            [text(value).lower() == "true" for value in cache_values], bool
-        )[cache_codes]
-        # LiteLLM writes 0 when it had no price for the model: the product prices it instead.
-        unpriced = costs.zero & (input_tokens + output_tokens > 0) & ~served_from_cache
-        cost_nanos = np.where(costs.missing | unpriced, canonical.NO_COST, costs.nanos)
-
-        # Status, operation, batch flag.
-        status_values, status_codes = _distinct(column("status"), rows)
-        status_of_column = np.array([_status_code(text(value)) for value in status_values])
-        # `first_text(status, metadata.status)`; both blank reads as success.
-        status_of_metadata = np.array(
-            [_status_code(f.status) if f else STATUS_IS_SUCCESS for f in facts]
+        columns = _Columns(table)
+        metadata_values, metadata_codes = columns.distinct("metadata")
+        facts = _Facts(self.metadata(metadata_values), metadata_codes)
+        tag_values, tag_codes = columns.distinct("request_tags")
+        tags = _Tags(self.request_tags(tag_values), tag_codes)
+        timing = _timing(columns)
+        usage = _usage(columns, facts)
+        status = _status(columns, facts)
+        names = _names(columns, facts, tags)
+        slow = (
+            facts.unreadable()
+            | tags.unreadable()
+            | timing.slow
+            | usage.slow
+            | status.slow
+            | names.slow
         )
-        status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
-        status = status_of_column[status_codes]
-        status = np.where(status == STATUS_BLANK, status_of_metadata[metadata_codes], status)
-        slow |= status == STATUS_UNKNOWN
-        call_type_values, call_type_codes = _distinct(column("call_type"), rows)
-        operations = [_operation(value) for value in call_type_values]
-        operation = _Texts.of([name for name, _ in operations], call_type_codes)
-        batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
-        batch_by_metadata = np.array(
-            [-1 if f is None or f.batch_api is None else int(f.batch_api) for f in facts]
-        )[metadata_codes]
-        slow |= ~batch_by_call_type & (batch_by_metadata < 0)
-        batch_api = batch_by_call_type | (batch_by_metadata == 1)
-
-        # Names.
-        model = texts("model").or_else(texts("model_group"))
-        slow |= model.blank()
-        team = texts("team_id").or_else(from_facts(lambda f: f.team_alias))
-        caller = from_facts(lambda f: f.alias).or_else(texts("api_key"))
-        end_user = texts("end_user").or_else(texts("user"))
-        provider = texts("custom_llm_provider")
-        pool = from_facts(lambda f: f.pool)
-        workload = _workloads(
-            facts=facts,
-            metadata_codes=metadata_codes,
-            request_tags=request_tags,
-            tag_codes=tag_codes,
-            caller=caller,
-            team=team,
-            model=model,
-        )
-
         keep = None if not slow.any() else np.flatnonzero(~slow)
-
-        def rows_kept(values: np.ndarray) -> np.ndarray:
-            return values if keep is None else values[keep]
-
-        lines = np.arange(first_line, first_line + rows, dtype=np.int64)
-        frame = canonical.normalize_frame(
-            pd.DataFrame(
-                {
-                    canonical.STARTED_AT: _utc(rows_kept(started)),
-                    canonical.ENDED_AT: _utc(rows_kept(ended)),
-                    canonical.FIRST_TOKEN_AT: _utc(rows_kept(first_token)),
-                    canonical.WORKLOAD: workload.to_series(keep),
-                    canonical.TEAM: team.to_series(keep),
-                    canonical.END_USER: end_user.to_series(keep),
-                    canonical.CALLER: caller.to_series(keep),
-                    canonical.PROVIDER: provider.to_series(keep),
-                    canonical.MODEL: model.to_series(keep),
-                    canonical.OPERATION: operation.to_series(keep),
-                    canonical.POOL: pool.to_series(keep),
-                    canonical.STREAMING: rows_kept(streaming),
-                    canonical.BATCH_API: rows_kept(batch_api),
-                    canonical.IS_ERROR: rows_kept(status == STATUS_IS_ERROR),
-                    canonical.INPUT_TOKENS: rows_kept(input_tokens),
-                    canonical.OUTPUT_TOKENS: rows_kept(output_tokens),
-                    canonical.CACHED_INPUT_TOKENS: rows_kept(cached_tokens),
-                    canonical.COST_NANOS: rows_kept(cost_nanos),
-                    canonical.LINE: rows_kept(lines),
-                }
-            )
+        lines = np.arange(first_line, first_line + columns.rows, dtype=np.int64)
+        frame = _canonical_frame(
+            timing=timing, usage=usage, status=status, names=names, lines=lines, keep=keep
         )
         requests, rejects = _convert_row_by_row(table, np.flatnonzero(slow), first_line)
         return ParsedChunk(
-            requests=requests, rejects=rejects, rows_read=rows, bytes_read=bytes_read, frame=frame
+            requests=requests,
+            rejects=rejects,
+            rows_read=columns.rows,
+            bytes_read=bytes_read,
+            frame=frame,
         )
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A parsed block's columns; an absent column reads as empty cells, as in the row path."""
+
+    table: pa.Table
+
+    @property
+    def rows(self) -> int:
+        rows: int = self.table.num_rows
+        return rows
+
+    def column(self, name: str) -> pa.ChunkedArray | None:
+        return self.table.column(name) if name in self.table.column_names else None
+
+    def plain(self, name: str) -> pa.Array | None:
+        return _plain(self.column(name), self.rows)
+
+    def distinct(self, name: str) -> tuple[list[str], np.ndarray]:
+        return _distinct(self.column(name), self.rows)
+
+    def texts(self, name: str) -> _Texts:
+        values, codes = self.distinct(name)
+        return _Texts.of([text(value) for value in values], codes)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """The decoded `metadata` per distinct value (None: unreadable) and, per row, its index."""
+
+    facts: list[_MetadataFacts | None]
+    codes: np.ndarray
+
+    def unreadable(self) -> np.ndarray:
+        unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
+        return unreadable
+
+    def texts(self, pick: Callable[[_MetadataFacts], str]) -> _Texts:
+        return _Texts.of([pick(f) if f else "" for f in self.facts], self.codes)
+
+    def per_row(self, pick: Callable[[_MetadataFacts | None], int]) -> np.ndarray:
+        per_row: np.ndarray = np.array([pick(f) for f in self.facts], np.int64)[self.codes]
+        return per_row
+
+
+@dataclass(frozen=True)
+class _Tags:
+    """The decoded `request_tags` per distinct value (None: unreadable) and, per row, its index."""
+
+    tags: list[tuple[str, ...] | None]
+    codes: np.ndarray
+
+    def unreadable(self) -> np.ndarray:
+        unreadable: np.ndarray = ~np.array([t is not None for t in self.tags], bool)[self.codes]
+        return unreadable
+
+
+@dataclass(frozen=True)
+class _Timing:
+    """Start, end and first-token instants (nanoseconds) and the streaming flag per row."""
+
+    started: np.ndarray
+    ended: np.ndarray
+    first_token: np.ndarray
+    streaming: np.ndarray
+    slow: np.ndarray
+
+
+def _timing(columns: _Columns) -> _Timing:
+    """Timestamps, and the streaming / first-token rule."""
+    rows = columns.rows
+    started, started_ok, _ = _timestamps(columns.plain("startTime"))
+    ended, ended_ok, _ = _timestamps(columns.plain("endTime"))
+    completion_column = columns.plain("completionStartTime")
+    if completion_column is None:
+        completion = np.zeros(rows, np.int64)
+        completion_ok = np.zeros(rows, bool)
+        completion_missing = np.ones(rows, bool)
+    else:
+        completion, completion_ok, completion_missing = _timestamps(completion_column)
+    placeholder = completion_ok & (completion == ended)
+    measured = completion_ok & (started <= completion) & (completion < ended)
+    slow = ~started_ok | ~ended_ok | (ended < started)
+    slow |= ~(completion_missing | placeholder | measured)
+    return _Timing(
+        started=started,
+        ended=ended,
+        first_token=np.where(measured, completion, NAT),
+        streaming=np.where(completion_missing, -1, measured).astype(np.int8),
+        slow=slow,
+    )
+
+
+@dataclass(frozen=True)
+class _Usage:
+    """Token counts and the cost per row (`canonical.NO_COST` where the product prices it)."""
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    cost_nanos: np.ndarray
+    slow: np.ndarray
+
+
+def _usage(columns: _Columns, facts: _Facts) -> _Usage:
+    """Token counts and cost."""
+    input_tokens, input_ok = _token_counts(columns.plain("prompt_tokens"))
+    output_tokens, output_ok = _token_counts(columns.plain("completion_tokens"))
+    slow = ~input_ok | ~output_ok
+    cached_by_metadata = facts.per_row(
+        lambda f: -1 if f is None or f.cached_tokens is None else f.cached_tokens
+    )
+    cached_tokens = np.maximum(cached_by_metadata, 0)
+    slow |= (cached_by_metadata < 0) | (cached_tokens > input_tokens)
+    costs = _costs(columns.plain("spend"), columns.rows)
+    slow |= ~(costs.missing | costs.readable)
+    cache_values, cache_codes = columns.distinct("cache_hit")
+    served_from_cache = np.array([text(value).lower() == "true" for value in cache_values], bool)[
+        cache_codes
+    ]
+    # LiteLLM writes 0 when it had no price for the model: the product prices it instead.
+    unpriced = costs.zero & (input_tokens + output_tokens > 0) & ~served_from_cache
+    return _Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        cost_nanos=np.where(costs.missing | unpriced, canonical.NO_COST, costs.nanos),
+        slow=slow,
+    )
+
+
+@dataclass(frozen=True)
+class _Status:
+    """Per row: `STATUS_IS_*` code, the canonical operation and the batch flag."""
+
+    status: np.ndarray
+    operation: _Texts
+    batch_api: np.ndarray
+    slow: np.ndarray
+
+
+def _status(columns: _Columns, facts: _Facts) -> _Status:
+    """Status, operation and batch flag."""
+    status_values, status_codes = columns.distinct("status")
+    status_of_column = np.array([_status_code(text(value)) for value in status_values])
+    # `first_text(status, metadata.status)`; both blank reads as success.
+    status_of_metadata = facts.per_row(lambda f: _status_code(f.status) if f else STATUS_IS_SUCCESS)
+    status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
+    status = status_of_column[status_codes]
+    status = np.where(status == STATUS_BLANK, status_of_metadata, status)
+    call_type_values, call_type_codes = columns.distinct("call_type")
+    operations = [_operation(value) for value in call_type_values]
+    batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
+    batch_by_metadata = facts.per_row(
+        lambda f: -1 if f is None or f.batch_api is None else int(f.batch_api)
+    )
+    return _Status(
+        status=status,
+        operation=_Texts.of([name for name, _ in operations], call_type_codes),
+        batch_api=batch_by_call_type | (batch_by_metadata == 1),
+        slow=(status == STATUS_UNKNOWN) | (~batch_by_call_type & (batch_by_metadata < 0)),
+    )
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The text columns of the canonical row."""
+
+    model: _Texts
+    team: _Texts
+    caller: _Texts
+    end_user: _Texts
+    provider: _Texts
+    pool: _Texts
+    workload: _Texts
+    slow: np.ndarray
+
+
+def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
+    """Model, team, caller, end user, provider, pool and the workload they resolve to."""
+    model = columns.texts("model").or_else(columns.texts("model_group"))
+    team = columns.texts("team_id").or_else(facts.texts(lambda f: f.team_alias))
+    caller = facts.texts(lambda f: f.alias).or_else(columns.texts("api_key"))
+    return _Names(
+        model=model,
+        team=team,
+        caller=caller,
+        end_user=columns.texts("end_user").or_else(columns.texts("user")),
+        provider=columns.texts("custom_llm_provider"),
+        pool=facts.texts(lambda f: f.pool),
+        workload=_workloads(
+            facts=facts.facts,
+            metadata_codes=facts.codes,
+            request_tags=tags.tags,
+            tag_codes=tags.codes,
+            caller=caller,
+            team=team,
+            model=model,
+        ),
+        slow=model.blank(),
+    )
+
+
+def _canonical_frame(
+    *,
+    timing: _Timing,
+    usage: _Usage,
+    status: _Status,
+    names: _Names,
+    lines: np.ndarray,
+    keep: np.ndarray | None,
+) -> pd.DataFrame:
+    """The canonical frame of the rows in `keep` (None: every row)."""
+
+    def rows_kept(values: np.ndarray) -> np.ndarray:
+        return values if keep is None else values[keep]
+
+    return canonical.normalize_frame(
+        pd.DataFrame(
+            {
+                canonical.STARTED_AT: _utc(rows_kept(timing.started)),
+                canonical.ENDED_AT: _utc(rows_kept(timing.ended)),
+                canonical.FIRST_TOKEN_AT: _utc(rows_kept(timing.first_token)),
+                canonical.WORKLOAD: names.workload.to_series(keep),
+                canonical.TEAM: names.team.to_series(keep),
+                canonical.END_USER: names.end_user.to_series(keep),
+                canonical.CALLER: names.caller.to_series(keep),
+                canonical.PROVIDER: names.provider.to_series(keep),
+                canonical.MODEL: names.model.to_series(keep),
+                canonical.OPERATION: status.operation.to_series(keep),
+                canonical.POOL: names.pool.to_series(keep),
+                canonical.STREAMING: rows_kept(timing.streaming),
+                canonical.BATCH_API: rows_kept(status.batch_api),
+                canonical.IS_ERROR: rows_kept(status.status == STATUS_IS_ERROR),
+                canonical.INPUT_TOKENS: rows_kept(usage.input_tokens),
+                canonical.OUTPUT_TOKENS: rows_kept(usage.output_tokens),
+                canonical.CACHED_INPUT_TOKENS: rows_kept(usage.cached_tokens),
+                canonical.COST_NANOS: rows_kept(usage.cost_nanos),
+                canonical.LINE: rows_kept(lines),
+            }
+        )
+    )
 
 
 def _workloads(

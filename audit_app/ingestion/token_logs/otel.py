@@ -56,10 +56,12 @@ from audit_app.ingestion.token_logs.base import (
     build_request,
     chunk_outcomes,
     first_text,
-    head_field_names,
     parse_duration_seconds,
-    parse_json_line,
     parse_unix_nanos,
+)
+from audit_app.ingestion.token_logs.tabular import (
+    head_field_names,
+    parse_json_line,
     read_json_document,
 )
 

@@ -21,8 +21,8 @@ from audit_app.ingestion.token_logs.base import (
     parse_tags,
     parse_timestamp,
     parse_token_count,
-    read_json_document,
 )
+from audit_app.ingestion.token_logs.tabular import read_json_document
 
 NOON = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
