@@ -1,10 +1,10 @@
 """Shared pieces of the billing-export importers: the canonical line, its coercions, columns.
 
 Every billing importer (FOCUS, AWS CUR, Azure cost details) reads its file through
-`billing_exports.tables.read_table`, which streams CSV row by row (or Parquet batch by batch), and turns each record
-into a `BillingLine` or a `BillingReject`. A file that cannot be read at all raises
-`ImportFileError` with one sentence. The failures, the reject type, the chunking, the CSV row
-loop, the missing-column sentence and the years a period may fall in are shared with the
+`billing_exports.tables.read_table`, which streams CSV row by row (or Parquet batch by batch),
+and turns each record into a `BillingLine` or a `BillingReject`. A file that cannot be read at
+all raises `ImportFileError` with one sentence. The failures, the reject type, the chunking, the
+CSV row loop, the missing-column sentence and the years a period may fall in are shared with the
 token-log importers (`audit_app.ingestion.reading`).
 
 Conventions fixed here for all billing formats:
@@ -51,7 +51,7 @@ from audit_app.ingestion.reading import (
     quoted,
     text,
 )
-from audit_app.ingestion.token_logs.base import parse_timestamp
+from audit_app.ingestion.token_logs.coerce import parse_timestamp
 
 PARQUET_MAGIC = b"PAR1"
 ZERO = Decimal(0)

@@ -19,12 +19,12 @@ import pyarrow.compute as pc
 
 from audit_app.ingestion.reading import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from audit_app.ingestion.token_logs import frame as canonical
-from audit_app.ingestion.token_logs.base import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
+from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
 
-# Spellings `base.is_missing` treats as missing that the vectorised checks recognise exactly;
+# Spellings `reading.is_missing` treats as missing that the vectorised checks recognise exactly;
 # other spellings (" NULL ", "nUlL") take the row path, which gives the same answer.
 MISSING_SPELLINGS = pa.array(["", "null", "NULL", "Null", "none", "None", "NONE"], pa.string())
-# ISO 8601 forms that `base.parse_timestamp` and pandas read alike, limited to years pandas
+# ISO 8601 forms that `coerce.parse_timestamp` and pandas read alike, limited to years pandas
 # holds in nanoseconds. Used only when pyarrow's own cast refuses a column.
 ISO_TIMESTAMP_PATTERN = (
     r"^(19|2[01])\d\d-\d\d-\d\d[T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?"

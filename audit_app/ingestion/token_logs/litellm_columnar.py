@@ -57,11 +57,10 @@ from audit_app.ingestion.token_logs import columnar_blocks as blocks
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import frame as canonical
 from audit_app.ingestion.token_logs import litellm_rows
-from audit_app.ingestion.token_logs.base import (
+from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
+from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
     STATUS_ERROR,
-    CanonicalRequest,
-    ParsedChunk,
     first_text,
     parse_json_object,
     parse_status,

@@ -47,14 +47,16 @@ from audit_app.ingestion.reading import (
     text,
 )
 from audit_app.ingestion.token_logs.base import (
-    STATUS_ERROR,
-    STATUS_SUCCESS,
     CanonicalRequest,
     ParsedChunk,
     RowOutcome,
     SourceFields,
     build_request,
     chunk_outcomes,
+)
+from audit_app.ingestion.token_logs.coerce import (
+    STATUS_ERROR,
+    STATUS_SUCCESS,
     first_text,
     parse_duration_seconds,
     parse_unix_nanos,

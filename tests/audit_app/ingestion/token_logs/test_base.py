@@ -9,11 +9,9 @@ from decimal import Decimal
 import pytest
 
 from audit_app.ingestion.reading import ImportFileError, RowRejected, check_head, iter_text_lines
-from audit_app.ingestion.token_logs.base import (
+from audit_app.ingestion.token_logs.base import CanonicalRequest, SourceFields, build_request
+from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
-    CanonicalRequest,
-    SourceFields,
-    build_request,
     parse_bool,
     parse_cost,
     parse_json_object,
