@@ -680,17 +680,7 @@ def _generate(
     seed: int,
     first_row: int,
 ) -> pd.DataFrame:
-    if start.tzinfo is None:
-        raise ValueError("start must be timezone-aware (UTC)")
-    if days < 1:
-        raise ValueError("days must be at least 1")
-    if scale < 0:
-        raise ValueError("scale cannot be negative")
-    specs = DEFAULT_WORKLOADS if workloads is None else tuple(workloads)
-    names = [spec.name for spec in specs]
-    if len(set(names)) != len(names):
-        raise ValueError("workload names must be unique")
-
+    specs = _checked_workloads(start=start, days=days, scale=scale, workloads=workloads)
     start_us = _datetime_to_us(start)
     end_us = start_us + days * DAY_US
     parts = [
@@ -703,6 +693,47 @@ def _generate(
         )
         for spec in specs
     ]
+    numeric, workload_index = _in_start_order(parts)
+    id_rng = np.random.default_rng([seed, 0x1D])
+    columns = _text_columns(specs, numeric=numeric, workload_index=workload_index)
+    columns["request_id"] = _text_series(
+        _request_ids(id_rng, size=workload_index.size, first_row=first_row)
+    )
+    for name in ("started_at", "first_token_at", "ended_at"):
+        columns[name] = pd.Series(
+            numeric[name].astype(np.int64).astype("datetime64[us]")
+        ).dt.tz_localize(UTC)
+    for name in ("streaming", "batch_api"):
+        columns[name] = numeric[name].astype(bool)
+    for name in ("input_tokens", "output_tokens", "cached_input_tokens"):
+        columns[name] = numeric[name].astype(np.int64)
+    for name in ("ttft_ms", "tpot_ms", "latency_ms", "cost_usd"):
+        columns[name] = numeric[name].astype(np.float64)
+    return pd.DataFrame({name: columns[name] for name in REQUEST_COLUMNS})
+
+
+def _checked_workloads(
+    *, start: datetime, days: int, scale: float, workloads: Sequence[WorkloadSpec] | None
+) -> tuple[WorkloadSpec, ...]:
+    """The workloads to generate (the default set when None); raises `ValueError` on bad input."""
+    if start.tzinfo is None:
+        raise ValueError("start must be timezone-aware (UTC)")
+    if days < 1:
+        raise ValueError("days must be at least 1")
+    if scale < 0:
+        raise ValueError("scale cannot be negative")
+    specs = DEFAULT_WORKLOADS if workloads is None else tuple(workloads)
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise ValueError("workload names must be unique")
+    return specs
+
+
+def _in_start_order(
+    parts: Sequence[dict[str, np.ndarray]],
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every workload's numeric columns as one set, sorted by start time, and per row the index
+    of the row's workload."""
     numeric = {
         name: np.concatenate([part[name] for part in parts]) if parts else np.array([])
         for name in NUMERIC_PART_COLUMNS
@@ -713,10 +744,15 @@ def _generate(
         else [np.array([], dtype=np.int64)]
     )
     order = np.argsort(numeric["started_at"], kind="stable")
-    numeric = {name: values[order] for name, values in numeric.items()}
-    workload_index = workload_index[order]
+    return {name: values[order] for name, values in numeric.items()}, workload_index[order]
 
-    # Text columns are built as Arrow dictionary lookups: one Python string per distinct value.
+
+def _text_columns(
+    specs: Sequence[WorkloadSpec], *, numeric: dict[str, np.ndarray], workload_index: np.ndarray
+) -> dict[str, object]:
+    """The text columns but the request id, as Arrow dictionary lookups: one Python string per
+    distinct value."""
+
     def per_workload(attribute: str) -> pd.Series:
         values = pa.array([getattr(spec, attribute) for spec in specs], type=pa.string())
         return _text_series(values.take(pa.array(workload_index, type=pa.int64())))
@@ -733,10 +769,7 @@ def _generate(
         0,
     ).astype(np.int64)
     statuses = pa.array([STATUS_SUCCESS, STATUS_ERROR], type=pa.string())
-    id_rng = np.random.default_rng([seed, 0x1D])
-
-    columns: dict[str, object] = {
-        "request_id": _text_series(_request_ids(id_rng, size=order.size, first_row=first_row)),
+    return {
         "workload": per_workload("name"),
         "team": per_workload("team"),
         "caller": per_workload("caller"),
@@ -749,17 +782,6 @@ def _generate(
         ),
         "status": _text_series(statuses.take(pa.array(numeric["is_error"].astype(np.int64)))),
     }
-    for name in ("started_at", "first_token_at", "ended_at"):
-        columns[name] = pd.Series(
-            numeric[name].astype(np.int64).astype("datetime64[us]")
-        ).dt.tz_localize(UTC)
-    for name in ("streaming", "batch_api"):
-        columns[name] = numeric[name].astype(bool)
-    for name in ("input_tokens", "output_tokens", "cached_input_tokens"):
-        columns[name] = numeric[name].astype(np.int64)
-    for name in ("ttft_ms", "tpot_ms", "latency_ms", "cost_usd"):
-        columns[name] = numeric[name].astype(np.float64)
-    return pd.DataFrame({name: columns[name] for name in REQUEST_COLUMNS})
 
 
 def _text_series(values: pa.Array) -> pd.Series:
@@ -827,13 +849,58 @@ def _workload_requests(
     scale: float,
     rng: np.random.Generator,
 ) -> dict[str, np.ndarray]:
+    """One workload's requests as the columns of `NUMERIC_PART_COLUMNS`.
+
+    The steps draw from `rng` in a fixed order, so the same seed gives the same requests.
+    """
     started = _arrival_times(spec.traffic, start_us=start_us, end_us=end_us, scale=scale, rng=rng)
     size = started.size
-    is_embedding = spec.operation == OPERATION_EMBEDDING
     is_error = rng.random(size) < spec.error_share
     batch_api = rng.random(size) < spec.batch_api_share
+    is_embedding = spec.operation == OPERATION_EMBEDDING
     streaming = (rng.random(size) < spec.streaming_share) & ~batch_api & ~is_embedding
+    input_tokens, output_tokens, cached_tokens = _token_usage(
+        spec, rng=rng, streaming=streaming, is_error=is_error
+    )
+    timing = _request_timing(
+        spec.latency,
+        rng=rng,
+        started=started,
+        output_tokens=output_tokens,
+        streaming=streaming,
+        batch_api=batch_api,
+        is_error=is_error,
+    )
+    cost = _logged_cost(
+        spec,
+        input_tokens=input_tokens,
+        cached_tokens=cached_tokens,
+        output_tokens=output_tokens,
+        batch_api=batch_api,
+    )
+    return {
+        "end_user_index": _end_user_indexes(spec, rng=rng, size=size),
+        "started_at": started,
+        "first_token_at": timing.first_token,
+        "ended_at": timing.ended,
+        "ttft_ms": timing.ttft_ms,
+        "tpot_ms": timing.tpot_ms,
+        "latency_ms": timing.latency_ms,
+        "streaming": streaming,
+        "batch_api": batch_api,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cached_input_tokens": cached_tokens,
+        "cost_usd": cost,
+        "is_error": is_error,
+    }
 
+
+def _token_usage(
+    spec: WorkloadSpec, *, rng: np.random.Generator, streaming: np.ndarray, is_error: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(input, output, cached input) tokens per request; a failed request reports none."""
+    size = streaming.size
     input_tokens = _lognormal_tokens(
         rng,
         mean=spec.mean_input_tokens,
@@ -841,7 +908,7 @@ def _workload_requests(
         size=size,
         upper=MAX_INPUT_TOKENS,
     )
-    if is_embedding:
+    if spec.operation == OPERATION_EMBEDDING:
         output_tokens = np.zeros(size, dtype=np.int64)
     else:
         output_tokens = _lognormal_tokens(
@@ -856,12 +923,37 @@ def _workload_requests(
         output_tokens = np.where(streaming, np.maximum(output_tokens, 2), output_tokens)
     cached_fraction = np.clip(rng.uniform(0.0, 2.0 * spec.cached_input_share, size), 0.0, 1.0)
     cached_tokens = np.floor(input_tokens * cached_fraction).astype(np.int64)
-    # A failed request reports no usage.
     input_tokens[is_error] = 0
     output_tokens[is_error] = 0
     cached_tokens[is_error] = 0
+    return input_tokens, output_tokens, cached_tokens
 
-    profile = spec.latency
+
+@dataclass(frozen=True, kw_only=True)
+class _Timing:
+    """Per request: first token and end (epoch µs; `NOT_A_TIME` for no first token) and the
+    latency figures derived from them (NaN where undefined)."""
+
+    first_token: np.ndarray
+    ended: np.ndarray
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    latency_ms: np.ndarray
+
+
+def _request_timing(
+    profile: LatencyProfile,
+    *,
+    rng: np.random.Generator,
+    started: np.ndarray,
+    output_tokens: np.ndarray,
+    streaming: np.ndarray,
+    batch_api: np.ndarray,
+    is_error: np.ndarray,
+) -> _Timing:
+    """When each request's first token and end come: a batch request waits in the queue first,
+    a failed one ends after an error latency; only a streamed success has a first token."""
+    size = started.size
     ttft_us = np.rint(profile.ttft_ms * 1_000 * rng.lognormal(0.0, profile.spread, size)).astype(
         np.int64
     )
@@ -882,46 +974,28 @@ def _workload_requests(
     ended = np.where(is_error, started + error_latency_us, first_token + decode_us)
     has_first_token = streaming & ~is_error
     first_token = np.where(has_first_token, first_token, NOT_A_TIME)
-
-    latency_ms = (ended - started) / 1_000
-    ttft_ms = np.where(has_first_token, (first_token - started) / 1_000, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         tpot_ms = np.where(
             has_first_token & (output_tokens > 1),
             (ended - first_token) / 1_000 / (output_tokens - 1),
             np.nan,
         )
-
-    cost = _logged_cost(
-        spec,
-        input_tokens=input_tokens,
-        cached_tokens=cached_tokens,
-        output_tokens=output_tokens,
-        batch_api=batch_api,
+    return _Timing(
+        first_token=first_token,
+        ended=ended,
+        ttft_ms=np.where(has_first_token, (first_token - started) / 1_000, np.nan),
+        tpot_ms=tpot_ms,
+        latency_ms=(ended - started) / 1_000,
     )
 
+
+def _end_user_indexes(spec: WorkloadSpec, *, rng: np.random.Generator, size: int) -> np.ndarray:
+    """Each request's end user, numbered within the workload; -1 when it has none."""
     if spec.end_users > 0:
         # Squaring a uniform favours low indexes: a few heavy users, a long tail of light ones.
-        end_user_index = np.floor(spec.end_users * rng.random(size) ** 2).astype(np.int64)
-    else:
-        end_user_index = np.full(size, -1, dtype=np.int64)
-
-    return {
-        "end_user_index": end_user_index,
-        "started_at": started,
-        "first_token_at": first_token,
-        "ended_at": ended,
-        "ttft_ms": ttft_ms,
-        "tpot_ms": tpot_ms,
-        "latency_ms": latency_ms,
-        "streaming": streaming,
-        "batch_api": batch_api,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "cached_input_tokens": cached_tokens,
-        "cost_usd": cost,
-        "is_error": is_error,
-    }
+        indexes: np.ndarray = np.floor(spec.end_users * rng.random(size) ** 2).astype(np.int64)
+        return indexes
+    return np.full(size, -1, dtype=np.int64)
 
 
 def _logged_cost(
@@ -1198,14 +1272,44 @@ def _span_texts(chunk: pd.DataFrame) -> pa.Array:
     """One OTLP/JSON span object per request, as text."""
     started = _epoch_us(chunk["started_at"])
     ended = _epoch_us(chunk["ended_at"])
+    request_ids = pa.array(chunk["request_id"], type=pa.string())
+    is_error = chunk["status"].to_numpy(dtype=object) == STATUS_ERROR
+    span_name = _per_group(
+        chunk,
+        ["operation", "model"],
+        lambda name, model: json.dumps(f"{OTEL_OPERATION_NAMES.get(name, name)} {model}"),
+    )
+    status = _when(is_error, f'{{"code":{OTEL_STATUS_ERROR},"message":"request failed"}}', "{}")
+    return pc.binary_join_element_wise(
+        '{"traceId":"',
+        request_ids,
+        '","spanId":"',
+        pc.utf8_slice_codeunits(request_ids, 16, 32),
+        '","name":',
+        span_name,
+        f',"kind":{OTEL_SPAN_KIND_CLIENT},"startTimeUnixNano":"',
+        _number_text(started * 1_000),
+        '","endTimeUnixNano":"',
+        _number_text(ended * 1_000),
+        '","attributes":[',
+        *_span_attributes(chunk, started=started, is_error=is_error),
+        '],"status":',
+        status,
+        "}",
+        "",
+    )
+
+
+def _span_attributes(
+    chunk: pd.DataFrame, *, started: np.ndarray, is_error: np.ndarray
+) -> list[pa.Array]:
+    """The pieces of each span's `attributes` list: GenAI semantic conventions, then ours."""
     first_token = _epoch_us(chunk["first_token_at"])
     has_first_token = first_token != NOT_A_TIME
-    request_ids = pa.array(chunk["request_id"], type=pa.string())
     cached = chunk["cached_input_tokens"].to_numpy(dtype=np.int64)
     cost = chunk["cost_usd"].to_numpy(dtype=np.float64)
     has_end_user = chunk["end_user"].to_numpy(dtype=object) != ""
     has_pool = chunk["pool"].to_numpy(dtype=object) != ""
-    is_error = chunk["status"].to_numpy(dtype=object) == STATUS_ERROR
 
     def text(column: str) -> pa.Array:
         return _json_literals(pa.array(chunk[column], type=pa.string()))
@@ -1220,14 +1324,9 @@ def _span_texts(chunk: pd.DataFrame) -> pa.Array:
     provider = _per_group(
         chunk, ["provider"], lambda name: json.dumps(OTEL_PROVIDER_NAMES.get(name, name))
     )
-    span_name = _per_group(
-        chunk,
-        ["operation", "model"],
-        lambda name, model: json.dumps(f"{OTEL_OPERATION_NAMES.get(name, name)} {model}"),
-    )
     ttft_seconds = np.where(has_first_token, (first_token - started) / 1_000_000, 0.0)
     error_type = ',{"key":"error.type","value":{"stringValue":"_OTHER"}}'
-    attributes = [
+    return [
         _attribute("gen_ai.operation.name", "stringValue", operation, first=True),
         _attribute("gen_ai.provider.name", "stringValue", provider),
         _attribute("gen_ai.request.model", "stringValue", text("model")),
@@ -1259,25 +1358,6 @@ def _span_texts(chunk: pd.DataFrame) -> pa.Array:
         _when(has_pool, _attribute("pool", "stringValue", text("pool"))),
         _when(is_error, error_type),
     ]
-    status = _when(is_error, f'{{"code":{OTEL_STATUS_ERROR},"message":"request failed"}}', "{}")
-    return pc.binary_join_element_wise(
-        '{"traceId":"',
-        request_ids,
-        '","spanId":"',
-        pc.utf8_slice_codeunits(request_ids, 16, 32),
-        '","name":',
-        span_name,
-        f',"kind":{OTEL_SPAN_KIND_CLIENT},"startTimeUnixNano":"',
-        _number_text(started * 1_000),
-        '","endTimeUnixNano":"',
-        _number_text(ended * 1_000),
-        '","attributes":[',
-        *attributes,
-        '],"status":',
-        status,
-        "}",
-        "",
-    )
 
 
 def _resource_head(caller: str) -> str:
