@@ -82,9 +82,6 @@ def data_changed() -> None:
                     DataVersion.objects.create(pk=1, version=1, token=new_token())
             except IntegrityError:  # created meanwhile by another process
                 DataVersion.objects.filter(pk=1).update(version=F("version") + 1, token=new_token())
-    from audit_app.reporting.derived import derived_refresh_request
-
-    derived_refresh_request()
 
 
 def query_key(queryset: QuerySet[Any]) -> str:

@@ -77,7 +77,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "audit_app.lib.context_processors.navigation",
+                "audit_app.views.context_processors.navigation",
             ],
         },
     },
