@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 
+from audit_app.costs.providers import billing_provider
 from audit_app.ingestion.billing_exports.base import (
     BillingChunk,
     BillingLine,
@@ -48,7 +49,6 @@ from audit_app.ingestion.billing_exports.base import (
     cell,
     first_cell_text,
     head_columns,
-    normalise_provider,
     parse_amount,
     parse_billing_period,
     parse_currency,
@@ -152,7 +152,7 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             charge_start=period_start,
         )
         account_id = first_cell_text(fields, sub_account, billing_account)
-        short_provider = normalise_provider(provider_raw)
+        short_provider = billing_provider(provider_raw)
         sku = first_cell_text(fields, *meter_columns)
         unit_text = text(cell(fields, unit))
         service_name = text(cell(fields, service))
