@@ -7,9 +7,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from audit_app.costs.costing import ScalingMode
 from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
-
-MODES = ("always_on", "autoscale", "scale_to_zero")
 
 
 def build_latency_distribution_figure(
@@ -77,8 +76,8 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
         figure.add_trace(
             go.Bar(
                 name=side.capitalize(),
-                x=[m.replace("_", " ") for m in MODES],
-                y=[_number(cost_by_mode.get(m, {}).get(side)) for m in MODES],
+                x=[mode.label for mode in ScalingMode],
+                y=[_number(cost_by_mode.get(mode.value, {}).get(side)) for mode in ScalingMode],
             )
         )
     figure.update_layout(
