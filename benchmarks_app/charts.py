@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from audit_app.costs.costing import ScalingMode
 from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
+from benchmarks_app.metrics import METRIC_LABELS
 
 
 def build_latency_distribution_figure(
@@ -105,8 +106,11 @@ def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[st
     )
     figure.update_layout(
         **{**BASE_LAYOUT, "hovermode": "closest"},
-        title={"text": "Cost vs p95 TPOT, runs of this model"},
-        xaxis={"title": {"text": "p95 TPOT (ms)"}, "rangemode": "nonnegative"},
+        title={"text": f"Cost vs {METRIC_LABELS['tpot_p95_ms']}, runs of this model"},
+        xaxis={
+            "title": {"text": f"{METRIC_LABELS['tpot_p95_ms']} (ms)"},
+            "rangemode": "nonnegative",
+        },
         yaxis={
             "title": {"text": "USD per 1M output tokens"},
             "tickprefix": "$",
