@@ -444,12 +444,14 @@ def _recommendation_move(
 ) -> None:
     """A pass verifies the recommendation, a fail fails it; invalid or incomplete gates leave
     it approved, for a better gate."""
-    if verdict.verdict not in ("pass", "fail"):
+    moves = {
+        Gate.Verdict.PASS: Recommendation.Status.VERIFIED,
+        Gate.Verdict.FAIL: Recommendation.Status.GATE_FAILED,
+    }
+    if verdict.verdict not in moves:
         return
     recommendation.move_to(
-        Recommendation.Status.VERIFIED
-        if verdict.verdict == "pass"
-        else Recommendation.Status.GATE_FAILED,
+        moves[Gate.Verdict(verdict.verdict)],
         user=gate.created_by,
         note=f"Gate {gate.pk}: {verdict.summary}",
     )
