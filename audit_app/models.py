@@ -1,6 +1,17 @@
-"""Data kept by the audit app: uploads and API tokens.
+"""Data kept by the audit app: its database schema, table by table.
 
-Models hold data and small invariants; writes go through ``services``.
+One concern: the schema. Every model here is a table with its fields, choices, constraints and
+small invariants (``clean()``, simple properties, a billing charge's default period); the one
+write a model makes itself is ``Recommendation.move_to``, a status move with its event row
+checked against the one table of allowed moves. Every other write goes through the services.
+
+The tables: uploads and their contents (rollups, workload days, billing charges and period
+keys), API tokens and failed logins, price cards, serving pools, the data version that keys
+cached results and the state of derived results, workloads with their classes and overrides,
+hardware targets and throughput assumptions, recommendations with their events, and the audit
+trail. It runs past 600 lines because the app has that many tables, not because a second
+concern lives here: a models package would cut it by table, not by concern, and every caller
+imports the models from this one place.
 """
 
 from __future__ import annotations

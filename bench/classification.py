@@ -1,6 +1,6 @@
 """Workload classifier: accuracy and confusion matrix on the labeled workloads.
 
-Also checks the demo archetypes of `audit_app.demo.traffic` (labels set by their own author,
+Also checks the demo archetypes of `audit_app.demo.workloads` (labels set by their own author,
 `ambiguous` left out) as a second opinion on traffic the labeled set did not tune against.
 """
 
@@ -10,7 +10,8 @@ import time
 from collections import Counter
 from datetime import timedelta
 
-from audit_app.demo.traffic import CLASS_AMBIGUOUS, DEFAULT_WORKLOADS, generate_requests
+from audit_app.demo.traffic import generate_requests
+from audit_app.demo.workloads import CLASS_AMBIGUOUS, DEFAULT_WORKLOADS
 from audit_app.workloads.classifier import (
     LABEL_ASYNC,
     LABEL_REALTIME,

@@ -109,7 +109,7 @@ def run_child(code: str, *args: str, env: dict[str, str], timeout: float | None 
 def _export(rows: int, *, seed: int = 1) -> Path:
     """The LiteLLM export of `rows` rows (written once); another seed gives other rows, for a
     second file the upload path does not refuse as a duplicate."""
-    from audit_app.demo.traffic import bench_litellm_csv
+    from audit_app.demo.writers import bench_litellm_csv
 
     path = BENCH_DIR / (f"litellm-{rows}.csv" if seed == 1 else f"litellm-{rows}-seed{seed}.csv")
     if not path.exists():

@@ -1,6 +1,6 @@
 """Labeled workloads for evaluating the classifier: traffic whose nature is known.
 
-Pure module (numpy and pandas, no Django). Each shape is a `demo.traffic.WorkloadSpec` archetype —
+Pure module (numpy and pandas, no Django). Each shape is a `demo.workloads.WorkloadSpec` archetype —
 who sends the traffic, when, streamed or not, how long the answers are, how fast — with the
 class a FinOps analyst would give it and whether the case is clear or hard. Every shape comes
 in `VARIANTS` variations (time zone, volume, streaming habit, seed); each variation is simulated
@@ -26,25 +26,19 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
-from audit_app.demo.traffic import (
+from audit_app.demo.traffic import STATUS_ERROR, generate_requests
+from audit_app.demo.workloads import (
     OPERATION_EMBEDDING,
-    STATUS_ERROR,
     WEEKDAYS,
     LatencyProfile,
     TrafficShape,
     WorkloadSpec,
     active_hours,
-    generate_requests,
     humps,
     office_day,
 )
-from audit_app.workloads.classifier import (
-    LABEL_ASYNC,
-    LABEL_REALTIME,
-    DayProfile,
-    HourStats,
-    WorkloadSummary,
-)
+from audit_app.workloads.classifier import LABEL_ASYNC, LABEL_REALTIME
+from audit_app.workloads.features import DayProfile, HourStats, WorkloadSummary
 
 DAYS = 14
 VARIANTS = 4

@@ -279,7 +279,7 @@ def test_the_walk_finds_the_project_and_its_imports() -> None:
     )
     assert "audit_app.ingestion.reading" in edges["audit_app.ingestion.billing_exports.base"]
     assert any(
-        found.importer == "audit_app.ingestion.token_logs.litellm_columnar"
+        found.importer == "audit_app.ingestion.token_logs.columnar_blocks"
         and found.module == "audit_app.ingestion.reading"
         and "missing_message" in found.names
         for found in everything

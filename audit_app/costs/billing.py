@@ -290,16 +290,13 @@ class _Side:
     unpriced_requests: int = 0
 
 
-def reconciliation(
-    *,
-    start: date,
-    end: date,
-    threshold_percent: Decimal = DEFAULT_THRESHOLD_PERCENT,
-    flagged_only: bool = False,
-) -> list[ReconciliationRow]:
-    """Billed token charges vs the token-log estimate per provider x model x day; flagged rows
-    first, largest variance first. ``flagged_only`` keeps the flagged rows alone."""
-    bills: dict[tuple[str, str, date, str], _Side] = defaultdict(_Side)
+_BillKey = tuple[str, str, date, str]  # provider, model, day, currency
+_LogKey = tuple[str, str, date]  # provider, model, day (estimates are in USD)
+
+
+def _billed_token_sides(start: date, end: date) -> dict[_BillKey, _Side]:
+    """Billed token charges over start..end per usage provider, model, day and currency."""
+    bills: dict[_BillKey, _Side] = defaultdict(_Side)
     charges = (
         charges_in_range(start=start, end=end)
         .filter(meter_kind="token")
@@ -322,8 +319,13 @@ def reconciliation(
         ]
         side.amount += charge["billed"]
         side.uploads.add(charge["upload_id"])
+    return bills
 
-    estimates: dict[tuple[str, str, date], _Side] = defaultdict(_Side)
+
+def _estimated_sides(start: date, end: date) -> dict[_LogKey, _Side]:
+    """The token logs' estimate over start..end per provider, model and day, leaving out
+    self-hosted traffic (costed from GPU bills, never reconciled against token charges)."""
+    estimates: dict[_LogKey, _Side] = defaultdict(_Side)
     pooled = set(pooled_models())
     rollups = rollups_in_range(start=start, end=end).filter(pool="").exclude(model__in=pooled)
     for group in priced_groups(rollups, ["provider", "model", "day", "upload_id"]):
@@ -333,12 +335,18 @@ def reconciliation(
         side.uploads.add(upload_id)
         side.requests += group.requests
         side.unpriced_requests += group.unpriced_requests
+    return estimates
 
-    # Each log model goes to the bill line whose model names it most closely: equal, else the
-    # longest bill model it extends at a boundary (gpt-4o-2024-08-06 -> gpt-4o, never
-    # gpt-4o-mini -> gpt-4o when a gpt-4o-mini line exists).
-    attached: dict[tuple[str, str, date, str], list[tuple[str, str, date]]] = defaultdict(list)
-    unmatched: list[tuple[str, str, date]] = []
+
+def _attach_estimates(
+    bills: Mapping[_BillKey, _Side], estimates: Mapping[_LogKey, _Side]
+) -> tuple[dict[_BillKey, list[_LogKey]], list[_LogKey]]:
+    """Each log model goes to the bill line whose model names it most closely: equal, else the
+    longest bill model it extends at a boundary (gpt-4o-2024-08-06 -> gpt-4o, never
+    gpt-4o-mini -> gpt-4o when a gpt-4o-mini line exists). Returns the estimates attached to
+    each bill line, and those no bill line names."""
+    attached: dict[_BillKey, list[_LogKey]] = defaultdict(list)
+    unmatched: list[_LogKey] = []
     for key in estimates:
         provider, model, day = key
         candidates = [
@@ -354,62 +362,89 @@ def reconciliation(
             attached[max(usd, key=lambda b: len(b[1]))].append(key)
         else:
             unmatched.append(key)
+    return attached, unmatched
 
-    rows: list[ReconciliationRow] = []
-    for bill_key, bill in bills.items():
-        provider, model, day, currency = bill_key
-        sides = [estimates[k] for k in attached.get(bill_key, [])]
-        requests = sum(s.requests for s in sides)
-        unpriced = sum(s.unpriced_requests for s in sides)
-        # An estimate needs at least one request with a cost (logged or priced), in USD.
-        has_estimate = requests > unpriced and currency == "USD"
-        rows.append(
-            ReconciliationRow(
-                provider=provider,
-                model=model,
-                day=day,
-                currency=currency,
-                billed=bill.amount,
-                estimated=sum((s.amount for s in sides), Decimal(0)) if has_estimate else None,
-                bill_upload_ids=sorted(bill.uploads),
-                log_upload_ids=sorted({u for s in sides for u in s.uploads}),
-                threshold_percent=threshold_percent,
-                log_requests=requests,
-                unpriced_requests=unpriced,
-            )
-        )
-    for key in unmatched:
-        side = estimates[key]
-        if not side.amount:  # nothing billed, nothing estimated (or no price): nothing to show
-            continue
-        provider, model, day = key
-        rows.append(
-            ReconciliationRow(
-                provider=provider,
-                model=model,
-                day=day,
-                currency="USD",
-                billed=Decimal(0),
-                estimated=side.amount,
-                bill_upload_ids=[],
-                log_upload_ids=sorted(side.uploads),
-                threshold_percent=threshold_percent,
-                log_requests=side.requests,
-                unpriced_requests=side.unpriced_requests,
-            )
-        )
+
+def _billed_row(
+    bill_key: _BillKey, bill: _Side, sides: list[_Side], threshold_percent: Decimal
+) -> ReconciliationRow:
+    """One bill line against the estimates attached to it."""
+    provider, model, day, currency = bill_key
+    requests = sum(s.requests for s in sides)
+    unpriced = sum(s.unpriced_requests for s in sides)
+    # An estimate needs at least one request with a cost (logged or priced), in USD.
+    has_estimate = requests > unpriced and currency == "USD"
+    return ReconciliationRow(
+        provider=provider,
+        model=model,
+        day=day,
+        currency=currency,
+        billed=bill.amount,
+        estimated=sum((s.amount for s in sides), Decimal(0)) if has_estimate else None,
+        bill_upload_ids=sorted(bill.uploads),
+        log_upload_ids=sorted({u for s in sides for u in s.uploads}),
+        threshold_percent=threshold_percent,
+        log_requests=requests,
+        unpriced_requests=unpriced,
+    )
+
+
+def _unbilled_row(key: _LogKey, side: _Side, threshold_percent: Decimal) -> ReconciliationRow:
+    """An estimate no bill line names: nothing billed against it."""
+    provider, model, day = key
+    return ReconciliationRow(
+        provider=provider,
+        model=model,
+        day=day,
+        currency="USD",
+        billed=Decimal(0),
+        estimated=side.amount,
+        bill_upload_ids=[],
+        log_upload_ids=sorted(side.uploads),
+        threshold_percent=threshold_percent,
+        log_requests=side.requests,
+        unpriced_requests=side.unpriced_requests,
+    )
+
+
+def _reconciliation_order(row: ReconciliationRow) -> tuple[bool, Decimal, date, str, str, str]:
+    """Flagged rows first, largest variance first, then the row's key: a stable order to page
+    through."""
+    return (
+        not row.flagged,
+        -abs(row.variance or Decimal(0)),
+        row.day,
+        row.provider,
+        row.model,
+        row.currency,
+    )
+
+
+def reconciliation(
+    *,
+    start: date,
+    end: date,
+    threshold_percent: Decimal = DEFAULT_THRESHOLD_PERCENT,
+    flagged_only: bool = False,
+) -> list[ReconciliationRow]:
+    """Billed token charges vs the token-log estimate per provider x model x day; flagged rows
+    first, largest variance first. ``flagged_only`` keeps the flagged rows alone."""
+    bills = _billed_token_sides(start, end)
+    estimates = _estimated_sides(start, end)
+    attached, unmatched = _attach_estimates(bills, estimates)
+    rows = [
+        _billed_row(key, bill, [estimates[k] for k in attached.get(key, [])], threshold_percent)
+        for key, bill in bills.items()
+    ]
+    rows.extend(
+        _unbilled_row(key, estimates[key], threshold_percent)
+        for key in unmatched
+        # nothing billed, nothing estimated (or no price): nothing to show
+        if estimates[key].amount
+    )
     if flagged_only:
         rows = [r for r in rows if r.flagged]
-    rows.sort(
-        key=lambda r: (
-            not r.flagged,
-            -abs(r.variance or Decimal(0)),
-            r.day,
-            r.provider,
-            r.model,
-            r.currency,  # the last part of a row's key: a stable order to page through
-        )
-    )
+    rows.sort(key=_reconciliation_order)
     return rows
 
 

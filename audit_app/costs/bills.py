@@ -19,7 +19,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, QuerySet, Sum
 
 from audit_app.costs.billing import pool_charges
 from audit_app.lib.results_cache import cached
@@ -355,10 +355,9 @@ def _money_of(totals: dict[str, str]) -> Money:
     return {currency: Decimal(amount) for currency, amount in totals.items()}
 
 
-def upload_billing(upload: Upload) -> UploadBilling:
-    """The billing side of one upload: totals as landed, periods and whether each still counts,
-    accounts, serving pools its lines match, unknown meters, and what it superseded."""
-    charges = BillingCharge.objects.filter(upload=upload)
+def _upload_periods(charges: QuerySet[BillingCharge]) -> list[UploadPeriod]:
+    """The upload's (provider, account, period, cost basis) parts with their line counts,
+    totals and whether a newer upload superseded them, by period start."""
     parts: dict[tuple[str, str, datetime, bool], _UploadPeriodParts] = defaultdict(
         _UploadPeriodParts
     )
@@ -390,7 +389,7 @@ def upload_billing(upload: Upload) -> UploadBilling:
         part.superseded_by_name = row["superseded_by__original_name"] or ""
         _add(part.billed, row["currency"], row["billed"])
         _add(part.effective, row["currency"], row["effective"])
-    upload_periods = sorted(
+    return sorted(
         (
             UploadPeriod(
                 provider=provider,
@@ -409,9 +408,9 @@ def upload_billing(upload: Upload) -> UploadBilling:
         key=lambda p: (p.period_start, p.provider, p.account),
     )
 
-    sub_accounts = charges.exclude(account_id="").values_list("account_id", flat=True)
-    sub_account_count = sub_accounts.distinct().order_by().count()
 
+def _pool_matches(charges: QuerySet[BillingCharge]) -> list[PoolMatch]:
+    """Per serving pool and currency, the upload's lines that pool's filters match."""
     pools = []
     for pool in ServingPool.objects.all():
         for pool_row in (
@@ -429,14 +428,18 @@ def upload_billing(upload: Upload) -> UploadBilling:
                     effective_cost=pool_row["effective"],
                 )
             )
+    return pools
 
+
+def _unknown_meters(charges: QuerySet[BillingCharge]) -> list[UploadMeter]:
+    """Every unknown meter of the upload, the costliest first (all of them, not yet capped)."""
     unknown = (
         charges.filter(meter_kind="unknown")
         .values("provider", "sku", "currency")
         .annotate(n=Count("id"), billed=Sum("billed_cost"))
         .order_by()
     )
-    meters = sorted(
+    return sorted(
         (
             UploadMeter(
                 provider=row["provider"],
@@ -450,7 +453,10 @@ def upload_billing(upload: Upload) -> UploadBilling:
         key=lambda m: (-abs(m.billed_cost), m.provider, m.sku),
     )
 
-    replaced = [
+
+def _replaced_periods(upload: Upload) -> list[ReplacedPeriod]:
+    """The periods of older uploads this upload superseded."""
+    return [
         ReplacedPeriod(
             upload_id=row["upload_id"],
             upload_name=row["upload__original_name"],
@@ -472,6 +478,14 @@ def upload_billing(upload: Upload) -> UploadBilling:
         .order_by("upload_id", "billing_period_start", "provider", "billing_account")
     ]
 
+
+def upload_billing(upload: Upload) -> UploadBilling:
+    """The billing side of one upload: totals as landed, periods and whether each still counts,
+    accounts, serving pools its lines match, unknown meters, and what it superseded."""
+    charges = BillingCharge.objects.filter(upload=upload)
+    upload_periods = _upload_periods(charges)
+    sub_accounts = charges.exclude(account_id="").values_list("account_id", flat=True)
+    meters = _unknown_meters(charges)
     totals = upload.billing_totals or {}
     return UploadBilling(
         billed_cost=_money_of(totals.get("billed", {})),
@@ -481,9 +495,9 @@ def upload_billing(upload: Upload) -> UploadBilling:
         periods=upload_periods,
         billing_accounts=sorted({p.account for p in upload_periods}),
         sub_accounts=list(sub_accounts.distinct().order_by("account_id")[:MAX_LISTED_SUB_ACCOUNTS]),
-        sub_account_count=sub_account_count,
-        pools=pools,
+        sub_account_count=sub_accounts.distinct().order_by().count(),
+        pools=_pool_matches(charges),
         unknown_meter_lines=sum(m.lines for m in meters),
         unknown_meters=meters[:MAX_LISTED_UNKNOWN_METERS],
-        replaced=replaced,
+        replaced=_replaced_periods(upload),
     )

@@ -33,6 +33,9 @@ Pool lines carry `Tags {"pool": "<pool name>"}` and `x_UsageType = "USE1-BoxUsag
 
 Money is written as Decimal text with at most 10 decimals. Amounts depend only on the requests;
 `seed` changes only identifiers (invoice ids, SaaS account ids). Pure module: no Django.
+
+One concern: the demo organisation's bill, whose three kinds of line above share the columns,
+accounts, identifiers and money format of one FOCUS file (hence one module over 600 lines).
 """
 
 from __future__ import annotations
@@ -324,18 +327,68 @@ def write_focus_export(
         raise ValueError(f"the requests frame lacks columns {', '.join(missing)}")
     if requests.empty:
         raise ValueError("the requests frame is empty: there is no span to bill")
-
     started_us = _epoch_us(requests["started_at"])
-    ended_us = _epoch_us(requests["ended_at"])
+    span = _bill_span(started_us, _epoch_us(requests["ended_at"]))
+    usages = _api_day_usages(requests, started_us=started_us)
+    rows, api_total, planted = _api_rows(
+        usages, discrepancy=discrepancy, first_day=span.first_day, seed=seed
+    )
+    pool_billed: dict[str, Decimal] = {}
+    pool_hours: dict[str, int] = {}
+    for pool in pools:
+        pool_rows = _pool_rows(pool, span_start=span.start, span_end=span.end, seed=seed)
+        rows.extend(pool_rows)
+        pool_hours[pool.name] = len(pool_rows)
+        pool_billed[pool.name] = pool.usd_per_hour * len(pool_rows)
+
+    with Path(path).open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(FOCUS_COLUMNS)
+        writer.writerows(rows)
+
+    return FocusExportSummary(
+        rows_written=len(rows),
+        billed_total_usd=api_total + sum(pool_billed.values(), Decimal(0)),
+        api_billed_usd=api_total,
+        pool_billed_usd=pool_billed,
+        pool_instance_hours=pool_hours,
+        discrepancy=planted,
+        first_day=span.first_day,
+        last_day=span.last_day,
+        span_start=span.start,
+        span_end=span.end,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _BillSpan:
+    """What the bill covers: whole UTC days of the requests' starts, stretched to the hour of
+    the last request's end (the pools run until then)."""
+
+    start: datetime
+    end: datetime
+    first_day: date
+    last_day: date
+
+
+def _bill_span(started_us: np.ndarray, ended_us: np.ndarray) -> _BillSpan:
     first_day_us = int(started_us.min()) // DAY_US * DAY_US
     last_day_end_us = (int(started_us.max()) // DAY_US + 1) * DAY_US
     last_end_hour_us = -(-int(ended_us.max()) // HOUR_US) * HOUR_US
-    span_start = _from_us(first_day_us)
-    span_end = _from_us(max(last_day_end_us, last_end_hour_us))
-    first_day = span_start.date()
-    last_day = _from_us(last_day_end_us).date() - DAY
+    start = _from_us(first_day_us)
+    return _BillSpan(
+        start=start,
+        end=_from_us(max(last_day_end_us, last_end_hour_us)),
+        first_day=start.date(),
+        last_day=_from_us(last_day_end_us).date() - DAY,
+    )
 
-    usages = _api_day_usages(requests, started_us=started_us)
+
+def _api_rows(
+    usages: Sequence[_DayUsage], *, discrepancy: Discrepancy | None, first_day: date, seed: int
+) -> tuple[list[list[str]], Decimal, PlantedDiscrepancy | None]:
+    """(rows, billed total, the discrepancy planted) of the API token lines; raises ValueError
+    when the discrepancy's provider × model × day has no logged cost to scale."""
     planted_key = (
         (
             discrepancy.provider,
@@ -368,32 +421,7 @@ def write_focus_export(
             f"cannot plant the discrepancy: no logged cost for {discrepancy.provider} / "
             f"{discrepancy.model} on {planted_key[2] if planted_key else ''}"
         )
-
-    pool_billed: dict[str, Decimal] = {}
-    pool_hours: dict[str, int] = {}
-    for pool in pools:
-        pool_rows = _pool_rows(pool, span_start=span_start, span_end=span_end, seed=seed)
-        rows.extend(pool_rows)
-        pool_hours[pool.name] = len(pool_rows)
-        pool_billed[pool.name] = pool.usd_per_hour * len(pool_rows)
-
-    with Path(path).open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(FOCUS_COLUMNS)
-        writer.writerows(rows)
-
-    return FocusExportSummary(
-        rows_written=len(rows),
-        billed_total_usd=api_total + sum(pool_billed.values(), Decimal(0)),
-        api_billed_usd=api_total,
-        pool_billed_usd=pool_billed,
-        pool_instance_hours=pool_hours,
-        discrepancy=planted,
-        first_day=first_day,
-        last_day=last_day,
-        span_start=span_start,
-        span_end=span_end,
-    )
+    return rows, api_total, planted
 
 
 # ---------------------------------------------------------------------------------------------

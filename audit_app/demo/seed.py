@@ -15,12 +15,9 @@ from django.utils import timezone
 
 from audit_app.access.permissions import Role
 from audit_app.demo.billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
-from audit_app.demo.traffic import (
-    DEFAULT_WORKLOADS,
-    generate_requests,
-    write_litellm_csv,
-    write_otel_jsonl,
-)
+from audit_app.demo.traffic import generate_requests
+from audit_app.demo.workloads import DEFAULT_WORKLOADS
+from audit_app.demo.writers import write_litellm_csv, write_otel_jsonl
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import ServingPool, Upload

@@ -14,8 +14,9 @@ once known) is written to `ingest-parts/<upload_id>/plan.json`. The ingest task 
 Each part parses its range into a partial result (aggregate, first rejects, row counts, its
 newline and quote counts), with line numbers counted from its own start, and pickles it to the
 media storage under `ingest-parts/<upload_id>/<index>.pkl` (written under a temporary name, then
-renamed), where workers on other machines find it the way they find the upload's file. The part
-that finds every part present adds up the newline counts into each part's first line number and
+renamed; `audit_app.ingestion.fanout_parts`), where workers on other machines find it the way
+they find the upload's file. The part that finds every part present adds up the newline counts
+into each part's first line number and
 checks that no CSV cut fell inside a quoted value (an odd count of quotes before it); if one did,
 it cuts the file again by a scan and queues those parts instead (the results of the first cut
 are dropped). Otherwise it decides which names fold over the cardinality limits from every
@@ -40,26 +41,22 @@ chunk at MAX_CALLERS_PER_DAY in both paths, may keep different names past that c
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import pickle
 import re
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, NotRequired, TypedDict, cast
+from dataclasses import replace
+from typing import BinaryIO, NotRequired, TypedDict, cast
 
 from celery import current_task
 from django.conf import settings
-from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.db.models.functions import Least
 
+from audit_app.ingestion import fanout_parts as part_files
 from audit_app.ingestion import split
 from audit_app.ingestion import token_logs as importers
 from audit_app.ingestion.ingest import (
@@ -77,7 +74,7 @@ from audit_app.ingestion.ingest import (
     name_folds,
     unexpected_error,
 )
-from audit_app.ingestion.reading import ImportFileError, RowReject, read_head
+from audit_app.ingestion.reading import ImportFileError, read_head
 from audit_app.ingestion.rollups import IngestAggregate
 from audit_app.ingestion.token_logs import litellm_columnar
 from audit_app.ingestion.token_logs.frame import LINE, requests_to_frame
@@ -85,29 +82,7 @@ from audit_app.models import Upload
 
 logger = logging.getLogger(__name__)
 
-PARTS_DIR = "ingest-parts"
 SPLITTABLE_FORMATS = ("litellm", "generic")
-# Pickle of the part files; bumped when PartResult changes shape (2: histograms pickled in
-# their binary form, end users as an array; 3: parts locate themselves and count their lines).
-PART_VERSION = 3
-
-
-@dataclass(kw_only=True)
-class PartResult:
-    """What one part contributes, as pickled to the media storage."""
-
-    version: int = PART_VERSION
-    plan: tuple[int, int, int]  # (index, start, end)
-    plan_id: str | None = None
-    error: str = ""  # an unexpected error, in final words
-    file_error: str = ""  # an ImportFileError about the part stream (its line numbers)
-    counts: split.Counts | None = None  # newlines and quotes in [start, end)
-    aggregate: IngestAggregate = field(default_factory=IngestAggregate)
-    rejects: list[RowReject] = field(default_factory=list)  # lines counted from the part's start
-    rows_read: int = 0
-    rows_rejected: int = 0
-
-
 # --- Planning (inside the ingest task) ----------------------------------------------------------
 
 
@@ -130,7 +105,7 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
             return None
         detected, layout = planned
         mark_running(upload_id, format=detected)
-        _delete_parts(upload_id)  # what an earlier attempt left
+        part_files.delete_parts(upload_id)  # what an earlier attempt left
         size = upload.size_bytes
         if split.quoted_newline_near_start(stream, layout=layout):
             _queue_scanned(
@@ -191,12 +166,12 @@ def _queue_parts(
     from audit_app.tasks import ingest_part
 
     plan_id = uuid.uuid4().hex
-    _save_plan(upload_id, plan_id=plan_id, parts=None, scanned=scanned)
+    part_files.save_plan(upload_id, plan_id=plan_id, parts=None, scanned=scanned)
     options = _same_queue()
     for index, (start, end) in enumerate(cuts):
         if end >= size:
             # Before the last part is queued: whichever part finishes last sees the count.
-            _save_plan(upload_id, plan_id=plan_id, parts=index + 1, scanned=scanned)
+            part_files.save_plan(upload_id, plan_id=plan_id, parts=index + 1, scanned=scanned)
             logger.info(
                 "upload %s: ingesting in %s parts%s",
                 upload_id,
@@ -252,11 +227,13 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
     Returns what happened, for the task's log."""
     upload = Upload.objects.filter(pk=upload_id).first()
     if upload is None or upload.status != Upload.Status.RUNNING:
-        _delete_parts(upload_id)
+        part_files.delete_parts(upload_id)
         return "skipped"
     layout = _layout(spec)
     index = spec["index"]
-    result = PartResult(plan=(index, spec["start"], spec["end"]), plan_id=spec.get("plan"))
+    result = part_files.PartResult(
+        plan=(index, spec["start"], spec["end"]), plan_id=spec.get("plan")
+    )
     started, cpu_started = time.monotonic(), time.process_time()
     try:
         with upload.file.open("rb") as opened:
@@ -277,15 +254,15 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries
     except UploadDeleted:
-        _delete_parts(upload_id)
+        part_files.delete_parts(upload_id)
         return "skipped"
     except Exception as exc:
         logger.exception("reading part %s of upload %s failed", index, upload_id)
         result.error = unexpected_error(exc)
-    if _current_plan(upload_id).get("plan") != result.plan_id:
+    if part_files.current_plan(upload_id).get("plan") != result.plan_id:
         return "skipped"  # the file was cut again meanwhile; this part is of the old cut
     try:
-        _save_part(upload_id, index, result)
+        part_files.save_part(upload_id, index, result)
         logger.info(
             "upload %s part %s: %s rows in %.2f s (%.2f s CPU)",
             upload_id,
@@ -297,7 +274,7 @@ def part_ingest(*, upload_id: int, spec: PartSpec) -> str:
     except Exception as exc:  # the media storage refused the file: nothing can land
         logger.exception("storing part %s of upload %s failed", index, upload_id)
         fail_upload(upload_id, unexpected_error(exc))
-        _delete_parts(upload_id)
+        part_files.delete_parts(upload_id)
         return "failed"
     return _land_if_complete(upload_id, spec=spec, own=result)
 
@@ -351,7 +328,7 @@ def _parse_part(
     *,
     layout: split.Layout,
     format: str,
-    result: PartResult,
+    result: part_files.PartResult,
 ) -> None:
     part = counted.part
     skip = split.part_prefix_lines(part, layout)  # lines whose rows belong to part 0
@@ -410,97 +387,16 @@ def _global_message(message: str, part: split.Part, layout: split.Layout) -> str
     return _BYTE_NUMBER.sub(byte, _LINE_NUMBER.sub(line, message))
 
 
-# --- Part files -------------------------------------------------------------------------------
-
-
-def _part_dir(upload_id: int) -> str:
-    return f"{PARTS_DIR}/{upload_id}"
-
-
-def _part_name(upload_id: int, index: int) -> str:
-    return f"{_part_dir(upload_id)}/{index}.pkl"
-
-
-def _local_path(name: str) -> str | None:
-    try:
-        return default_storage.path(name)
-    except NotImplementedError:
-        return None
-
-
-def _save_part(upload_id: int, index: int, result: PartResult) -> None:
-    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-    _write_atomically(_part_name(upload_id, index), data)
-
-
-def _write_atomically(final: str, data: bytes) -> None:
-    """A reader sees the previous file or the whole new one, never half of it."""
-    temporary = default_storage.save(f"{final}.{uuid.uuid4().hex}.tmp", ContentFile(data))
-    source, target = _local_path(temporary), _local_path(final)
-    if source is not None and target is not None:
-        os.replace(source, target)
-        return
-    # Object stores write an object whole; replace it by name.
-    default_storage.delete(final)
-    default_storage.save(final, ContentFile(data))
-    default_storage.delete(temporary)
-
-
-def _plan_name(upload_id: int) -> str:
-    return f"{_part_dir(upload_id)}/plan.json"
-
-
-def _save_plan(upload_id: int, *, plan_id: str, parts: int | None, scanned: bool) -> None:
-    plan = {"plan": plan_id, "parts": parts, "scanned": scanned}
-    _write_atomically(_plan_name(upload_id), json.dumps(plan).encode())
-
-
-def _current_plan(upload_id: int) -> dict[str, Any]:
-    """The plan being ingested: its id, its count of parts (None until the last part is
-    queued) and whether a scan cut it; {} if there is none."""
-    try:
-        with default_storage.open(_plan_name(upload_id), "rb") as stream:
-            plan = json.loads(stream.read())
-    except (FileNotFoundError, ValueError):
-        return {}
-    return plan if isinstance(plan, dict) else {}
-
-
-def _load_part(upload_id: int, index: int) -> PartResult | None:
-    try:
-        with default_storage.open(_part_name(upload_id, index), "rb") as stream:
-            # Written by this application's own workers to its own media storage.
-            result = pickle.loads(stream.read())  # noqa: S301
-    except FileNotFoundError:
-        return None
-    return result if getattr(result, "version", None) == PART_VERSION else None
-
-
-def _delete_parts(upload_id: int) -> None:
-    directory = _part_dir(upload_id)
-    try:
-        _, files = default_storage.listdir(directory)
-    except FileNotFoundError:
-        return
-    for name in files:
-        default_storage.delete(f"{directory}/{name}")
-    path = _local_path(directory)
-    if path is not None:
-        # Not empty when a part wrote meanwhile; that part cleans up after itself.
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-
-
 # --- Landing (by the part that completes the set) -----------------------------------------------
 
 
-def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str:
+def _land_if_complete(upload_id: int, *, spec: PartSpec, own: part_files.PartResult) -> str:
     """Land the upload if every part of the current plan is stored; `own` is the caller's part
     result, already in memory, used instead of reading its file back."""
-    plan = _current_plan(upload_id)
+    plan = part_files.current_plan(upload_id)
     parts = plan.get("parts")
     if not isinstance(parts, int) or not all(
-        default_storage.exists(_part_name(upload_id, i)) for i in range(parts)
+        default_storage.exists(part_files.part_name(upload_id, i)) for i in range(parts)
     ):
         return "stored"
     landed = False
@@ -518,7 +414,7 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
                 results = [_weighed(upload_id, i, own=own, into=weights) for i in range(parts)]
                 if not _complete(results, size=upload.size_bytes, plan_id=plan.get("plan")):
                     return "stored"  # a part file of another plan: the newer parts will land
-                done = cast(list[PartResult], results)
+                done = cast(list[part_files.PartResult], results)
                 layout = _layout(spec)
                 lines_before = _lines_before(done, layout=layout)
                 if lines_before is None and not plan.get("scanned"):
@@ -552,13 +448,15 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: PartResult) -> str
         logger.exception("landing upload %s failed", upload_id)
         fail_upload(upload_id, unexpected_error(exc))
         outcome = "failed"
-    _delete_parts(upload_id)
+    part_files.delete_parts(upload_id)
     if landed and refresh:
         after_ingest()
     return outcome
 
 
-def _complete(results: list[PartResult | None], *, size: int, plan_id: str | None) -> bool:
+def _complete(
+    results: list[part_files.PartResult | None], *, size: int, plan_id: str | None
+) -> bool:
     """Every part present, all of the current plan, covering the file end to end."""
     if any(r is None or r.plan_id != plan_id for r in results):
         return False
@@ -570,7 +468,9 @@ def _complete(results: list[PartResult | None], *, size: int, plan_id: str | Non
     )
 
 
-def _lines_before(results: list[PartResult], *, layout: split.Layout) -> list[int] | None:
+def _lines_before(
+    results: list[part_files.PartResult], *, layout: split.Layout
+) -> list[int] | None:
     """Newlines before each part; None if a part could not count its bytes or a CSV cut fell
     inside a quoted value."""
     counts = [r.counts for r in results]
@@ -583,7 +483,7 @@ def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bo
     """A cut fell inside a quoted value spanning lines: drop this cut's results and cut the
     file by a scan, which counts quote parity up to every cut."""
     logger.info("upload %s: a cut fell inside a quoted value; cutting again by a scan", upload.pk)
-    _delete_parts(upload.pk)
+    part_files.delete_parts(upload.pk)
     Upload.objects.filter(pk=upload.pk).update(bytes_read=0, rows_read=0)
     with upload.file.open("rb") as opened:
         _queue_scanned(
@@ -596,7 +496,7 @@ def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bo
         )
 
 
-def _to_file_lines(results: list[PartResult], lines_before: list[int] | None) -> None:
+def _to_file_lines(results: list[part_files.PartResult], lines_before: list[int] | None) -> None:
     """Rejects' line numbers from each part's start to the file's."""
     if lines_before is None:
         return
@@ -605,7 +505,9 @@ def _to_file_lines(results: list[PartResult], lines_before: list[int] | None) ->
             result.rejects = [replace(r, line=r.line + before) for r in result.rejects]
 
 
-def _error(result: PartResult, layout: split.Layout, lines_before: list[int] | None) -> str:
+def _error(
+    result: part_files.PartResult, layout: split.Layout, lines_before: list[int] | None
+) -> str:
     if result.error:
         return result.error
     index, start, end = result.plan
@@ -618,12 +520,12 @@ Weights = tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]
 
 
 def _weighed(
-    upload_id: int, index: int, *, own: PartResult, into: list[Weights]
-) -> PartResult | None:
+    upload_id: int, index: int, *, own: part_files.PartResult, into: list[Weights]
+) -> part_files.PartResult | None:
     """Part ``index`` without its aggregate (`_merge` reads it back), so that the landing part
     never holds every part's rollups at once: with a million distinct names those took
     gigabytes. Its names' weights (workloads, teams) are appended to ``into`` for the fold."""
-    result = own if own.plan[0] == index else _load_part(upload_id, index)
+    result = own if own.plan[0] == index else part_files.load_part(upload_id, index)
     if result is None:
         return None
     into.append(
@@ -642,13 +544,17 @@ def _summed(parts: Iterable[dict[str, tuple[int, int]]]) -> dict[str, tuple[int,
 
 
 def _merge(
-    upload: Upload, results: list[PartResult], *, own: PartResult, folds: NameFolds
+    upload: Upload,
+    results: list[part_files.PartResult],
+    *,
+    own: part_files.PartResult,
+    folds: NameFolds,
 ) -> ParseResult:
     """The parts added up in file order, each read back and folded (`name_folds`) before it is
     merged, so memory holds one part's rollups and the folded sum."""
     merged = ParseResult(format=upload.format, bytes_read=upload.size_bytes, notes=folds.notes)
     for index, result in enumerate(results):
-        part = own if result is own else _load_part(upload.pk, index)
+        part = own if result is own else part_files.load_part(upload.pk, index)
         if part is None:
             raise RuntimeError(f"part {index} of upload {upload.pk} vanished while landing")
         aggregate = part.aggregate

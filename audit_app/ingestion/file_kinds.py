@@ -22,7 +22,8 @@ from typing import BinaryIO
 
 from audit_app.ingestion import billing_exports as billing
 from audit_app.ingestion import token_logs as importers
-from audit_app.ingestion.billing_exports.base import PARQUET_MAGIC, table_columns
+from audit_app.ingestion.billing_exports.base import PARQUET_MAGIC
+from audit_app.ingestion.billing_exports.tables import table_columns
 from audit_app.ingestion.formats import (
     AUTO_FORMAT,
     BILLING,

@@ -35,7 +35,7 @@ from typing import BinaryIO
 import numpy as np
 
 from audit_app.ingestion.reading import ImportFileError, RowRejected, head_text, iter_text_lines
-from audit_app.ingestion.token_logs.base import parse_json_line
+from audit_app.ingestion.token_logs.tabular import parse_json_line
 
 SCAN_BLOCK_BYTES = 16 << 20
 # The header record (CSV) or first record (JSONL) must end within this many bytes, or the file

@@ -18,7 +18,7 @@ from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass
 from audit_app.reporting import charts
-from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import (
     filter_choices,
     hour_of_week_requests,
@@ -190,6 +190,74 @@ def sorted_workloads(stats: list[WorkloadStats], sort: str) -> list[WorkloadStat
     return sorted(stats, key=WORKLOAD_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
 
 
+WORKLOAD_CSV_HEADER = [
+    "workload",
+    "teams",
+    "providers",
+    "models",
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "spend_usd",
+    "api_spend_usd",
+    "gpu_cost_usd",
+    "p95_ttft_ms",
+    "p95_e2e_ms",
+    "unpriced_requests",
+]
+# The workloads table's sortable columns: (sort key, heading).
+WORKLOAD_COLUMNS = (
+    ("name", "Workload"),
+    ("requests", "Requests"),
+    ("input_tokens", "Input tokens"),
+    ("output_tokens", "Output tokens"),
+    ("spend", "Spend"),
+    ("p95_ttft", "p95 TTFT"),
+    ("p95_e2e", "p95 end-to-end"),
+)
+
+
+def workload_csv_rows(stats: list[WorkloadStats], idle_gpu_usd: Decimal) -> list[list[object]]:
+    """One row per workload, then idle GPU cost as a row of its own, so the spend column adds up
+    to the page's total."""
+    rows: list[list[object]] = [
+        [
+            w.name,
+            " ".join(w.teams),
+            " ".join(w.providers),
+            " ".join(w.models),
+            w.requests,
+            w.input_tokens,
+            w.output_tokens,
+            w.spend_usd,
+            w.api_spend_usd,
+            w.gpu_cost_usd,
+            _round(w.ttft.p95_ms),
+            _round(w.latency.p95_ms),
+            w.unpriced_requests,
+        ]
+        for w in stats
+    ]
+    if idle_gpu_usd:
+        rows.append([IDLE_CSV_KEY, "", "", "", 0, 0, 0, idle_gpu_usd, 0, idle_gpu_usd, "", "", 0])
+    return rows
+
+
+def workload_sort_headers(filters: SpendFilters, sort: str) -> list[dict[str, object]]:
+    """The table's headings, each with the query that sorts by it (descending first, ascending
+    when it already sorts descending)."""
+    return [
+        {
+            "key": key,
+            "label": label,
+            "active": sort.lstrip("-") == key,
+            "descending": sort.startswith("-"),
+            "query": filters.query_string(sort=("" if sort == f"-{key}" else "-") + key),
+        }
+        for key, label in WORKLOAD_COLUMNS
+    ]
+
+
 class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
     template_name = "audit/workloads.html"
 
@@ -202,76 +270,22 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
         report = spend_report(filters)
         stats = sorted_workloads(workload_list(filters), sort)
         if export_csv:
-            rows: list[list[object]] = [
-                [
-                    w.name,
-                    " ".join(w.teams),
-                    " ".join(w.providers),
-                    " ".join(w.models),
-                    w.requests,
-                    w.input_tokens,
-                    w.output_tokens,
-                    w.spend_usd,
-                    w.api_spend_usd,
-                    w.gpu_cost_usd,
-                    _round(w.ttft.p95_ms),
-                    _round(w.latency.p95_ms),
-                    w.unpriced_requests,
-                ]
-                for w in stats
-            ]
-            if report.idle_gpu_usd:
-                idle = report.idle_gpu_usd
-                rows.append([IDLE_CSV_KEY, "", "", "", 0, 0, 0, idle, 0, idle, "", "", 0])
             return csv_response(
                 filename=f"workloads-{filters.start}-{filters.end}.csv",
-                header=[
-                    "workload",
-                    "teams",
-                    "providers",
-                    "models",
-                    "requests",
-                    "input_tokens",
-                    "output_tokens",
-                    "spend_usd",
-                    "api_spend_usd",
-                    "gpu_cost_usd",
-                    "p95_ttft_ms",
-                    "p95_e2e_ms",
-                    "unpriced_requests",
-                ],
-                rows=rows,
+                header=WORKLOAD_CSV_HEADER,
+                rows=workload_csv_rows(stats, report.idle_gpu_usd),
             )
         paginator = Paginator(stats, WORKLOADS_PER_PAGE)
         page = paginator.page(
             self.param(int_param, "page", default=1, minimum=1, maximum=paginator.num_pages)
         )
-        columns = [
-            ("name", "Workload"),
-            ("requests", "Requests"),
-            ("input_tokens", "Input tokens"),
-            ("output_tokens", "Output tokens"),
-            ("spend", "Spend"),
-            ("p95_ttft", "p95 TTFT"),
-            ("p95_e2e", "p95 end-to-end"),
-        ]
-        headers = [
-            {
-                "key": key,
-                "label": label,
-                "active": sort.lstrip("-") == key,
-                "descending": sort.startswith("-"),
-                "query": filters.query_string(sort=("" if sort == f"-{key}" else "-") + key),
-            }
-            for key, label in columns
-        ]
         context = {
             "filters": filters,
             "choices": filter_choices(),
             "workloads": page.object_list,
             "page": page,
             "page_query": filters.query_string(sort=sort),
-            "headers": headers,
+            "headers": workload_sort_headers(filters, sort),
             "sort": sort,
             "total_spend": report.total_usd,
             "attributed_spend": report.breakdown("workload").attributed_usd,

@@ -33,11 +33,11 @@ from audit_app.reporting.selectors import (
     rollups_in_range,
     workload_usage,
 )
-from audit_app.workloads.classifier import (
+from audit_app.workloads.classifier import classify
+from audit_app.workloads.features import (
     DayProfile,
     HourStats,
     WorkloadSummary,
-    classify,
     compute_features,
 )
 

@@ -70,15 +70,7 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
     if not isinstance(benchmarks, list) or not benchmarks:
         raise ArtifactError("`benchmarks` is missing or empty: the report holds no benchmark")
     benchmark = require_object(benchmarks[0], "`benchmarks[0]`")
-    found = report.get("metadata")
-    metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    version = metadata.get("version")
-    is_v2 = version is not None
-    if is_v2 and version != 2:
-        raise ArtifactError(
-            f"`metadata.version` is {version!r}; this converter reads GuideLLM report version 2 "
-            "and the legacy (unversioned) report"
-        )
+    metadata = _v2_metadata(report)
     metrics = benchmark.get("metrics")
     if not isinstance(metrics, Mapping):
         raise ArtifactError("`benchmarks[0].metrics` is missing")
@@ -97,6 +89,58 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
     failed = to_int(totals.get("errored"), "request_totals.errored")
     duration = to_float(benchmark.get("duration"), "benchmarks[0].duration")
 
+    reported = _reported_latencies(metrics)
+    if "tpot_mean_ms" in reported:
+        assumptions.append(
+            "TPOT is GuideLLM's inter_token_latency_ms ((last − first token) / (n − 1)); its "
+            "time_per_output_token_ms counts the first token differently and was not used."
+        )
+    total_output = _total_sum(metrics, "output_token_count")
+    total_input = _total_sum(metrics, "prompt_token_count")
+    if duration:
+        if total_output is not None:
+            reported["output_tokens_per_s"] = total_output / duration
+            assumptions.append(_output_rate_assumption(metrics, total_output, duration))
+        if completed is not None:
+            reported["requests_per_s"] = completed / duration
+    request_rate, max_concurrency = _load_shape(_strategy(benchmark))
+
+    return BenchmarkArtifact(
+        tool=TOOL,
+        tool_version="" if metadata is None else str(metadata.get("guidellm_version") or ""),
+        model=_model(report, benchmark),
+        duration_s=duration,
+        completed_requests=completed,
+        failed_requests=failed,
+        total_input_tokens=None if total_input is None else round(total_input),
+        total_output_tokens=None if total_output is None else round(total_output),
+        request_rate=request_rate,
+        max_concurrency=max_concurrency,
+        reported=reported,
+        per_request=_per_request(benchmark, completed, assumptions),
+        assumptions=tuple(assumptions),
+    )
+
+
+def _v2_metadata(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The `metadata` of a version 2 report; None for a legacy (unversioned) report. Any other
+    version is refused."""
+    found = report.get("metadata")
+    metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    version = metadata.get("version")
+    if version is None:
+        return None
+    if version != 2:
+        raise ArtifactError(
+            f"`metadata.version` is {version!r}; this converter reads GuideLLM report version 2 "
+            "and the legacy (unversioned) report"
+        )
+    return metadata
+
+
+def _reported_latencies(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """TTFT, TPOT and end-to-end mean, p50, p95 and p99 in ms, from each metric's successful
+    distribution (the median stands in for a missing p50)."""
     reported = {}
     for metric, (name, scale) in METRICS.items():
         summary = _successful(metrics, name)
@@ -113,52 +157,33 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
             number = to_float(value, f"metrics.{name}.successful.{stat}")
             if number is not None:
                 reported[f"{metric}_{stat}_ms"] = number * scale
-    if "tpot_mean_ms" in reported:
-        assumptions.append(
-            "TPOT is GuideLLM's inter_token_latency_ms ((last − first token) / (n − 1)); its "
-            "time_per_output_token_ms counts the first token differently and was not used."
-        )
+    return reported
 
-    total_output = _total_sum(metrics, "output_token_count")
-    total_input = _total_sum(metrics, "prompt_token_count")
-    if duration:
-        if total_output is not None:
-            reported["output_tokens_per_s"] = total_output / duration
-            own = _successful(metrics, "output_tokens_per_second") or {}
-            own_mean = to_float(own.get("mean"), "metrics.output_tokens_per_second.mean")
-            quoted = f" (GuideLLM's time-weighted mean is {fmt(own_mean)})" if own_mean else ""
-            assumptions.append(
-                f"Output tok/s = {fmt(total_output)} successful output tokens / "
-                f"{fmt(duration)} s benchmark duration{quoted}."
-            )
-        if completed is not None:
-            reported["requests_per_s"] = completed / duration
 
-    strategy = _strategy(benchmark)
-    request_rate = None
-    max_concurrency = None
-    if strategy.get("type_") in ("constant", "poisson"):
-        request_rate = to_float(strategy.get("rate"), "strategy.rate")
-    elif strategy.get("type_") == "concurrent":
-        max_concurrency = to_int(strategy.get("streams"), "strategy.streams")
-    elif strategy.get("type_") == "synchronous":
-        max_concurrency = 1
-
-    return BenchmarkArtifact(
-        tool=TOOL,
-        tool_version=str(metadata.get("guidellm_version") or "") if is_v2 else "",
-        model=_model(report, benchmark),
-        duration_s=duration,
-        completed_requests=completed,
-        failed_requests=failed,
-        total_input_tokens=None if total_input is None else round(total_input),
-        total_output_tokens=None if total_output is None else round(total_output),
-        request_rate=request_rate,
-        max_concurrency=max_concurrency,
-        reported=reported,
-        per_request=_per_request(benchmark, completed, assumptions),
-        assumptions=tuple(assumptions),
+def _output_rate_assumption(
+    metrics: Mapping[str, Any], total_output: float, duration: float
+) -> str:
+    """How output tok/s was computed, quoting GuideLLM's own time-weighted mean when present."""
+    own = _successful(metrics, "output_tokens_per_second") or {}
+    own_mean = to_float(own.get("mean"), "metrics.output_tokens_per_second.mean")
+    quoted = f" (GuideLLM's time-weighted mean is {fmt(own_mean)})" if own_mean else ""
+    return (
+        f"Output tok/s = {fmt(total_output)} successful output tokens / "
+        f"{fmt(duration)} s benchmark duration{quoted}."
     )
+
+
+def _load_shape(strategy: Mapping[str, Any]) -> tuple[float | None, int | None]:
+    """The request rate (constant or Poisson strategies) or the concurrency (concurrent,
+    synchronous) the benchmark ran at."""
+    kind = strategy.get("type_")
+    if kind in ("constant", "poisson"):
+        return to_float(strategy.get("rate"), "strategy.rate"), None
+    if kind == "concurrent":
+        return None, to_int(strategy.get("streams"), "strategy.streams")
+    if kind == "synchronous":
+        return None, 1
+    return None, None
 
 
 def _is_yaml(filename: str) -> bool:

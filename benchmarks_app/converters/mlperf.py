@@ -54,6 +54,47 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
         raise ArtifactError("the MLPerf summary has no `Result is :` line")
     offline = scenario.lower() == "offline"
 
+    reported = _rates(fields)
+    latencies, missing_p95 = _latencies(fields, offline=offline)
+    reported.update(latencies)
+    assumptions = [
+        f"MLPerf scenario {scenario}, mode {fields.get('mode', 'not stated')}; "
+        f"LoadGen result {result}."
+    ]
+    if offline:
+        assumptions.append(
+            "Offline latency is that of the single query holding every sample, so it was not "
+            "used as end-to-end request latency."
+        )
+    if missing_p95:
+        assumptions.append(
+            f"The file has no 95th percentile for {', '.join(missing_p95)}; MLPerf's p99 was "
+            "kept as p99 and not used as p95."
+        )
+    request_rate = None
+    target_qps = _float_field(fields, "target_qps")
+    if target_qps is not None:
+        if offline:
+            assumptions.append(
+                f"Offline target_qps {fmt(target_qps)} only sizes the query; all samples are "
+                "sent at once, so no request rate was asked for."
+            )
+        else:
+            request_rate = target_qps
+    assumptions.extend(_test_parameter_assumptions(fields, offline=offline))
+    model = _model_from(filename)
+    assumptions.extend(_file_name_assumptions(filename, scenario=scenario, model=model))
+    return BenchmarkArtifact(
+        tool=TOOL,
+        model=model,
+        request_rate=request_rate,
+        reported=reported,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _rates(fields: dict[str, str]) -> dict[str, float]:
+    """The headline output tok/s and requests/s; a summary with neither is refused."""
     reported: dict[str, float] = {}
     tokens_per_s = _first(fields, TOKEN_RATE_KEYS)
     if tokens_per_s is not None:
@@ -66,11 +107,13 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
             "the MLPerf summary has no `Completed tokens per second` / `Tokens per second` "
             "or `Samples per second` line"
         )
+    return reported
 
-    assumptions = [
-        f"MLPerf scenario {scenario}, mode {fields.get('mode', 'not stated')}; "
-        f"LoadGen result {result}."
-    ]
+
+def _latencies(fields: dict[str, str], *, offline: bool) -> tuple[dict[str, float], list[str]]:
+    """Mean and 50/95/99 percentiles of each latency in ms (no e2e in Offline), and the metrics
+    that have some statistics but no 95th percentile."""
+    reported: dict[str, float] = {}
     missing_p95 = []
     for metric, name in LATENCIES.items():
         if metric == "e2e" and offline:
@@ -83,27 +126,12 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
             reported[f"{metric}_{stat}_ms"] = value
         if found and "p95" not in found:
             missing_p95.append(metric.upper())
-    if offline:
-        assumptions.append(
-            "Offline latency is that of the single query holding every sample, so it was not "
-            "used as end-to-end request latency."
-        )
-    if missing_p95:
-        assumptions.append(
-            f"The file has no 95th percentile for {', '.join(missing_p95)}; MLPerf's p99 was "
-            "kept as p99 and not used as p95."
-        )
+    return reported, missing_p95
 
-    request_rate = None
-    target_qps = _float_field(fields, "target_qps")
-    if target_qps is not None:
-        if offline:
-            assumptions.append(
-                f"Offline target_qps {fmt(target_qps)} only sizes the query; all samples are "
-                "sent at once, so no request rate was asked for."
-            )
-        else:
-            request_rate = target_qps
+
+def _test_parameter_assumptions(fields: dict[str, str], *, offline: bool) -> list[str]:
+    """The run's latency constraints (not in Offline) and minimum duration, as assumptions."""
+    assumptions = []
     constraints = []
     for metric in ("ttft", "tpot"):
         limit = _ns_field(fields, f"{metric}_latency (ns)")
@@ -117,8 +145,12 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
     min_duration = _float_field(fields, "min_duration (ms)")
     if min_duration:
         assumptions.append(f"MLPerf minimum duration {fmt(min_duration / 1000.0)} s.")
+    return assumptions
 
-    model = _model_from(filename)
+
+def _file_name_assumptions(filename: str, *, scenario: str, model: str) -> list[str]:
+    """What the file name told: a scenario LoadGen contradicts, the model the summary lacks."""
+    assumptions = []
     named = _scenario_from(filename)
     if named and named.lower() != scenario.lower():
         assumptions.append(
@@ -127,13 +159,7 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
         )
     if model:
         assumptions.append(f"Model {model} read from the file name (the summary names none).")
-    return BenchmarkArtifact(
-        tool=TOOL,
-        model=model,
-        request_rate=request_rate,
-        reported=reported,
-        assumptions=tuple(assumptions),
-    )
+    return assumptions
 
 
 def _fields(text: str) -> dict[str, str]:

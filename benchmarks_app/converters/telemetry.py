@@ -71,30 +71,20 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
 # ---------------------------------------------------------------------------------------------
 
 
+# A header column's position and the unit in its brackets (None: no unit, `--format=csv,nounits`).
+_Columns = dict[str, tuple[int, str | None]]
+
+
 def _convert_nvidia_smi(text: str) -> BenchmarkArtifact:
     rows = csv.reader(io.StringIO(text), skipinitialspace=True)
     header = next(rows, None)
     if not header:
         raise ArtifactError("line 1: the telemetry CSV has no header")
-    columns: dict[str, tuple[int, str | None]] = {}
-    for position, title in enumerate(header):
-        match = _HEADER_CELL.match(title.strip())
-        name = match["name"].strip().lower() if match else title.strip().lower()
-        columns[name] = (position, match["unit"].strip() if match and match["unit"] else None)
-    if "timestamp" not in columns:
-        raise ArtifactError(
-            "line 1: no `timestamp` column; expected the nvidia-smi header "
-            "`timestamp, index, utilization.gpu [%], power.draw [W]` (--format=csv)"
-        )
-    power_column = next((c for c in POWER_COLUMNS if c in columns), None)
-    if "utilization.gpu" not in columns and power_column is None:
-        raise ArtifactError("line 1: neither `utilization.gpu` nor `power.draw` is a column")
+    columns = _header_columns(header)
+    power_column = _checked_power_column(columns)
     assumptions = []
     if "index" not in columns:
         assumptions.append("The CSV has no `index` column; every row was read as GPU 0.")
-    for column, unit in (("utilization.gpu", "%"), (power_column, "W")):
-        if column in columns and columns[column][1] not in (None, unit):
-            raise ArtifactError(f"line 1: `{column}` is in {columns[column][1]}; expected {unit}")
 
     samples = []
     names, drivers = set(), set()
@@ -107,40 +97,12 @@ def _convert_nvidia_smi(text: str) -> BenchmarkArtifact:
             raise ArtifactError(
                 f"line {line_number}: {len(row)} values under a {len(header)}-column header"
             )
-        cell = dict.fromkeys(columns, "")
-        for name, (position, _unit) in columns.items():
-            cell[name] = row[position].strip()
+        cell = {name: row[position].strip() for name, (position, _unit) in columns.items()}
         if cell["timestamp"].lower() == "timestamp":
             continue  # a second header, from concatenated runs
-        timestamp, has_zone = _parse_timestamp(cell["timestamp"], line_number)
+        sample, has_zone = _row_sample(cell, columns, power_column, line_number, unlabelled)
         zone_missing = zone_missing or not has_zone
-        utilization = power = None
-        if "utilization.gpu" in columns:
-            utilization = _with_unit(
-                cell["utilization.gpu"],
-                "%",
-                "utilization.gpu",
-                columns["utilization.gpu"][1],
-                line_number,
-                unlabelled,
-            )
-        if power_column is not None:
-            power = _with_unit(
-                cell[power_column],
-                "W",
-                power_column,
-                columns[power_column][1],
-                line_number,
-                unlabelled,
-            )
-        index = 0
-        if "index" in columns:
-            index = _index(cell["index"], line_number)
-        samples.append(
-            TelemetrySample(
-                timestamp_s=timestamp, gpu_index=index, utilization_pct=utilization, power_w=power
-            )
-        )
+        samples.append(sample)
         if cell.get("name"):
             names.add(cell["name"])
         if cell.get("driver_version"):
@@ -153,6 +115,64 @@ def _convert_nvidia_smi(text: str) -> BenchmarkArtifact:
         unit = "%" if column == "utilization.gpu" else "W"
         assumptions.append(f"`{column}` had no unit; read as {unit}, nvidia-smi's only unit.")
     return _artifact(samples, names, drivers, assumptions)
+
+
+def _header_columns(header: Sequence[str]) -> _Columns:
+    """Each header cell's lower-cased name, with its position and bracketed unit."""
+    columns: _Columns = {}
+    for position, title in enumerate(header):
+        match = _HEADER_CELL.match(title.strip())
+        name = match["name"].strip().lower() if match else title.strip().lower()
+        columns[name] = (position, match["unit"].strip() if match and match["unit"] else None)
+    return columns
+
+
+def _checked_power_column(columns: _Columns) -> str | None:
+    """The power column in use (None: utilization only), once the header has a timestamp, a
+    utilization or power column, and only nvidia-smi's units (% and W)."""
+    if "timestamp" not in columns:
+        raise ArtifactError(
+            "line 1: no `timestamp` column; expected the nvidia-smi header "
+            "`timestamp, index, utilization.gpu [%], power.draw [W]` (--format=csv)"
+        )
+    power_column = next((c for c in POWER_COLUMNS if c in columns), None)
+    if "utilization.gpu" not in columns and power_column is None:
+        raise ArtifactError("line 1: neither `utilization.gpu` nor `power.draw` is a column")
+    for column, unit in (("utilization.gpu", "%"), (power_column, "W")):
+        if column in columns and columns[column][1] not in (None, unit):
+            raise ArtifactError(f"line 1: `{column}` is in {columns[column][1]}; expected {unit}")
+    return power_column
+
+
+def _row_sample(
+    cell: Mapping[str, str],
+    columns: _Columns,
+    power_column: str | None,
+    line_number: int,
+    unlabelled: set[str],
+) -> tuple[TelemetrySample, bool]:
+    """One CSV row as a sample, and whether its timestamp carried a time zone. A value without
+    a unit in its cell or header adds its column to `unlabelled`."""
+    timestamp, has_zone = _parse_timestamp(cell["timestamp"], line_number)
+    utilization = power = None
+    if "utilization.gpu" in columns:
+        utilization = _with_unit(
+            cell["utilization.gpu"],
+            "%",
+            "utilization.gpu",
+            columns["utilization.gpu"][1],
+            line_number,
+            unlabelled,
+        )
+    if power_column is not None:
+        power = _with_unit(
+            cell[power_column], "W", power_column, columns[power_column][1], line_number, unlabelled
+        )
+    index = _index(cell["index"], line_number) if "index" in columns else 0
+    sample = TelemetrySample(
+        timestamp_s=timestamp, gpu_index=index, utilization_pct=utilization, power_w=power
+    )
+    return sample, has_zone
 
 
 def _with_unit(

@@ -26,10 +26,9 @@ from audit_app.ingestion.billing_exports.base import (
     BillingChunk,
     BillingLine,
     BillingReject,
-    head_columns,
-    table_columns,
 )
 from audit_app.ingestion.billing_exports.meters import ParsedMeter, parse_meter
+from audit_app.ingestion.billing_exports.tables import head_columns, table_columns
 from audit_app.ingestion.reading import AUTO_FORMAT, ImportFileError, check_head, read_head
 
 __all__ = [

@@ -46,27 +46,26 @@ Adjustment; an unknown type rejects the row so it cannot be misfiled):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import BinaryIO
 
 from audit_app.ingestion.billing_exports.base import (
     BillingChunk,
     BillingLine,
     ColumnIndex,
-    RowConverter,
     billed_amount,
     cell,
     first_cell_text,
-    head_columns,
     parse_amount,
     parse_billing_period,
     parse_currency,
     parse_period_pair,
     parse_tag_object,
-    read_table,
     require_columns,
 )
 from audit_app.ingestion.billing_exports.meters import parse_meter
+from audit_app.ingestion.billing_exports.tables import RowConverter, head_columns, read_table
 from audit_app.ingestion.reading import RowRejected, is_missing, quoted, text
 
 # How the wrong-format sentence names the format; the upload form's choice; how a sentence
@@ -165,12 +164,7 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
     found = {key: columns.find(*spellings) for key, spellings in COLUMNS.items()}
     product_map = None if legacy else columns.find(PRODUCT_MAP_COLUMN)
     tag_map = None if legacy else columns.find(TAG_MAP_COLUMN)
-    tag_columns = [
-        (name, name[len(prefix) :])
-        for name in columns.names
-        for prefix in TAG_COLUMN_PREFIXES
-        if name.lower().startswith(prefix)
-    ]
+    tag_columns = _tag_columns(columns)
     effective = found["net_amortized"] or found["amortized"]
     names = {
         key: found[key] or COLUMNS[key][spelling]
@@ -178,19 +172,9 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
     }
 
     def convert(fields: Mapping[str, object], line: int) -> BillingLine:
-        line_item_type = text(cell(fields, found["line_item_type"]))
-        category = charge_category(line_item_type)
-        if category is None:
-            raise RowRejected(
-                field=names["line_item_type"],
-                value=line_item_type,
-                reason=(
-                    f"`{names['line_item_type']}` is {quoted(line_item_type)}, "
-                    "not a known CUR line item type."
-                    if line_item_type
-                    else f"`{names['line_item_type']}` is empty."
-                ),
-            )
+        category = _row_charge_category(
+            cell(fields, found["line_item_type"]), field=names["line_item_type"]
+        )
         period_start, period_end = parse_period_pair(
             cell(fields, found["start"]),
             cell(fields, found["end"]),
@@ -205,21 +189,13 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
             charge_start=period_start,
         )
         account_id = text(cell(fields, found["account"]))
-        net = cell(fields, found["net_unblended"])
-        if is_missing(net):
-            billed = billed_amount(cell(fields, found["unblended"]), field=names["unblended"])
-        else:
-            billed = billed_amount(net, field=found["net_unblended"] or "")
+        billed = _billed_cost(fields, found=found, names=names)
         sku = text(cell(fields, found["usage_type"]))
         unit = text(cell(fields, found["unit"]))
         service = first_cell_text(fields, found["product_code"], found["service_code"])
         product_name = text(cell(fields, found["product_name"]))
         description = text(cell(fields, found["description"]))
-        tags = parse_tag_object(cell(fields, tag_map), field=tag_map or TAG_MAP_COLUMN)
-        for column, key in tag_columns:
-            value = text(fields.get(column))
-            if value:
-                tags[key] = value
+        tags = _row_tags(fields, tag_map=tag_map, tag_columns=tag_columns)
         return BillingLine(
             line=line,
             provider=PROVIDER,
@@ -255,6 +231,55 @@ def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
         )
 
     return convert
+
+
+def _tag_columns(columns: ColumnIndex) -> list[tuple[str, str]]:
+    """(column, tag key) of each per-tag column (`resourceTags/user:team`, `resource_tags_team`)."""
+    return [
+        (name, name[len(prefix) :])
+        for name in columns.names
+        for prefix in TAG_COLUMN_PREFIXES
+        if name.lower().startswith(prefix)
+    ]
+
+
+def _row_charge_category(value: object, *, field: str) -> str:
+    """The charge category of a row's line item type; an unknown or empty type is a reject."""
+    line_item_type = text(value)
+    category = charge_category(line_item_type)
+    if category is None:
+        raise RowRejected(
+            field=field,
+            value=line_item_type,
+            reason=(
+                f"`{field}` is {quoted(line_item_type)}, not a known CUR line item type."
+                if line_item_type
+                else f"`{field}` is empty."
+            ),
+        )
+    return category
+
+
+def _billed_cost(
+    fields: Mapping[str, object], *, found: Mapping[str, str | None], names: Mapping[str, str]
+) -> Decimal:
+    """The net unblended cost when the row has one, else the unblended cost."""
+    net = cell(fields, found["net_unblended"])
+    if is_missing(net):
+        return billed_amount(cell(fields, found["unblended"]), field=names["unblended"])
+    return billed_amount(net, field=found["net_unblended"] or "")
+
+
+def _row_tags(
+    fields: Mapping[str, object], *, tag_map: str | None, tag_columns: Sequence[tuple[str, str]]
+) -> dict[str, str]:
+    """The tags of the map column, overridden by non-empty per-tag columns."""
+    tags = parse_tag_object(cell(fields, tag_map), field=tag_map or TAG_MAP_COLUMN)
+    for column, key in tag_columns:
+        value = text(fields.get(column))
+        if value:
+            tags[key] = value
+    return tags
 
 
 def _region_from_product_map(value: object) -> str:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import BinaryIO
 
 from audit_app.ingestion.billing_exports.base import (
@@ -53,20 +54,18 @@ from audit_app.ingestion.billing_exports.base import (
     BillingChunk,
     BillingLine,
     ColumnIndex,
-    RowConverter,
     billed_amount,
     cell,
     first_cell_text,
-    head_columns,
     parse_amount,
     parse_billing_period,
     parse_currency,
     parse_period,
     parse_tag_object,
-    read_table,
     require_columns,
 )
 from audit_app.ingestion.billing_exports.meters import parse_meter
+from audit_app.ingestion.billing_exports.tables import RowConverter, head_columns, read_table
 from audit_app.ingestion.reading import RowRejected, quoted, text
 
 # How the wrong-format sentence names the format; the upload form's choice; how a sentence
@@ -151,93 +150,149 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[BillingChunk]:
 
 def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
     require_columns(columns, where=where, required=REQUIRED)
-    col = columns.find
-    cost = col(*COST_COLUMNS) or COST_COLUMNS[0]
-    day = col(*DATE_COLUMNS) or DATE_COLUMNS[0]
-    currency = col(*CURRENCY_COLUMNS) or CURRENCY_COLUMNS[0]
-    effective = col("EffectiveCost")
-    charge_type = col("ChargeType")
-    pricing_model = col("PricingModel")
-    meter_name = col("MeterName")
-    meter_category, meter_subcategory = col("MeterCategory"), col("MeterSubCategory")
-    consumed_service = col("ConsumedService")
-    quantity = col("Quantity")
-    unit = col("UnitOfMeasure")
-    resources = (col("ResourceId"), col("InstanceId"), col("InstanceName"))
-    regions = (col("ResourceLocation"), col("MeterRegion"))
-    accounts = (col("SubscriptionId"), col("SubscriptionGuid"))
-    product = col("ProductName")
-    tags = col("Tags")
-    billing_start_column = col(BILLING_PERIOD_COLUMNS[0])
-    billing_end_column = col(BILLING_PERIOD_COLUMNS[1])
-    billing_account = col("BillingAccountId")
+    found = _AzureColumns.find(columns)
 
     def convert(fields: Mapping[str, object], line: int) -> BillingLine:
-        charge_type_text = text(cell(fields, charge_type))
-        category = _charge_category(charge_type_text, field=charge_type or "ChargeType")
-        period_start = parse_period(cell(fields, day), field=day)
-        billing_start, billing_end = parse_billing_period(
-            cell(fields, billing_start_column),
-            cell(fields, billing_end_column),
-            start_field=billing_start_column or BILLING_PERIOD_COLUMNS[0],
-            end_field=billing_end_column or BILLING_PERIOD_COLUMNS[1],
-            charge_start=period_start,
-            end_is_last_day=True,
-        )
-        billed = billed_amount(cell(fields, cost), field=cost)
-        pricing_model_text = text(cell(fields, pricing_model))
-        if effective is not None:
-            effective_cost = parse_amount(cell(fields, effective), field=effective)
-        elif (
-            pricing_model_text.lower() in COMMITMENT_PRICING_MODELS
-            or charge_type_text.lower() in COMMITMENT_CHARGE_TYPES
-        ):
-            effective_cost = None
-        else:
-            effective_cost = billed
-        account_id = first_cell_text(fields, *accounts)
-        sku = text(cell(fields, meter_name))
-        unit_text = text(cell(fields, unit))
-        service = first_cell_text(fields, meter_category, consumed_service)
-        description = text(cell(fields, product))
-        meter_service = " ".join(
-            text(cell(fields, column))
-            for column in (meter_category, meter_subcategory, consumed_service)
-        )
-        return BillingLine(
-            line=line,
-            provider=PROVIDER,
-            provider_raw=PROVIDER_RAW,
-            service=service,
-            charge_category=category,
-            charge_class="",
-            period_start=period_start,
-            period_end=period_start + ONE_DAY,
-            billed_cost=billed,
-            effective_cost=effective_cost,
-            currency=parse_currency(cell(fields, currency), field=currency),
-            quantity=parse_amount(cell(fields, quantity), field=quantity or "Quantity"),
-            unit=unit_text,
-            resource_id=first_cell_text(fields, *resources),
-            region=first_cell_text(fields, *regions),
-            account_id=account_id,
-            sku=sku,
-            meter=parse_meter(
-                provider=PROVIDER,
-                sku=sku,
-                unit=unit_text,
-                description=description,
-                service=meter_service,
-            ),
-            tags=parse_tag_object(cell(fields, tags), field=tags or "Tags"),
-            description=description,
-            billing_period_start=billing_start,
-            billing_period_end=billing_end,
-            billing_account=text(cell(fields, billing_account)) or account_id,
-            commitment=_commitment(charge_type_text, pricing_model_text),
-        )
+        return _billing_line(fields, line, found)
 
     return convert
+
+
+@dataclass(frozen=True, kw_only=True)
+class _AzureColumns:
+    """The file's column for each field this importer reads (None: the file has none)."""
+
+    cost: str
+    day: str
+    currency: str
+    effective: str | None
+    charge_type: str | None
+    pricing_model: str | None
+    meter_name: str | None
+    meter_category: str | None
+    meter_subcategory: str | None
+    consumed_service: str | None
+    quantity: str | None
+    unit: str | None
+    resources: tuple[str | None, ...]
+    regions: tuple[str | None, ...]
+    accounts: tuple[str | None, ...]
+    product: str | None
+    tags: str | None
+    billing_start_column: str | None
+    billing_end_column: str | None
+    billing_account: str | None
+
+    @classmethod
+    def find(cls, columns: ColumnIndex) -> _AzureColumns:
+        col = columns.find
+        return cls(
+            cost=col(*COST_COLUMNS) or COST_COLUMNS[0],
+            day=col(*DATE_COLUMNS) or DATE_COLUMNS[0],
+            currency=col(*CURRENCY_COLUMNS) or CURRENCY_COLUMNS[0],
+            effective=col("EffectiveCost"),
+            charge_type=col("ChargeType"),
+            pricing_model=col("PricingModel"),
+            meter_name=col("MeterName"),
+            meter_category=col("MeterCategory"),
+            meter_subcategory=col("MeterSubCategory"),
+            consumed_service=col("ConsumedService"),
+            quantity=col("Quantity"),
+            unit=col("UnitOfMeasure"),
+            resources=(col("ResourceId"), col("InstanceId"), col("InstanceName")),
+            regions=(col("ResourceLocation"), col("MeterRegion")),
+            accounts=(col("SubscriptionId"), col("SubscriptionGuid")),
+            product=col("ProductName"),
+            tags=col("Tags"),
+            billing_start_column=col(BILLING_PERIOD_COLUMNS[0]),
+            billing_end_column=col(BILLING_PERIOD_COLUMNS[1]),
+            billing_account=col("BillingAccountId"),
+        )
+
+
+def _billing_line(fields: Mapping[str, object], line: int, found: _AzureColumns) -> BillingLine:
+    """One Azure cost row as a billing line; raises `RowRejected` naming the first bad column."""
+    charge_type_text = text(cell(fields, found.charge_type))
+    category = _charge_category(charge_type_text, field=found.charge_type or "ChargeType")
+    period_start = parse_period(cell(fields, found.day), field=found.day)
+    billing_start, billing_end = parse_billing_period(
+        cell(fields, found.billing_start_column),
+        cell(fields, found.billing_end_column),
+        start_field=found.billing_start_column or BILLING_PERIOD_COLUMNS[0],
+        end_field=found.billing_end_column or BILLING_PERIOD_COLUMNS[1],
+        charge_start=period_start,
+        end_is_last_day=True,
+    )
+    billed = billed_amount(cell(fields, found.cost), field=found.cost)
+    pricing_model_text = text(cell(fields, found.pricing_model))
+    effective_cost = _effective_cost(
+        fields,
+        column=found.effective,
+        billed=billed,
+        charge_type=charge_type_text,
+        pricing_model=pricing_model_text,
+    )
+    account_id = first_cell_text(fields, *found.accounts)
+    sku = text(cell(fields, found.meter_name))
+    unit_text = text(cell(fields, found.unit))
+    service = first_cell_text(fields, found.meter_category, found.consumed_service)
+    description = text(cell(fields, found.product))
+    meter_service = " ".join(
+        text(cell(fields, column))
+        for column in (found.meter_category, found.meter_subcategory, found.consumed_service)
+    )
+    return BillingLine(
+        line=line,
+        provider=PROVIDER,
+        provider_raw=PROVIDER_RAW,
+        service=service,
+        charge_category=category,
+        charge_class="",
+        period_start=period_start,
+        period_end=period_start + ONE_DAY,
+        billed_cost=billed,
+        effective_cost=effective_cost,
+        currency=parse_currency(cell(fields, found.currency), field=found.currency),
+        quantity=parse_amount(cell(fields, found.quantity), field=found.quantity or "Quantity"),
+        unit=unit_text,
+        resource_id=first_cell_text(fields, *found.resources),
+        region=first_cell_text(fields, *found.regions),
+        account_id=account_id,
+        sku=sku,
+        meter=parse_meter(
+            provider=PROVIDER,
+            sku=sku,
+            unit=unit_text,
+            description=description,
+            service=meter_service,
+        ),
+        tags=parse_tag_object(cell(fields, found.tags), field=found.tags or "Tags"),
+        description=description,
+        billing_period_start=billing_start,
+        billing_period_end=billing_end,
+        billing_account=text(cell(fields, found.billing_account)) or account_id,
+        commitment=_commitment(charge_type_text, pricing_model_text),
+    )
+
+
+def _effective_cost(
+    fields: Mapping[str, object],
+    *,
+    column: str | None,
+    billed: Decimal,
+    charge_type: str,
+    pricing_model: str,
+) -> Decimal | None:
+    """The file's effective cost; without the column, the billed cost, unless the row is a
+    commitment's (its effective cost is unknown then: None)."""
+    if column is not None:
+        return parse_amount(cell(fields, column), field=column)
+    if (
+        pricing_model.lower() in COMMITMENT_PRICING_MODELS
+        or charge_type.lower() in COMMITMENT_CHARGE_TYPES
+    ):
+        return None
+    return billed
 
 
 def _commitment(charge_type: str, pricing_model: str) -> str:

@@ -27,7 +27,7 @@ from audit_app.ingestion.reading import (
 )
 from audit_app.ingestion.token_logs import generic, litellm, otel
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
-from audit_app.ingestion.token_logs.litellm_columnar import ColumnarUnsupported
+from audit_app.ingestion.token_logs.columnar_blocks import ColumnarUnsupported
 
 __all__ = [
     "DETECTION_ORDER",

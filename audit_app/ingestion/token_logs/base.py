@@ -1,4 +1,7 @@
-"""Shared pieces of the token-log importers: the canonical row, coercions and file reading.
+"""Shared pieces of the token-log importers: the canonical row and its validation.
+
+The coercion of one value is `token_logs.coerce`; reading the files (JSON, JSONL, CSV of flat
+records) is `token_logs.tabular`.
 
 Every importer turns its format into `CanonicalRequest` rows through `build_request`, so the
 validation rules (and the wording of every reject) are the same for LiteLLM, OpenTelemetry and
@@ -22,71 +25,32 @@ Conventions fixed here for all formats:
 
 from __future__ import annotations
 
-import ast
-import csv
-import json
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
-from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any, BinaryIO
 
 from audit_app.ingestion.identity import resolve_workload
 from audit_app.ingestion.reading import (
-    UTF8_BOM,
-    ImportFileError,
-    Record,
     RowReject,
     RowRejected,
     check_chunk_rows,
-    check_in_years,
-    csv_header,
-    csv_record,
-    decode_text,
-    display_value,
     group_outcomes,
-    head_text,
-    in_backticks,
-    is_empty_line,
-    is_missing,
-    iter_csv_rows,
-    iter_text_lines,
-    missing_message,
-    quoted,
-    read_head,
-    row_outcome,
-    shorten,
     text,
 )
+from audit_app.ingestion.token_logs.coerce import (
+    STATUS_ERROR,
+    parse_bool,
+    parse_cost,
+    parse_status,
+    parse_timestamp,
+    parse_token_count,
+)
 
-MAX_TOKENS_PER_REQUEST = 10_000_000
-# A single request costing more than this is a unit mistake or garbage, never a real bill.
-MAX_COST_PER_REQUEST = Decimal(100_000)
-
-STATUS_SUCCESS = "success"
-STATUS_ERROR = "error"
 OPERATION_EMBEDDING = "embedding"
 
-SUCCESS_WORDS = frozenset({"success", "succeeded", "ok", "completed"})
-ERROR_WORDS = frozenset({"error", "failure", "failed", "fail"})
-TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "on"})
-FALSE_WORDS = frozenset({"false", "f", "no", "n", "0", "off"})
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MILLISECOND = timedelta(milliseconds=1)
-
-_ISO_TIMESTAMP = re.compile(
-    r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})[T ]"
-    r"(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:[.,](?P<fraction>\d+))?)?"
-    r"\s*(?P<zone>Z|UTC|[+-]\d{2}(?::?\d{2})?)?",
-    re.IGNORECASE,
-)
-_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-# Used only when the first record of a JSON file does not fit in the head: collects every
-# `"key":` so detection still works on a 5 MB first record.
-_JSON_KEY = re.compile(r'"([^"\\]+)"\s*:')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,322 +137,6 @@ RowOutcome = CanonicalRequest | RowReject
 
 
 # ---------------------------------------------------------------------------------------------
-# Scalar coercions
-# ---------------------------------------------------------------------------------------------
-
-
-def first_text(*values: object) -> str:
-    """The first non-missing value as text, "" when all are missing."""
-    for value in values:
-        candidate = text(value)
-        if candidate:
-            return candidate
-    return ""
-
-
-def _finite_decimal(value: object) -> Decimal | None:
-    """The value as a Decimal, or None when it is not a number at all.
-
-    Floats go through `str` so 0.1 stays 0.1 instead of its binary expansion.
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, Decimal):
-        return value
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, str):
-        stripped = value.strip()
-        try:
-            return Decimal(stripped)
-        except InvalidOperation:
-            return None
-    return None
-
-
-def parse_token_count(value: object, *, field: str) -> int | None:
-    """A whole, non-negative, plausible token count; None when missing."""
-    if is_missing(value):
-        return None
-    number = _finite_decimal(value)
-    if number is None:
-        raise RowRejected(
-            field=field, value=value, reason=f"`{field}` is not a number: {quoted(value)}."
-        )
-    if not number.is_finite():
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` must be a finite number, got {quoted(value)}.",
-        )
-    if number < 0:
-        raise RowRejected(
-            field=field, value=value, reason=f"`{field}` cannot be negative, got {quoted(value)}."
-        )
-    if number != number.to_integral_value():
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` must be a whole number of tokens, got {quoted(value)}.",
-        )
-    if number > MAX_TOKENS_PER_REQUEST:
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=(
-                f"`{field}` is {quoted(value)}, above the limit of {MAX_TOKENS_PER_REQUEST} "
-                "tokens per request."
-            ),
-        )
-    return int(number)
-
-
-def parse_cost(value: object, *, field: str) -> Decimal | None:
-    """A non-negative USD amount as Decimal; None when missing."""
-    if is_missing(value):
-        return None
-    amount = _finite_decimal(value)
-    if amount is None or not amount.is_finite():
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` must be a finite amount of money, got {quoted(value)}.",
-        )
-    if amount < 0:
-        raise RowRejected(
-            field=field, value=value, reason=f"`{field}` cannot be negative, got {quoted(value)}."
-        )
-    if amount > MAX_COST_PER_REQUEST:
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` is {quoted(value)}, above the limit of "
-            f"${MAX_COST_PER_REQUEST} per request.",
-        )
-    return amount
-
-
-def parse_bool(value: object, *, field: str) -> bool | None:
-    """true/false, yes/no, 1/0 and friends; None when missing."""
-    if is_missing(value):
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | Decimal) and value in (0, 1):
-        return bool(value)
-    word = str(value).strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise RowRejected(
-        field=field, value=value, reason=f"`{field}` is not true or false: {quoted(value)}."
-    )
-
-
-def parse_status(value: object, *, field: str) -> str:
-    """Collapse the status words of the formats (and HTTP codes) to "success" or "error"."""
-    if is_missing(value):
-        return STATUS_SUCCESS
-    word = str(value).strip().lower()
-    if word in SUCCESS_WORDS:
-        return STATUS_SUCCESS
-    if word in ERROR_WORDS:
-        return STATUS_ERROR
-    if word.isdigit() and len(word) == 3:
-        return STATUS_ERROR if int(word) >= 400 else STATUS_SUCCESS
-    raise RowRejected(
-        field=field,
-        value=value,
-        reason=f"`{field}` is not a known status (success or error): {quoted(value)}.",
-    )
-
-
-def _timestamp_from_epoch(number: Decimal) -> datetime:
-    """Epoch seconds, ms, µs or ns, told apart by magnitude (1e11 s is the year 5138)."""
-    magnitude = abs(number)
-    if magnitude < Decimal("1e11"):
-        seconds = number
-    elif magnitude < Decimal("1e14"):
-        seconds = number / 1_000
-    elif magnitude < Decimal("1e17"):
-        seconds = number / 1_000_000
-    elif magnitude < Decimal("1e20"):
-        seconds = number / 1_000_000_000
-    else:
-        raise ValueError("epoch number too large")
-    # Cut, not rounded, like the fraction of an ISO string, so both spellings of one instant
-    # give the same datetime.
-    microseconds = int((seconds * 1_000_000).to_integral_value(rounding=ROUND_FLOOR))
-    return EPOCH + timedelta(microseconds=microseconds)
-
-
-def _timestamp_from_text(value: str) -> datetime:
-    match = _ISO_TIMESTAMP.fullmatch(value)
-    if match is None:
-        raise ValueError("not an ISO 8601 timestamp")
-    # Fractions beyond microseconds (ns from Go or .NET writers) are cut: datetime cannot hold
-    # them and a sub-microsecond difference changes no latency bin.
-    fraction = (match["fraction"] or "").ljust(6, "0")[:6]
-    zone = (match["zone"] or "Z").upper()
-    if zone in ("Z", "UTC"):
-        offset = timedelta(0)
-    else:
-        digits = zone[1:].replace(":", "")
-        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or "0"))
-        if zone.startswith("-"):
-            offset = -offset
-    moment = datetime(
-        int(match["year"]),
-        int(match["month"]),
-        int(match["day"]),
-        int(match["hour"]),
-        int(match["minute"]),
-        int(match["second"] or "0"),
-        int(fraction),
-        tzinfo=timezone(offset),
-    )
-    return moment.astimezone(UTC)
-
-
-def parse_timestamp(value: object, *, field: str) -> datetime | None:
-    """A timezone-aware UTC datetime; None when missing (see the module docstring for forms).
-    Times outside 2000-2099 are rejected."""
-    moment = _parse_timestamp(value, field=field)
-    return None if moment is None else check_in_years(moment, field=field, value=value)
-
-
-def _parse_timestamp(value: object, *, field: str) -> datetime | None:
-    if is_missing(value):
-        return None
-    if isinstance(value, datetime):
-        # A naive datetime is taken as UTC, like a naive string.
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    reason = f"`{field}` is not a timestamp: {quoted(value)}."
-    try:
-        if isinstance(value, str):
-            stripped = value.strip()
-            if _DATE_ONLY.fullmatch(stripped):
-                reason = f"`{field}` has a date but no time of day: {quoted(value)}."
-                raise ValueError(reason)
-            if _NUMBER.fullmatch(stripped):
-                number = Decimal(stripped)
-            else:
-                return _timestamp_from_text(stripped)
-        else:
-            finite = _finite_decimal(value)
-            if finite is None:
-                raise ValueError("not a number")
-            number = finite
-        if not number.is_finite() or number < 0:
-            raise ValueError("not a usable epoch number")
-        return _timestamp_from_epoch(number)
-    except (ValueError, OverflowError, InvalidOperation) as error:
-        raise RowRejected(field=field, value=value, reason=reason) from error
-
-
-def parse_unix_nanos(value: object, *, field: str) -> datetime | None:
-    """OTLP `...UnixNano` fields: integer nanoseconds, as a number or a string; 0 means unset."""
-    if is_missing(value):
-        return None
-    number = _finite_decimal(value)
-    if number is None or not number.is_finite() or number < 0 or number != int(number):
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` is not a whole number of nanoseconds: {quoted(value)}.",
-        )
-    if number == 0:
-        return None
-    try:
-        moment = EPOCH + timedelta(microseconds=int(number) // 1_000)
-    except OverflowError:
-        raise RowRejected(
-            field=field, value=value, reason=f"`{field}` is out of range: {quoted(value)}."
-        ) from None
-    return check_in_years(moment, field=field, value=value)
-
-
-def parse_duration_seconds(value: object, *, field: str) -> timedelta | None:
-    """A non-negative duration given in seconds (OTel latency attributes); None when missing."""
-    if is_missing(value):
-        return None
-    seconds = _finite_decimal(value)
-    if seconds is None or not seconds.is_finite() or seconds < 0:
-        raise RowRejected(
-            field=field,
-            value=value,
-            reason=f"`{field}` must be a non-negative number of seconds, got {quoted(value)}.",
-        )
-    return timedelta(microseconds=int((seconds * 1_000_000).to_integral_value()))
-
-
-def parse_json_object(value: object, *, field: str) -> dict[str, object]:
-    """A JSON object given as a dict or as JSON text (CSV exports); {} when missing."""
-    if is_missing(value):
-        return {}
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value, parse_float=Decimal)
-        except json.JSONDecodeError as error:
-            raise RowRejected(
-                field=field,
-                value=value,
-                reason=f"`{field}` is not valid JSON ({error.msg} at character {error.pos}).",
-            ) from error
-        except RecursionError:
-            raise RowRejected(
-                field=field, value=value, reason=f"`{field}` is JSON nested too deeply."
-            ) from None
-        if isinstance(parsed, dict):
-            return parsed
-        if parsed is None:
-            return {}
-    raise RowRejected(field=field, value=value, reason=f"`{field}` is not a JSON object.")
-
-
-def parse_tags(value: object, *, field: str) -> list[str]:
-    """Tags as a list, JSON list text, Python-style list text or comma separated text."""
-    if is_missing(value):
-        return []
-    items: object = value
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped.startswith("["):
-            try:
-                items = json.loads(stripped)
-            except RecursionError:
-                raise RowRejected(
-                    field=field, value=value, reason=f"`{field}` is JSON nested too deeply."
-                ) from None
-            except json.JSONDecodeError:
-                try:
-                    # Python-style lists (['a', 'b']) come from str(list) in ad-hoc exports;
-                    # literal_eval only evaluates literals, so this is safe on untrusted text.
-                    items = ast.literal_eval(stripped)
-                except (ValueError, SyntaxError) as error:
-                    raise RowRejected(
-                        field=field, value=value, reason=f"`{field}` is not a readable list."
-                    ) from error
-        else:
-            items = stripped.split(",")
-    if not isinstance(items, list | tuple):
-        raise RowRejected(field=field, value=value, reason=f"`{field}` is not a list of tags.")
-    tags = []
-    for item in items:
-        # Nested objects are not tags; numbers are kept as their text ("2024" is a fine tag).
-        if isinstance(item, str | int | float | Decimal) and not isinstance(item, bool):
-            tag = str(item).strip()
-            if tag:
-                tags.append(tag)
-    return tags
-
-
-# ---------------------------------------------------------------------------------------------
 # The one validator every importer goes through
 # ---------------------------------------------------------------------------------------------
 
@@ -507,6 +155,78 @@ def _token_count_or_default(value: object, *, field: str, zero_when_missing: boo
     if zero_when_missing:
         return 0
     raise RowRejected(field=field, value=value, reason=f"`{field}` is empty.")
+
+
+def _checked_times(
+    *, started_at: object, ended_at: object, first_token_at: object, names: SourceFields
+) -> tuple[datetime, datetime, datetime | None]:
+    """(start, end, first token): the end not before the start, the first token between them."""
+    started = _required_timestamp(started_at, field=names.started_at)
+    ended = _required_timestamp(ended_at, field=names.ended_at)
+    if ended < started:
+        raise RowRejected(
+            field=names.ended_at,
+            value=ended_at,
+            reason=(
+                f"`{names.ended_at}` ({ended.isoformat()}) is before "
+                f"`{names.started_at}` ({started.isoformat()})."
+            ),
+        )
+    first_token = parse_timestamp(first_token_at, field=names.first_token_at)
+    if first_token is not None and not started <= first_token <= ended:
+        side = (
+            f"before `{names.started_at}`" if first_token < started else f"after `{names.ended_at}`"
+        )
+        raise RowRejected(
+            field=names.first_token_at,
+            value=first_token_at,
+            reason=f"`{names.first_token_at}` ({first_token.isoformat()}) is {side}.",
+        )
+    return started, ended, first_token
+
+
+def _model_name(model: object, *, names: SourceFields) -> str:
+    model_name = text(model)
+    if not model_name:
+        raise RowRejected(
+            field=names.model,
+            value=model,
+            reason=f"`{names.model}` is empty, so the request cannot be priced or grouped.",
+        )
+    return model_name
+
+
+def _token_counts(
+    *,
+    input_tokens: object,
+    output_tokens: object,
+    cached_input_tokens: object,
+    names: SourceFields,
+    is_error: bool,
+    is_embedding: bool,
+) -> tuple[int, int, int]:
+    """(input, output, cached input) token counts; cached ones are part of the input."""
+    # A failed request often carries no usage, and an embedding produces no output tokens;
+    # anywhere else an empty count would silently under-report spend, so it is a reject.
+    input_count = _token_count_or_default(
+        input_tokens, field=names.input_tokens, zero_when_missing=is_error
+    )
+    output_count = _token_count_or_default(
+        output_tokens, field=names.output_tokens, zero_when_missing=is_error or is_embedding
+    )
+    cached_count = _token_count_or_default(
+        cached_input_tokens, field=names.cached_input_tokens, zero_when_missing=True
+    )
+    if cached_count > input_count:
+        raise RowRejected(
+            field=names.cached_input_tokens,
+            value=cached_input_tokens,
+            reason=(
+                f"`{names.cached_input_tokens}` ({cached_count}) is more than "
+                f"`{names.input_tokens}` ({input_count}); input tokens must include cached ones."
+            ),
+        )
+    return input_count, output_count, cached_count
 
 
 def build_request(
@@ -539,62 +259,20 @@ def build_request(
     Values may be raw (text, numbers) or already coerced by the importer (datetime, int,
     Decimal, bool): every coercion passes its own output through unchanged.
     """
-    started = _required_timestamp(started_at, field=names.started_at)
-    ended = _required_timestamp(ended_at, field=names.ended_at)
-    if ended < started:
-        raise RowRejected(
-            field=names.ended_at,
-            value=ended_at,
-            reason=(
-                f"`{names.ended_at}` ({ended.isoformat()}) is before "
-                f"`{names.started_at}` ({started.isoformat()})."
-            ),
-        )
-    first_token = parse_timestamp(first_token_at, field=names.first_token_at)
-    if first_token is not None and not started <= first_token <= ended:
-        side = (
-            f"before `{names.started_at}`" if first_token < started else f"after `{names.ended_at}`"
-        )
-        raise RowRejected(
-            field=names.first_token_at,
-            value=first_token_at,
-            reason=f"`{names.first_token_at}` ({first_token.isoformat()}) is {side}.",
-        )
-
-    model_name = text(model)
-    if not model_name:
-        raise RowRejected(
-            field=names.model,
-            value=model,
-            reason=f"`{names.model}` is empty, so the request cannot be priced or grouped.",
-        )
-
+    started, ended, first_token = _checked_times(
+        started_at=started_at, ended_at=ended_at, first_token_at=first_token_at, names=names
+    )
+    model_name = _model_name(model, names=names)
     status_word = parse_status(status, field=names.status)
     operation_name = text(operation).lower()
-    # A failed request often carries no usage, and an embedding produces no output tokens;
-    # anywhere else an empty count would silently under-report spend, so it is a reject.
-    is_error = status_word == STATUS_ERROR
-    input_count = _token_count_or_default(
-        input_tokens, field=names.input_tokens, zero_when_missing=is_error
+    input_count, output_count, cached_count = _token_counts(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_input_tokens=cached_input_tokens,
+        names=names,
+        is_error=status_word == STATUS_ERROR,
+        is_embedding=operation_name == OPERATION_EMBEDDING,
     )
-    output_count = _token_count_or_default(
-        output_tokens,
-        field=names.output_tokens,
-        zero_when_missing=is_error or operation_name == OPERATION_EMBEDDING,
-    )
-    cached_count = _token_count_or_default(
-        cached_input_tokens, field=names.cached_input_tokens, zero_when_missing=True
-    )
-    if cached_count > input_count:
-        raise RowRejected(
-            field=names.cached_input_tokens,
-            value=cached_input_tokens,
-            reason=(
-                f"`{names.cached_input_tokens}` ({cached_count}) is more than "
-                f"`{names.input_tokens}` ({input_count}); input tokens must include cached ones."
-            ),
-        )
-
     team_name = text(team)
     caller_name = text(caller)
     return CanonicalRequest(
@@ -644,184 +322,3 @@ def chunk_outcomes(
             rows_read=group.rows_read,
             bytes_read=group.bytes_read,
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading JSON
-# ---------------------------------------------------------------------------------------------
-
-
-def read_json_document(stream: BinaryIO) -> object:
-    """Parse the whole stream as one JSON document.
-
-    A single JSON document cannot be parsed incrementally with the standard library, so it is
-    loaded whole; formats that can be large (CSV, JSONL) are streamed instead.
-    """
-    stream.seek(0)
-    raw = stream.read()
-    document_text = decode_text(raw, offset=0).removeprefix(UTF8_BOM)
-    try:
-        # Decimal keeps money exact: a float would turn 0.1 into 0.1000000000000000055...
-        return json.loads(document_text, parse_float=Decimal)
-    except json.JSONDecodeError as error:
-        if error.pos >= len(document_text.rstrip()) or error.msg.startswith("Unterminated"):
-            last_line = document_text.rstrip().count("\n") + 1
-            raise ImportFileError(
-                f"truncated JSON: the document ends before it closes (line {last_line})"
-            ) from error
-        raise ImportFileError(
-            f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}"
-        ) from error
-    except RecursionError:
-        raise ImportFileError("the JSON document is nested too deeply to read") from None
-
-
-def parse_json_line(line_text: str) -> object:
-    """One JSONL line; a malformed line rejects that line only."""
-    try:
-        return json.loads(line_text, parse_float=Decimal)
-    except json.JSONDecodeError as error:
-        raise RowRejected(
-            field="(line)",
-            value=line_text.strip(),
-            reason=f"the line is not valid JSON: {error.msg} at column {error.colno}.",
-        ) from error
-    except RecursionError:
-        raise RowRejected(
-            field="(line)", value=line_text.strip(), reason="the line's JSON is nested too deeply."
-        ) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Tabular files: CSV, JSON array or JSONL with one flat record per row (LiteLLM, generic)
-# ---------------------------------------------------------------------------------------------
-
-
-def head_field_names(head: bytes) -> set[str]:
-    """The field names of the file's first record, for format sniffing.
-
-    CSV: the header row. JSON array / JSONL: the keys of the first record, or - when that
-    record does not fit in the head - every quoted key in the head.
-    """
-    start = head_text(head)
-    if not start:
-        return set()
-    if start[0] in "[{":
-        decoder = json.JSONDecoder()
-        first_record_at = 1 if start[0] == "[" else 0
-        try:
-            first_record, _ = decoder.raw_decode(start[first_record_at:].lstrip())
-        except json.JSONDecodeError:
-            return set(_JSON_KEY.findall(start))
-        except RecursionError:
-            raise ImportFileError("the JSON document is nested too deeply to read") from None
-        return set(first_record) if isinstance(first_record, dict) else set()
-    header_line = start.splitlines()[0]
-    return {name.strip() for name in next(csv.reader([header_line]), [])}
-
-
-def iter_tabular_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    """Records of a CSV, JSON array or JSONL file, told apart by the first character."""
-    start = head_text(read_head(stream))
-    if start.startswith("["):
-        return _iter_json_array_records(stream, required_fields=required_fields)
-    if start.startswith("{"):
-        return _iter_jsonl_records(stream, required_fields=required_fields)
-    return _iter_csv_records(stream, required_fields=required_fields)
-
-
-def _iter_csv_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    rows = iter_csv_rows(stream, is_blank=is_empty_line)
-    for header_line, header_row in rows:
-        header = csv_header(header_row)
-        missing = [name for name in required_fields if name not in header]
-        if missing:
-            raise ImportFileError(
-                missing_message(f"line {header_line}", noun="column", names=in_backticks(missing))
-            )
-        for line, row in rows:
-            yield csv_record(line, row, header)
-
-
-def _check_first_record(
-    fields: Mapping[str, object], *, where: str, required_fields: Sequence[str]
-) -> None:
-    """The first record plays the role of a CSV header: if it lacks a required field the file
-    is the wrong shape, and rejecting every row one by one would bury that."""
-    missing = [name for name in required_fields if name not in fields]
-    if missing:
-        raise ImportFileError(missing_message(where, noun="field", names=in_backticks(missing)))
-
-
-def _iter_jsonl_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    checked = False
-    for line_number, line_text in enumerate(iter_text_lines(stream), start=1):
-        if not line_text.strip():
-            continue
-        try:
-            record = parse_json_line(line_text)
-        except RowRejected as rejected:
-            yield rejected.to_reject(line=line_number)
-            continue
-        if not isinstance(record, dict):
-            yield RowReject(
-                line=line_number,
-                field="(line)",
-                value=shorten(line_text.strip()),
-                reason="the line is not a JSON object.",
-            )
-            continue
-        if not checked:
-            _check_first_record(
-                record, where=f"line {line_number}", required_fields=required_fields
-            )
-            checked = True
-        yield Record(line=line_number, fields=record)
-
-
-def _iter_json_array_records(
-    stream: BinaryIO, *, required_fields: Sequence[str]
-) -> Iterator[Record | RowReject]:
-    document = read_json_document(stream)
-    if not isinstance(document, list):
-        raise ImportFileError("the JSON document is not a list of records")
-    # A JSON array has no useful physical lines (exports are often one line), so a record's
-    # "line" is its 1-based position in the array.
-    checked = False
-    for position, record in enumerate(document, start=1):
-        if not isinstance(record, dict):
-            yield RowReject(
-                line=position,
-                field="(record)",
-                value=shorten(display_value(record)),
-                reason="the record is not a JSON object.",
-            )
-            continue
-        if not checked:
-            _check_first_record(record, where=f"record {position}", required_fields=required_fields)
-            checked = True
-        yield Record(line=position, fields=record)
-
-
-def read_tabular_requests(
-    stream: BinaryIO,
-    *,
-    chunk_rows: int,
-    required_fields: Sequence[str],
-    convert: Callable[[Mapping[str, object], int], CanonicalRequest],
-) -> Iterator[ParsedChunk]:
-    """Read a CSV / JSON / JSONL file of flat records and convert each with `convert`."""
-    records = iter_tabular_records(stream, required_fields=required_fields)
-    outcomes = (
-        record
-        if isinstance(record, RowReject)
-        else row_outcome(convert, record.fields, record.line)
-        for record in records
-    )
-    return chunk_outcomes(outcomes, stream=stream, chunk_rows=chunk_rows)

@@ -40,9 +40,8 @@ from audit_app.ingestion.token_logs.base import (
     ParsedChunk,
     SourceFields,
     build_request,
-    head_field_names,
-    read_tabular_requests,
 )
+from audit_app.ingestion.token_logs.tabular import head_field_names, read_tabular_requests
 
 # The upload form's choice, and how a sentence names such a file (`audit_app.ingestion.formats`).
 LABEL = "Generic CSV / JSONL (canonical columns)"

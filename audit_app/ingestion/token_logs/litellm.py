@@ -23,14 +23,14 @@ from audit_app.ingestion.reading import (
     row_outcome,
 )
 from audit_app.ingestion.token_logs import litellm_columnar
-from audit_app.ingestion.token_logs.base import (
-    ParsedChunk,
-    chunk_outcomes,
+from audit_app.ingestion.token_logs.base import ParsedChunk, chunk_outcomes
+from audit_app.ingestion.token_logs.columnar_blocks import ColumnarUnsupported
+from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
+from audit_app.ingestion.token_logs.tabular import (
     head_field_names,
     iter_tabular_records,
     read_tabular_requests,
 )
-from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
 
 # The upload form's choice, and how a sentence names such a file (`audit_app.ingestion.formats`).
 LABEL = "LiteLLM spend logs (CSV, JSON, JSONL)"
@@ -63,7 +63,7 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
         for chunk in litellm_columnar.read_csv_columnar(stream, chunk_rows=chunk_rows):
             yield chunk
             lines_yielded += chunk.rows_read
-    except litellm_columnar.ColumnarUnsupported:
+    except ColumnarUnsupported:
         yield from _read_rows_after(stream, chunk_rows=chunk_rows, line=lines_yielded)
 
 

@@ -25,50 +25,42 @@ csv module's field limit, a malformed row (wrong field count, unterminated quote
 these raises `ColumnarUnsupported` before the block's rows are yielded; every chunk yielded
 before it is exact. `litellm.read` catches it and carries on with the row path after the last
 line already yielded, so callers of `litellm.read` never see it.
+
+Reading and checking the blocks is `columnar_blocks`; the vectorised coercion of one column is
+`columnar_cells`. One concern here: turning a parsed block into a chunk equal to the row
+path's (decoding repeated values once, then the chunk's conversion step by step).
 """
 
 from __future__ import annotations
 
 import contextvars
-import csv
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import BinaryIO, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
 
 from audit_app.ingestion.identity import resolve_workload
 from audit_app.ingestion.reading import (
-    CSV_FIELD_SIZE_LIMIT,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    ImportFileError,
     RowReject,
     RowRejected,
-    in_backticks,
-    iter_text_lines,
-    missing_message,
     read_head,
     row_outcome,
     text,
 )
+from audit_app.ingestion.token_logs import columnar_blocks as blocks
+from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import frame as canonical
 from audit_app.ingestion.token_logs import litellm_rows
-from audit_app.ingestion.token_logs.base import (
-    MAX_COST_PER_REQUEST,
+from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
+from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
     STATUS_ERROR,
-    CanonicalRequest,
-    ParsedChunk,
     first_text,
     parse_json_object,
     parse_status,
@@ -76,53 +68,10 @@ from audit_app.ingestion.token_logs.base import (
     parse_token_count,
 )
 
-# The columns `litellm_rows.request_from_record` reads; nothing else is converted.
-MAPPED_COLUMNS = (
-    "request_id",
-    "call_type",
-    "api_key",
-    "spend",
-    "prompt_tokens",
-    "completion_tokens",
-    "startTime",
-    "endTime",
-    "completionStartTime",
-    "model",
-    "model_group",
-    "custom_llm_provider",
-    "user",
-    "metadata",
-    "cache_hit",
-    "request_tags",
-    "team_id",
-    "end_user",
-    "status",
-)
-MIN_BLOCK_BYTES = 1 << 20
-MAX_BLOCK_BYTES = 64 << 20
 # Distinct metadata / tag values remembered across chunks; past this the memo starts afresh.
 MAX_MEMO_ENTRIES = 100_000
 
-# Spellings `base.is_missing` treats as missing that the vectorised checks recognise exactly;
-# other spellings (" NULL ", "nUlL") take the row path, which gives the same answer.
-MISSING_SPELLINGS = pa.array(["", "null", "NULL", "Null", "none", "None", "NONE"], pa.string())
-# ISO 8601 forms that `base.parse_timestamp` and pandas read alike, limited to years pandas
-# holds in nanoseconds. Used only when pyarrow's own cast refuses a column.
-ISO_TIMESTAMP_PATTERN = (
-    r"^(19|2[01])\d\d-\d\d-\d\d[T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?"
-    r"(Z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$"
-)
-DECIMAL_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-ZERO_PATTERN = r"^[+-]?(0+\.?0*|\.0+)([eE][+-]?[0-9]+)?$"
-MAX_TOKEN_DIGITS = len(str(MAX_TOKENS_PER_REQUEST))
-# Costs at or above this many nanos take the row path (float64 has no fraction left there).
-MAX_FAST_COST_NANOS = 2.0**50
-NANOS_PER_USD = 1e9
 NAT = np.iinfo(np.int64).min
-LF = 0x0A
-CR = 0x0D
-NUL = 0x00
-UTF8_BOM = b"\xef\xbb\xbf"
 # How a status text reads (see `_status_code`).
 STATUS_IS_SUCCESS = 0
 STATUS_IS_ERROR = 1
@@ -132,40 +81,9 @@ STATUS_BLANK = 2
 T = TypeVar("T")
 
 
-class ColumnarUnsupported(Exception):
-    """The file has a shape the fast path cannot number lines in; read it with the row path.
-
-    Raised before any row of the offending block is yielded; the chunks yielded before it are
-    exact. `litellm.read` handles it by continuing with `litellm.read_rows` semantics after the
-    last line already yielded.
-    """
-
-
 # ---------------------------------------------------------------------------------------------
 # Reading blocks of whole lines
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Header:
-    names: list[str]
-    end: int  # byte position just after the header line
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Block:
-    """A run of whole lines of the file, parsed."""
-
-    offset: int  # file position of the block's first byte
-    size: int
-    line_ends: np.ndarray  # position of every `\n`, relative to `offset`
-    table: pa.Table
-
-    def position_after(self, rows: int) -> int:
-        """The file position just after the block's first `rows` lines."""
-        if rows <= len(self.line_ends):
-            return self.offset + int(self.line_ends[rows - 1]) + 1
-        return self.offset + self.size
 
 
 def read_csv_columnar(
@@ -179,11 +97,11 @@ def read_csv_columnar(
     """
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
-    header = _read_header(stream)
-    size = block_bytes or _block_bytes(read_head(stream), chunk_rows=chunk_rows)
+    header = blocks.read_header(stream)
+    size = block_bytes or blocks.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
     converter = _converter()
     first_line = 2
-    for block in _parsed_blocks(stream, header=header, block_bytes=size):
+    for block in blocks.parsed_blocks(stream, header=header, block_bytes=size):
         rows = block.table.num_rows
         for start in range(0, rows, chunk_rows):
             stop = min(start + chunk_rows, rows)
@@ -222,159 +140,6 @@ def _converter() -> _ChunkConverter:
         _kept_converters.clear()
         converter = _kept_converters[key] = _ChunkConverter()
     return converter
-
-
-def _read_header(stream: BinaryIO) -> _Header:
-    """The header's column names, read with the csv module exactly as the row path reads it."""
-    reader = csv.reader(iter_text_lines(stream))
-    try:
-        row = next(reader, None)
-    except csv.Error as error:
-        raise ColumnarUnsupported(f"line 1: {error}") from error
-    if row is None or not row or (len(row) == 1 and not row[0].strip()):
-        raise ColumnarUnsupported("the file does not start with its header line")
-    if reader.line_num != 1:
-        raise ColumnarUnsupported("the header spans more than one line")
-    names = [name.strip() for name in row]
-    missing = [name for name in litellm_rows.REQUIRED_COLUMNS if name not in names]
-    if missing:
-        raise ImportFileError(missing_message("line 1", noun="column", names=in_backticks(missing)))
-    if len(set(names)) != len(names):
-        raise ColumnarUnsupported("the header repeats a column name")
-    return _Header(names=names, end=stream.tell())
-
-
-def _block_bytes(head: bytes, *, chunk_rows: int) -> int:
-    """A block of about `chunk_rows` rows, judged from the average line in the head."""
-    line_bytes = len(head) / max(head.count(b"\n"), 1)
-    # A little under, so a block rarely leaves a sliver of a chunk behind.
-    return int(min(max(0.9 * line_bytes * chunk_rows, MIN_BLOCK_BYTES), MAX_BLOCK_BYTES))
-
-
-def _parsed_blocks(stream: BinaryIO, *, header: _Header, block_bytes: int) -> Iterator[_Block]:
-    """The file after the header as parsed blocks, each checked line by line.
-
-    pyarrow and numpy release the GIL, so the next block is read, checked and parsed in a
-    background thread while the caller converts the current one. An error preparing a block
-    surfaces only when the caller asks for that block.
-    """
-    options = _CsvOptions(header.names)
-    runs = _iter_line_runs(stream, start=header.end, block_bytes=block_bytes)
-
-    def prepare_next() -> _Block | None:
-        run = next(runs, None)
-        if run is None:
-            return None
-        data, size, offset = run
-        line_ends = _check_lines(data, size)
-        table = options.parse(data, size)
-        lines = len(line_ends) + (data[size - 1] != LF)
-        if table.num_rows != lines:
-            raise ColumnarUnsupported(
-                f"{table.num_rows} records on {lines} lines from byte {offset} "
-                "(a quoted value spans lines)"
-            )
-        return _Block(offset=offset, size=size, line_ends=line_ends, table=table)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litellm-csv") as pool:
-        upcoming = pool.submit(prepare_next)
-        while (block := upcoming.result()) is not None:
-            upcoming = pool.submit(prepare_next)
-            yield block
-
-
-def _iter_line_runs(
-    stream: BinaryIO, *, start: int, block_bytes: int
-) -> Iterator[tuple[bytes, int, int]]:
-    """(data, size, offset) triples: data[:size] is a run of whole lines at file position
-    offset, and the runs cover the stream from `start`.
-
-    The bytes after the last line end are read again with the next run rather than copied.
-    A line longer than a block makes the read grow until the line ends; only the file's last
-    line may lack a newline.
-    """
-    offset = start
-    read_bytes = block_bytes
-    while True:
-        stream.seek(offset)
-        data = stream.read(read_bytes)
-        if not data:
-            return
-        size = data.rfind(b"\n") + 1
-        if size == 0:
-            if stream.read(1):
-                read_bytes *= 2
-                continue
-            size = len(data)
-        yield data, size, offset
-        offset += size
-        read_bytes = block_bytes
-
-
-def _check_lines(data: bytes, size: int) -> np.ndarray:
-    """Positions of every `\n` in data[:size]; raises `ColumnarUnsupported` for bytes that
-    the csv module would read differently from pyarrow or that would shift line numbers."""
-    raw = np.frombuffer(data, np.uint8, count=size)
-    controls = np.flatnonzero(raw <= CR)
-    kinds = raw[controls]
-    if (kinds == NUL).any():
-        raise ColumnarUnsupported("a NUL byte")
-    line_ends: np.ndarray = controls[kinds == LF]
-    returns = controls[kinds == CR]
-    if returns.size and (returns[-1] + 1 >= size or (raw[returns + 1] != LF).any()):
-        raise ColumnarUnsupported("a carriage return that does not end a line")
-    line_starts = np.concatenate(([0], line_ends[:-1] + 1))
-    line_lengths = line_ends - line_starts
-    if (line_lengths == 0).any() or ((line_lengths == 1) & (raw[line_starts] == CR)).any():
-        raise ColumnarUnsupported("an empty line")
-    last_line = size - (int(line_ends[-1]) + 1 if line_ends.size else 0)
-    if max(last_line, int(line_lengths.max(initial=0))) > CSV_FIELD_SIZE_LIMIT:
-        # The row path's csv module refuses a cell that long; it reports it.
-        raise ColumnarUnsupported("a line longer than the csv module's field limit")
-    if data.startswith(UTF8_BOM):
-        # pyarrow drops a BOM at the start of its input; the csv module keeps it as text.
-        raise ColumnarUnsupported("a byte order mark inside the file")
-    if not data.isascii():
-        whole = pa.py_buffer(np.array([0, size], np.int64))
-        run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(data)])
-        try:
-            run.cast(pa.large_string())
-        except pa.ArrowInvalid as error:
-            raise ColumnarUnsupported("invalid UTF-8") from error
-    return line_ends
-
-
-class _CsvOptions:
-    """pyarrow options that read the mapped columns as the exact strings of the file."""
-
-    def __init__(self, names: list[str]) -> None:
-        included = [name for name in MAPPED_COLUMNS if name in names]
-        self.names = names
-        self.parse_options = pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False)
-        self.convert_options = pa_csv.ConvertOptions(
-            column_types={name: pa.string() for name in included},
-            include_columns=included,
-            strings_can_be_null=False,
-            # `_check_lines` has validated the whole run, excluded columns included.
-            check_utf8=False,
-        )
-
-    def parse(self, data: bytes, size: int) -> pa.Table:
-        read_options = pa_csv.ReadOptions(
-            column_names=self.names,
-            use_threads=True,
-            # A few pieces per block so both cores parse.
-            block_size=max(MIN_BLOCK_BYTES, size // 4),
-        )
-        try:
-            return pa_csv.read_csv(
-                pa.BufferReader(pa.py_buffer(data).slice(0, size)),
-                read_options=read_options,
-                parse_options=self.parse_options,
-                convert_options=self.convert_options,
-            )
-        except pa.ArrowInvalid as error:
-            raise ColumnarUnsupported(f"a malformed row ({error})") from error
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,198 +335,6 @@ def _distinct(column: pa.ChunkedArray | None, rows: int) -> tuple[list[str], np.
 
 
 # ---------------------------------------------------------------------------------------------
-# Vectorised scalar coercions (each returns the rows it vouches for; the rest go the row path)
-# ---------------------------------------------------------------------------------------------
-
-
-def _string_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(start offsets, lengths) of each string of a non-chunked string array."""
-    offsets = np.frombuffer(column.buffers()[1], np.int32)[
-        column.offset : column.offset + len(column) + 1
-    ]
-    return offsets[:-1], np.diff(offsets)
-
-
-def _null_where(mask: np.ndarray, column: pa.Array) -> pa.Array:
-    if not mask.any():
-        return column
-    return pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), column)
-
-
-def _missing(column: pa.Array, lengths: np.ndarray) -> np.ndarray:
-    missing: np.ndarray = lengths == 0
-    if ((lengths == 4) & ~missing).any():
-        missing |= pc.is_in(column, value_set=MISSING_SPELLINGS).to_numpy(zero_copy_only=False)
-    return missing
-
-
-EARLIEST_NS = int(EARLIEST_TIMESTAMP.timestamp()) * 1_000_000_000
-LATEST_NS = int(LATEST_TIMESTAMP.timestamp()) * 1_000_000_000
-_ZONED = re.compile(r"(Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
-
-
-def _timestamps(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(UTC nanoseconds cut to microseconds, parsed, missing) per row, as `parse_timestamp`.
-
-    pyarrow's cast reads every ISO form the row path reads except that it also takes a date
-    alone or with an hour alone; requiring `:` at position 13 (`YYYY-MM-DD hh:`) rules those
-    out. A column the cast refuses as a whole (a mix of zoned and naive values, a bad value)
-    is read value by value: the anchored pattern, then pandas.
-    """
-    starts, lengths = _string_parts(column)
-    missing = _missing(column, lengths)
-    present = ~missing
-    values = _null_where(missing, column)
-    nanos = None
-    # A failed cast costs ~30x a good one, so try first the type the first value calls for.
-    targets = [pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")]
-    first = pc.drop_null(values)
-    if len(first) and _ZONED.search(first[0].as_py()):
-        targets.reverse()
-    for target in targets:
-        try:
-            cast = pc.cast(values, target)
-        except pa.ArrowInvalid:
-            continue
-        nanos = pc.fill_null(cast.cast(pa.int64()), 0).to_numpy()
-        parsed = present & _colon_at_13(column, starts, lengths)
-        break
-    if nanos is None:
-        nanos, parsed = _timestamps_one_by_one(column, present)
-    # Outside the row path's years the row path rejects the row; send it there.
-    parsed &= (nanos >= EARLIEST_NS) & (nanos < LATEST_NS)
-    # The row path cuts fractions to microseconds; floor division does that for any sign.
-    return nanos // 1000 * 1000, parsed, missing
-
-
-def _colon_at_13(column: pa.Array, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    data = column.buffers()[2]
-    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    if not raw.size:
-        return np.zeros(len(column), bool)
-    long_enough = lengths > 13
-    positions = np.where(long_enough, starts + 13, 0)
-    colons: np.ndarray = long_enough & (raw[positions] == ord(":"))
-    return colons
-
-
-def _timestamps_one_by_one(column: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    candidates = present & pc.match_substring_regex(column, ISO_TIMESTAMP_PATTERN).to_numpy(
-        zero_copy_only=False
-    )
-    nanos = np.zeros(len(column), np.int64)
-    rows = np.flatnonzero(candidates)
-    if rows.size:
-        texts = column.take(pa.array(rows)).to_pylist()
-        moments = pd.DatetimeIndex(
-            pd.to_datetime(
-                pd.Series(texts, dtype=object), format="ISO8601", utc=True, errors="coerce"
-            )
-        ).as_unit("ns")
-        valid = ~np.asarray(moments.isna())
-        nanos[rows[valid]] = moments.asi8[valid]
-        candidates[rows[~valid]] = False
-    return nanos, candidates
-
-
-def _token_counts(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(count, readable) per row: plain digits within the per-request limit.
-
-    Anything else, empty included, takes the row path (which, for instance, reads an empty
-    count as 0 on an error row and rejects it elsewhere).
-    """
-    _, lengths = _string_parts(column)
-    readable = (lengths <= MAX_TOKEN_DIGITS) & pc.ascii_is_decimal(column).to_numpy(
-        zero_copy_only=False
-    )
-    values = column if readable.all() else pc.if_else(pa.array(readable), column, "0")
-    counts = pc.cast(values, pa.int64()).to_numpy()
-    return counts, readable & (counts <= MAX_TOKENS_PER_REQUEST)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Costs:
-    nanos: np.ndarray
-    zero: np.ndarray
-    missing: np.ndarray
-    readable: np.ndarray
-
-
-def _costs(column: pa.Array | None, rows: int) -> _Costs:
-    """`spend` as the row path's `cost_to_nanos(parse_cost(...))`, per row.
-
-    float64 carries the value; the nearest integer of value * 1e9 equals Decimal's
-    half-even rounding except within float error of a tie, and those rows (and zeros written
-    with a non-zero digit that underflowed) are computed with Decimal.
-    """
-    if column is None:
-        nothing = np.zeros(rows, bool)
-        return _Costs(
-            nanos=np.zeros(rows, np.int64), zero=nothing, missing=~nothing, readable=~nothing
-        )
-    _, lengths = _string_parts(column)
-    missing = _missing(column, lengths)
-    values = _null_where(missing, column)
-    try:
-        amounts = pc.cast(values, pa.float64())
-        numeric = ~missing
-    except pa.ArrowInvalid:
-        numeric = ~missing & pc.match_substring_regex(column, DECIMAL_PATTERN).to_numpy(
-            zero_copy_only=False
-        )
-        amounts = pc.cast(_null_where(~numeric, column), pa.float64())
-    usd = pc.fill_null(amounts, 0.0).to_numpy()
-    with np.errstate(invalid="ignore", over="ignore"):
-        scaled = usd * NANOS_PER_USD
-        readable = (
-            numeric
-            & np.isfinite(scaled)
-            & (usd >= 0)
-            & (scaled < MAX_FAST_COST_NANOS)
-            # Above the limit the row path rejects the row; send it there.
-            & (usd <= float(MAX_COST_PER_REQUEST))
-        )
-        nanos = np.rint(np.where(readable, scaled, 0.0))
-        distance_to_tie = np.abs(scaled - np.floor(scaled) - 0.5)
-        exact = readable & (distance_to_tie <= np.abs(scaled) * 1e-14 + 1e-9)
-    zero = readable & (usd == 0)
-    if zero.any():
-        written_zero = pc.match_substring_regex(column, ZERO_PATTERN).to_numpy(zero_copy_only=False)
-        exact |= zero & ~written_zero
-    nanos = nanos.astype(np.int64)
-    for row in np.flatnonzero(exact):
-        amount = Decimal(column[int(row)].as_py())
-        nanos[row] = canonical.cost_to_nanos(amount)
-        zero[row] = amount == 0
-        # A negative amount can underflow to -0.0, which passed the sign check above.
-        readable[row] = amount >= 0
-    return _Costs(nanos=nanos, zero=zero, missing=missing, readable=readable)
-
-
-def _plain(column: pa.ChunkedArray | None, rows: int) -> pa.Array | None:
-    if column is None:
-        return None
-    return column.combine_chunks() if rows else pa.array([], pa.string())
-
-
-def _group(codes: Sequence[np.ndarray], rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """A group number per row for each distinct combination of codes, and one row per group."""
-    key = np.zeros(rows, np.int64)
-    span = 1
-    for column in codes:
-        size = int(column.max()) + 1 if rows else 1
-        if span * size >= 2**62:
-            key, distinct = pd.factorize(key)
-            span = len(distinct)
-        key = key * size + column
-        span *= size
-    group, distinct = pd.factorize(key)
-    representative = np.empty(len(distinct), np.intp)
-    representative[group] = np.arange(rows)
-    return group, representative
-
-
-# ---------------------------------------------------------------------------------------------
 # One chunk
 # ---------------------------------------------------------------------------------------------
 
@@ -776,138 +349,279 @@ class _ChunkConverter:
     )
 
     def convert(self, table: pa.Table, *, first_line: int, bytes_read: int) -> ParsedChunk:
-        rows = table.num_rows
-        present = set(table.column_names)
-
-        def column(name: str) -> pa.ChunkedArray | None:
-            return table.column(name) if name in present else None
-
-        def texts(name: str) -> _Texts:
-            values, codes = _distinct(column(name), rows)
-            return _Texts.of([text(value) for value in values], codes)
-
-        metadata_values, metadata_codes = _distinct(column("metadata"), rows)
-        facts = self.metadata(metadata_values)
-        tag_values, tag_codes = _distinct(column("request_tags"), rows)
-        request_tags = self.request_tags(tag_values)
-
-        def from_facts(pick: Callable[[_MetadataFacts], str]) -> _Texts:
-            return _Texts.of([pick(f) if f else "" for f in facts], metadata_codes)
-
-        slow = ~np.array([f is not None for f in facts], bool)[metadata_codes]
-        slow |= ~np.array([t is not None for t in request_tags], bool)[tag_codes]
-
-        # Timestamps, and the streaming / first-token rule.
-        started, started_ok, _ = _timestamps(_plain(column("startTime"), rows))
-        ended, ended_ok, _ = _timestamps(_plain(column("endTime"), rows))
-        completion_column = _plain(column("completionStartTime"), rows)
-        if completion_column is None:
-            completion = np.zeros(rows, np.int64)
-            completion_ok = np.zeros(rows, bool)
-            completion_missing = np.ones(rows, bool)
-        else:
-            completion, completion_ok, completion_missing = _timestamps(completion_column)
-        placeholder = completion_ok & (completion == ended)
-        measured = completion_ok & (started <= completion) & (completion < ended)
-        slow |= ~started_ok | ~ended_ok | (ended < started)
-        slow |= ~(completion_missing | placeholder | measured)
-        streaming = np.where(completion_missing, -1, measured).astype(np.int8)
-        first_token = np.where(measured, completion, NAT)
-
-        # Token counts and cost.
-        input_tokens, input_ok = _token_counts(_plain(column("prompt_tokens"), rows))
-        output_tokens, output_ok = _token_counts(_plain(column("completion_tokens"), rows))
-        slow |= ~input_ok | ~output_ok
-        cached_by_metadata = np.array(
-            [-1 if f is None or f.cached_tokens is None else f.cached_tokens for f in facts],
-            np.int64,
-        )[metadata_codes]
-        cached_tokens = np.maximum(cached_by_metadata, 0)
-        slow |= (cached_by_metadata < 0) | (cached_tokens > input_tokens)
-        costs = _costs(_plain(column("spend"), rows), rows)
-        slow |= ~(costs.missing | costs.readable)
-        cache_values, cache_codes = _distinct(column("cache_hit"), rows)
-        served_from_cache = np.array(
-            [text(value).lower() == "true" for value in cache_values], bool
-        )[cache_codes]
-        # LiteLLM writes 0 when it had no price for the model: the product prices it instead.
-        unpriced = costs.zero & (input_tokens + output_tokens > 0) & ~served_from_cache
-        cost_nanos = np.where(costs.missing | unpriced, canonical.NO_COST, costs.nanos)
-
-        # Status, operation, batch flag.
-        status_values, status_codes = _distinct(column("status"), rows)
-        status_of_column = np.array([_status_code(text(value)) for value in status_values])
-        # `first_text(status, metadata.status)`; both blank reads as success.
-        status_of_metadata = np.array(
-            [_status_code(f.status) if f else STATUS_IS_SUCCESS for f in facts]
+        columns = _Columns(table)
+        metadata_values, metadata_codes = columns.distinct("metadata")
+        facts = _Facts(self.metadata(metadata_values), metadata_codes)
+        tag_values, tag_codes = columns.distinct("request_tags")
+        tags = _Tags(self.request_tags(tag_values), tag_codes)
+        timing = _timing(columns)
+        usage = _usage(columns, facts)
+        status = _status(columns, facts)
+        names = _names(columns, facts, tags)
+        slow = (
+            facts.unreadable()
+            | tags.unreadable()
+            | timing.slow
+            | usage.slow
+            | status.slow
+            | names.slow
         )
-        status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
-        status = status_of_column[status_codes]
-        status = np.where(status == STATUS_BLANK, status_of_metadata[metadata_codes], status)
-        slow |= status == STATUS_UNKNOWN
-        call_type_values, call_type_codes = _distinct(column("call_type"), rows)
-        operations = [_operation(value) for value in call_type_values]
-        operation = _Texts.of([name for name, _ in operations], call_type_codes)
-        batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
-        batch_by_metadata = np.array(
-            [-1 if f is None or f.batch_api is None else int(f.batch_api) for f in facts]
-        )[metadata_codes]
-        slow |= ~batch_by_call_type & (batch_by_metadata < 0)
-        batch_api = batch_by_call_type | (batch_by_metadata == 1)
-
-        # Names.
-        model = texts("model").or_else(texts("model_group"))
-        slow |= model.blank()
-        team = texts("team_id").or_else(from_facts(lambda f: f.team_alias))
-        caller = from_facts(lambda f: f.alias).or_else(texts("api_key"))
-        end_user = texts("end_user").or_else(texts("user"))
-        provider = texts("custom_llm_provider")
-        pool = from_facts(lambda f: f.pool)
-        workload = _workloads(
-            facts=facts,
-            metadata_codes=metadata_codes,
-            request_tags=request_tags,
-            tag_codes=tag_codes,
-            caller=caller,
-            team=team,
-            model=model,
-        )
-
         keep = None if not slow.any() else np.flatnonzero(~slow)
-
-        def rows_kept(values: np.ndarray) -> np.ndarray:
-            return values if keep is None else values[keep]
-
-        lines = np.arange(first_line, first_line + rows, dtype=np.int64)
-        frame = canonical.normalize_frame(
-            pd.DataFrame(
-                {
-                    canonical.STARTED_AT: _utc(rows_kept(started)),
-                    canonical.ENDED_AT: _utc(rows_kept(ended)),
-                    canonical.FIRST_TOKEN_AT: _utc(rows_kept(first_token)),
-                    canonical.WORKLOAD: workload.to_series(keep),
-                    canonical.TEAM: team.to_series(keep),
-                    canonical.END_USER: end_user.to_series(keep),
-                    canonical.CALLER: caller.to_series(keep),
-                    canonical.PROVIDER: provider.to_series(keep),
-                    canonical.MODEL: model.to_series(keep),
-                    canonical.OPERATION: operation.to_series(keep),
-                    canonical.POOL: pool.to_series(keep),
-                    canonical.STREAMING: rows_kept(streaming),
-                    canonical.BATCH_API: rows_kept(batch_api),
-                    canonical.IS_ERROR: rows_kept(status == STATUS_IS_ERROR),
-                    canonical.INPUT_TOKENS: rows_kept(input_tokens),
-                    canonical.OUTPUT_TOKENS: rows_kept(output_tokens),
-                    canonical.CACHED_INPUT_TOKENS: rows_kept(cached_tokens),
-                    canonical.COST_NANOS: rows_kept(cost_nanos),
-                    canonical.LINE: rows_kept(lines),
-                }
-            )
+        lines = np.arange(first_line, first_line + columns.rows, dtype=np.int64)
+        frame = _canonical_frame(
+            timing=timing, usage=usage, status=status, names=names, lines=lines, keep=keep
         )
         requests, rejects = _convert_row_by_row(table, np.flatnonzero(slow), first_line)
         return ParsedChunk(
-            requests=requests, rejects=rejects, rows_read=rows, bytes_read=bytes_read, frame=frame
+            requests=requests,
+            rejects=rejects,
+            rows_read=columns.rows,
+            bytes_read=bytes_read,
+            frame=frame,
         )
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A parsed block's columns; an absent column reads as empty cells, as in the row path."""
+
+    table: pa.Table
+
+    @property
+    def rows(self) -> int:
+        rows: int = self.table.num_rows
+        return rows
+
+    def column(self, name: str) -> pa.ChunkedArray | None:
+        return self.table.column(name) if name in self.table.column_names else None
+
+    def plain(self, name: str) -> pa.Array | None:
+        return cells.plain_column(self.column(name), self.rows)
+
+    def distinct(self, name: str) -> tuple[list[str], np.ndarray]:
+        return _distinct(self.column(name), self.rows)
+
+    def texts(self, name: str) -> _Texts:
+        values, codes = self.distinct(name)
+        return _Texts.of([text(value) for value in values], codes)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """The decoded `metadata` per distinct value (None: unreadable) and, per row, its index."""
+
+    facts: list[_MetadataFacts | None]
+    codes: np.ndarray
+
+    def unreadable(self) -> np.ndarray:
+        unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
+        return unreadable
+
+    def texts(self, pick: Callable[[_MetadataFacts], str]) -> _Texts:
+        return _Texts.of([pick(f) if f else "" for f in self.facts], self.codes)
+
+    def per_row(self, pick: Callable[[_MetadataFacts | None], int]) -> np.ndarray:
+        per_row: np.ndarray = np.array([pick(f) for f in self.facts], np.int64)[self.codes]
+        return per_row
+
+
+@dataclass(frozen=True)
+class _Tags:
+    """The decoded `request_tags` per distinct value (None: unreadable) and, per row, its index."""
+
+    tags: list[tuple[str, ...] | None]
+    codes: np.ndarray
+
+    def unreadable(self) -> np.ndarray:
+        unreadable: np.ndarray = ~np.array([t is not None for t in self.tags], bool)[self.codes]
+        return unreadable
+
+
+@dataclass(frozen=True)
+class _Timing:
+    """Start, end and first-token instants (nanoseconds) and the streaming flag per row."""
+
+    started: np.ndarray
+    ended: np.ndarray
+    first_token: np.ndarray
+    streaming: np.ndarray
+    slow: np.ndarray
+
+
+def _timing(columns: _Columns) -> _Timing:
+    """Timestamps, and the streaming / first-token rule."""
+    rows = columns.rows
+    started, started_ok, _ = cells.timestamps(columns.plain("startTime"))
+    ended, ended_ok, _ = cells.timestamps(columns.plain("endTime"))
+    completion_column = columns.plain("completionStartTime")
+    if completion_column is None:
+        completion = np.zeros(rows, np.int64)
+        completion_ok = np.zeros(rows, bool)
+        completion_missing = np.ones(rows, bool)
+    else:
+        completion, completion_ok, completion_missing = cells.timestamps(completion_column)
+    placeholder = completion_ok & (completion == ended)
+    measured = completion_ok & (started <= completion) & (completion < ended)
+    slow = ~started_ok | ~ended_ok | (ended < started)
+    slow |= ~(completion_missing | placeholder | measured)
+    return _Timing(
+        started=started,
+        ended=ended,
+        first_token=np.where(measured, completion, NAT),
+        streaming=np.where(completion_missing, -1, measured).astype(np.int8),
+        slow=slow,
+    )
+
+
+@dataclass(frozen=True)
+class _Usage:
+    """Token counts and the cost per row (`canonical.NO_COST` where the product prices it)."""
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    cost_nanos: np.ndarray
+    slow: np.ndarray
+
+
+def _usage(columns: _Columns, facts: _Facts) -> _Usage:
+    """Token counts and cost."""
+    input_tokens, input_ok = cells.token_counts(columns.plain("prompt_tokens"))
+    output_tokens, output_ok = cells.token_counts(columns.plain("completion_tokens"))
+    slow = ~input_ok | ~output_ok
+    cached_by_metadata = facts.per_row(
+        lambda f: -1 if f is None or f.cached_tokens is None else f.cached_tokens
+    )
+    cached_tokens = np.maximum(cached_by_metadata, 0)
+    slow |= (cached_by_metadata < 0) | (cached_tokens > input_tokens)
+    costs = cells.costs(columns.plain("spend"), columns.rows)
+    slow |= ~(costs.missing | costs.readable)
+    cache_values, cache_codes = columns.distinct("cache_hit")
+    served_from_cache = np.array([text(value).lower() == "true" for value in cache_values], bool)[
+        cache_codes
+    ]
+    # LiteLLM writes 0 when it had no price for the model: the product prices it instead.
+    unpriced = costs.zero & (input_tokens + output_tokens > 0) & ~served_from_cache
+    return _Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        cost_nanos=np.where(costs.missing | unpriced, canonical.NO_COST, costs.nanos),
+        slow=slow,
+    )
+
+
+@dataclass(frozen=True)
+class _Status:
+    """Per row: `STATUS_IS_*` code, the canonical operation and the batch flag."""
+
+    status: np.ndarray
+    operation: _Texts
+    batch_api: np.ndarray
+    slow: np.ndarray
+
+
+def _status(columns: _Columns, facts: _Facts) -> _Status:
+    """Status, operation and batch flag."""
+    status_values, status_codes = columns.distinct("status")
+    status_of_column = np.array([_status_code(text(value)) for value in status_values])
+    # `first_text(status, metadata.status)`; both blank reads as success.
+    status_of_metadata = facts.per_row(lambda f: _status_code(f.status) if f else STATUS_IS_SUCCESS)
+    status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
+    status = status_of_column[status_codes]
+    status = np.where(status == STATUS_BLANK, status_of_metadata, status)
+    call_type_values, call_type_codes = columns.distinct("call_type")
+    operations = [_operation(value) for value in call_type_values]
+    batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
+    batch_by_metadata = facts.per_row(
+        lambda f: -1 if f is None or f.batch_api is None else int(f.batch_api)
+    )
+    return _Status(
+        status=status,
+        operation=_Texts.of([name for name, _ in operations], call_type_codes),
+        batch_api=batch_by_call_type | (batch_by_metadata == 1),
+        slow=(status == STATUS_UNKNOWN) | (~batch_by_call_type & (batch_by_metadata < 0)),
+    )
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The text columns of the canonical row."""
+
+    model: _Texts
+    team: _Texts
+    caller: _Texts
+    end_user: _Texts
+    provider: _Texts
+    pool: _Texts
+    workload: _Texts
+    slow: np.ndarray
+
+
+def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
+    """Model, team, caller, end user, provider, pool and the workload they resolve to."""
+    model = columns.texts("model").or_else(columns.texts("model_group"))
+    team = columns.texts("team_id").or_else(facts.texts(lambda f: f.team_alias))
+    caller = facts.texts(lambda f: f.alias).or_else(columns.texts("api_key"))
+    return _Names(
+        model=model,
+        team=team,
+        caller=caller,
+        end_user=columns.texts("end_user").or_else(columns.texts("user")),
+        provider=columns.texts("custom_llm_provider"),
+        pool=facts.texts(lambda f: f.pool),
+        workload=_workloads(
+            facts=facts.facts,
+            metadata_codes=facts.codes,
+            request_tags=tags.tags,
+            tag_codes=tags.codes,
+            caller=caller,
+            team=team,
+            model=model,
+        ),
+        slow=model.blank(),
+    )
+
+
+def _canonical_frame(
+    *,
+    timing: _Timing,
+    usage: _Usage,
+    status: _Status,
+    names: _Names,
+    lines: np.ndarray,
+    keep: np.ndarray | None,
+) -> pd.DataFrame:
+    """The canonical frame of the rows in `keep` (None: every row)."""
+
+    def rows_kept(values: np.ndarray) -> np.ndarray:
+        return values if keep is None else values[keep]
+
+    return canonical.normalize_frame(
+        pd.DataFrame(
+            {
+                canonical.STARTED_AT: _utc(rows_kept(timing.started)),
+                canonical.ENDED_AT: _utc(rows_kept(timing.ended)),
+                canonical.FIRST_TOKEN_AT: _utc(rows_kept(timing.first_token)),
+                canonical.WORKLOAD: names.workload.to_series(keep),
+                canonical.TEAM: names.team.to_series(keep),
+                canonical.END_USER: names.end_user.to_series(keep),
+                canonical.CALLER: names.caller.to_series(keep),
+                canonical.PROVIDER: names.provider.to_series(keep),
+                canonical.MODEL: names.model.to_series(keep),
+                canonical.OPERATION: status.operation.to_series(keep),
+                canonical.POOL: names.pool.to_series(keep),
+                canonical.STREAMING: rows_kept(timing.streaming),
+                canonical.BATCH_API: rows_kept(status.batch_api),
+                canonical.IS_ERROR: rows_kept(status.status == STATUS_IS_ERROR),
+                canonical.INPUT_TOKENS: rows_kept(usage.input_tokens),
+                canonical.OUTPUT_TOKENS: rows_kept(usage.output_tokens),
+                canonical.CACHED_INPUT_TOKENS: rows_kept(usage.cached_tokens),
+                canonical.COST_NANOS: rows_kept(usage.cost_nanos),
+                canonical.LINE: rows_kept(lines),
+            }
+        )
+    )
 
 
 def _workloads(
@@ -933,7 +647,7 @@ def _workloads(
     metadata_tag_list = np.array(
         [tag_lists.setdefault(f.tags if f else (), len(tag_lists)) for f in facts]
     )
-    tag_groups, tag_rows = _group([tag_codes, metadata_tag_list[metadata_codes]], rows)
+    tag_groups, tag_rows = cells.group_rows([tag_codes, metadata_tag_list[metadata_codes]], rows)
     by_tags: list[str | None] = []
     for row in tag_rows:
         row_tags = request_tags[tag_codes[row]]
@@ -951,7 +665,7 @@ def _workloads(
     codes = np.where(named_by_tags, tag_groups, len(by_tags) + metadata_codes)
     unnamed = np.flatnonzero(~(named_by_tags | named_by_metadata))
     if unnamed.size:
-        groups, representatives = _group(
+        groups, representatives = cells.group_rows(
             [caller.codes[unnamed], team.codes[unnamed], model.codes[unnamed]], unnamed.size
         )
         codes[unnamed] = len(values) + groups

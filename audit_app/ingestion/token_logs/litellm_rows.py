@@ -36,10 +36,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from audit_app.ingestion.reading import text
-from audit_app.ingestion.token_logs.base import (
-    CanonicalRequest,
-    SourceFields,
-    build_request,
+from audit_app.ingestion.token_logs.base import CanonicalRequest, SourceFields, build_request
+from audit_app.ingestion.token_logs.coerce import (
     first_text,
     parse_bool,
     parse_cost,

@@ -47,19 +47,23 @@ from audit_app.ingestion.reading import (
     text,
 )
 from audit_app.ingestion.token_logs.base import (
-    STATUS_ERROR,
-    STATUS_SUCCESS,
     CanonicalRequest,
     ParsedChunk,
     RowOutcome,
     SourceFields,
     build_request,
     chunk_outcomes,
+)
+from audit_app.ingestion.token_logs.coerce import (
+    STATUS_ERROR,
+    STATUS_SUCCESS,
     first_text,
-    head_field_names,
     parse_duration_seconds,
-    parse_json_line,
     parse_unix_nanos,
+)
+from audit_app.ingestion.token_logs.tabular import (
+    head_field_names,
+    parse_json_line,
     read_json_document,
 )
 

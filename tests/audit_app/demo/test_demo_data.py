@@ -16,12 +16,11 @@ import pandas as pd
 import pytest
 
 from audit_app.costs.pricing import Price, PriceBook
-from audit_app.demo.traffic import (
-    DEFAULT_WORKLOADS,
+from audit_app.demo.traffic import REQUEST_COLUMNS, generate_requests
+from audit_app.demo.workloads import DEFAULT_WORKLOADS
+from audit_app.demo.writers import (
     LITELLM_COLUMNS,
-    REQUEST_COLUMNS,
     bench_litellm_csv,
-    generate_requests,
     model_group,
     write_litellm_csv,
     write_litellm_jsonl,

@@ -53,7 +53,7 @@ def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
     assert h100.attribution.hours_with_traffic < h100.attribution.hours_billed
 
     # Every clear demo workload is classified as its archetype says, with evidence.
-    from audit_app.demo.traffic import DEFAULT_WORKLOADS
+    from audit_app.demo.workloads import DEFAULT_WORKLOADS
     from audit_app.models import Recommendation, Workload
     from audit_app.workloads.services import effective_class
 

@@ -20,7 +20,7 @@ from django.core.files.storage import default_storage
 from django.test import override_settings
 
 from audit_app.ingestion import fanout as ingest_fanout
-from audit_app.ingestion import split
+from audit_app.ingestion import fanout_parts, split
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
@@ -189,13 +189,13 @@ def _single_pass(content: bytes, name: str) -> dict[str, Any]:
 def saved_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """(upload, part index) of every part result stored."""
     saved: list[tuple[int, int]] = []
-    original = ingest_fanout._save_part
+    original = fanout_parts.save_part
 
-    def spy(upload_id: int, index: int, result: ingest_fanout.PartResult) -> None:
+    def spy(upload_id: int, index: int, result: fanout_parts.PartResult) -> None:
         saved.append((upload_id, index))
         original(upload_id, index, result)
 
-    monkeypatch.setattr(ingest_fanout, "_save_part", spy)
+    monkeypatch.setattr(fanout_parts, "save_part", spy)
     return saved
 
 
@@ -226,7 +226,7 @@ def cuts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _no_part_files(upload_id: int) -> bool:
-    directory = f"{ingest_fanout.PARTS_DIR}/{upload_id}"
+    directory = f"{fanout_parts.PARTS_DIR}/{upload_id}"
     if not default_storage.exists(directory):
         return True
     return default_storage.listdir(directory) == ([], [])

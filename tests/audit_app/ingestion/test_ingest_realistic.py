@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit_app.demo.traffic import generate_requests, write_litellm_csv, write_otel_jsonl
+from audit_app.demo.traffic import generate_requests
+from audit_app.demo.writers import write_litellm_csv, write_otel_jsonl
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create

@@ -1,4 +1,5 @@
-"""Tests for audit_app.workloads.classifier: hand-computed features, the SLO rule, evidence, config.
+"""Tests for audit_app.workloads.features and .classifier: hand-computed features, the SLO
+rule, evidence, config.
 
 Feature values are worked out by hand from tiny summaries; the labeled evaluation runs the
 classifier over the simulated workloads of bench.labeled_workloads.
@@ -20,14 +21,16 @@ from audit_app.workloads.classifier import (
     LABEL_REALTIME,
     LABEL_UNKNOWN,
     LABELS,
+    classify,
+    classify_summary,
+    signal_contributions,
+)
+from audit_app.workloads.features import (
     DayProfile,
     HourStats,
     WorkloadFeatures,
     WorkloadSummary,
-    classify,
-    classify_summary,
     compute_features,
-    signal_contributions,
 )
 from bench.labeled_workloads import SHAPES, LabeledWorkload, labeled_workloads
 

@@ -9,11 +9,9 @@ from decimal import Decimal
 import pytest
 
 from audit_app.ingestion.reading import ImportFileError, RowRejected, check_head, iter_text_lines
-from audit_app.ingestion.token_logs.base import (
+from audit_app.ingestion.token_logs.base import CanonicalRequest, SourceFields, build_request
+from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
-    CanonicalRequest,
-    SourceFields,
-    build_request,
     parse_bool,
     parse_cost,
     parse_json_object,
@@ -21,8 +19,8 @@ from audit_app.ingestion.token_logs.base import (
     parse_tags,
     parse_timestamp,
     parse_token_count,
-    read_json_document,
 )
+from audit_app.ingestion.token_logs.tabular import read_json_document
 
 NOON = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

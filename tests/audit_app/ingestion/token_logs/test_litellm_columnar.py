@@ -20,7 +20,11 @@ import pandas as pd
 import pytest
 
 from audit_app.ingestion.reading import ImportFileError, RowReject
-from audit_app.ingestion.token_logs import ColumnarUnsupported, litellm, litellm_columnar
+from audit_app.ingestion.token_logs import (
+    ColumnarUnsupported,
+    columnar_blocks,
+    litellm,
+)
 from audit_app.ingestion.token_logs.base import ParsedChunk
 from audit_app.ingestion.token_logs.frame import LINE, requests_to_frame
 from audit_app.ingestion.token_logs.litellm_columnar import read_csv_columnar
@@ -460,7 +464,7 @@ def test_unsupported_shapes_raise_before_anything_wrong_is_yielded(name: str) ->
 def test_a_line_longer_than_the_csv_field_limit_is_left_to_the_row_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(litellm_columnar, "CSV_FIELD_SIZE_LIMIT", 5000)
+    monkeypatch.setattr(columnar_blocks, "CSV_FIELD_SIZE_LIMIT", 5000)
     data = _with_line(GOOD, LATE_ROW, GOOD.split(b"\n")[LATE_ROW - 1] + b"x" * 5000)
     with pytest.raises(ColumnarUnsupported):
         list(read_csv_columnar(io.BytesIO(data), chunk_rows=50))
