@@ -21,6 +21,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 
+from audit_app.lib.errors import DomainError, ErrorKind
+
 
 class Upload(models.Model):
     """One file a user gave us, kept as-is until the upload is deleted."""
@@ -628,8 +630,10 @@ RECOMMENDATION_MOVES: dict[str, frozenset[Recommendation.Status]] = {
 }
 
 
-class RecommendationMoveRefused(Exception):
-    """A status move `RECOMMENDATION_MOVES` does not allow (callers answer 409 Conflict)."""
+class RecommendationMoveRefused(DomainError):
+    """A status move `RECOMMENDATION_MOVES` does not allow: a conflict with the current status."""
+
+    kind = ErrorKind.CONFLICT
 
     def __init__(self, *, recommendation: Recommendation, to_status: str) -> None:
         current = recommendation.get_status_display().lower()

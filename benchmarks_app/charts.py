@@ -7,9 +7,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from audit_app.costs.costing import ScalingMode
 from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
-
-MODES = ("always_on", "autoscale", "scale_to_zero")
+from benchmarks_app.metrics import METRIC_LABELS
 
 
 def build_latency_distribution_figure(
@@ -77,8 +77,8 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
         figure.add_trace(
             go.Bar(
                 name=side.capitalize(),
-                x=[m.replace("_", " ") for m in MODES],
-                y=[_number(cost_by_mode.get(m, {}).get(side)) for m in MODES],
+                x=[mode.label for mode in ScalingMode],
+                y=[_number(cost_by_mode.get(mode.value, {}).get(side)) for mode in ScalingMode],
             )
         )
     figure.update_layout(
@@ -106,8 +106,11 @@ def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[st
     )
     figure.update_layout(
         **{**BASE_LAYOUT, "hovermode": "closest"},
-        title={"text": "Cost vs p95 TPOT, runs of this model"},
-        xaxis={"title": {"text": "p95 TPOT (ms)"}, "rangemode": "nonnegative"},
+        title={"text": f"Cost vs {METRIC_LABELS['tpot_p95_ms']}, runs of this model"},
+        xaxis={
+            "title": {"text": f"{METRIC_LABELS['tpot_p95_ms']} (ms)"},
+            "rangemode": "nonnegative",
+        },
         yaxis={
             "title": {"text": "USD per 1M output tokens"},
             "tickprefix": "$",

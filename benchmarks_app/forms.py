@@ -62,7 +62,7 @@ class GateForm(forms.Form):
     candidate = forms.ModelChoiceField(queryset=BenchmarkRun.objects.all(), label="Candidate run")
     mode = forms.ChoiceField(
         label="Serving mode",
-        choices=[(mode, mode.replace("_", " ").capitalize()) for mode in SCALING_MODES],
+        choices=[(mode.value, mode.label.capitalize()) for mode in gating.ScalingMode],
     )
     cold_start_seconds = forms.FloatField(label="Cold start (s)", initial=0, min_value=0)
     traffic_csv = forms.CharField(

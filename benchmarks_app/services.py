@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from audit_app.access.audit import audit_record
 from audit_app.ingestion.uploads import DuplicateUpload, UploadRefused, upload_create
+from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.filenames import shortened_name
 from audit_app.models import AuditEvent, Recommendation, Upload
 from benchmarks_app import converters, gating, matching, metrics
@@ -42,10 +43,10 @@ logger = logging.getLogger(__name__)
 RUN_NAME_MAX_BYTES = 200
 
 
-class RunRefused(Exception):
-    def __init__(self, message: str, *, field: str = "file") -> None:
-        super().__init__(message)
-        self.field = field
+class RunRefused(DomainError):
+    """A run the service will not import; ``field`` names the input at fault."""
+
+    field = "file"
 
 
 def jsonable(value: Any) -> Any:
@@ -211,13 +212,9 @@ def benchmark_run_import_path(
         raise RunRefused(str(exc)) from None
 
 
-class GateRefused(Exception):
+class GateRefused(DomainError):
     """Gate input the service cannot use; ``field`` names it (traffic_csv, traffic_workload,
     tolerances, mode). Nothing was recorded."""
-
-    def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -259,10 +256,13 @@ def gate_traffic(*, csv_text: str = "", csv_name: str = "", workload: str = "") 
     return GateTraffic(demand=tuple(demand), source=f"CSV {csv_name}" if csv_name else "CSV")
 
 
-class GateLinkRefused(Exception):
+class GateLinkRefused(DomainError):
     """The gate was recorded, but not linked to the recommendation it was run for: the
     mismatches say why (`benchmarks_app.matching`), and the message is the sentence every
-    front end shows."""
+    front end shows. A conflict when the recommendation's status refuses the link, invalid
+    input when the runs do not match it."""
+
+    field = "recommendation"
 
     def __init__(
         self,
@@ -272,7 +272,11 @@ class GateLinkRefused(Exception):
         mismatches: tuple[matching.Mismatch, ...],
     ) -> None:
         reasons = " ".join(m.sentence for m in mismatches)
-        super().__init__(f"{reasons} Gate {gate.pk} was recorded without the link.")
+        conflict = any(m.field == "status" for m in mismatches)
+        super().__init__(
+            f"{reasons} Gate {gate.pk} was recorded without the link.",
+            kind=ErrorKind.CONFLICT if conflict else ErrorKind.INVALID,
+        )
         self.gate = gate
         self.recommendation = recommendation
         self.mismatches = mismatches
@@ -280,14 +284,34 @@ class GateLinkRefused(Exception):
     @property
     def conflict(self) -> bool:
         """True when the recommendation's status refuses the link, not the runs."""
-        return any(m.field == "status" for m in self.mismatches)
+        return self.kind is ErrorKind.CONFLICT
+
+    def facts(self) -> dict[str, Any]:
+        """The recommendation, each mismatch and the gate recorded; the message is the detail
+        and each mismatch's sentence an error of the `recommendation` field."""
+        recommendation = self.recommendation
+        return {
+            "detail": str(self),
+            "errors": {"recommendation": [m.sentence for m in self.mismatches]},
+            "recommendation": {
+                "id": recommendation.pk,
+                "status": recommendation.status,
+                "target_kind": recommendation.target_kind,
+                "target": recommendation.target,
+            },
+            "mismatches": [
+                {"field": m.field, "expected": list(m.expected), "actual": m.actual}
+                for m in self.mismatches
+            ],
+            "gate": self.gate.pk,
+        }
 
 
 def gate_evaluate(
     *,
     baseline: BenchmarkRun,
     candidate: BenchmarkRun,
-    mode: str = gating.ScalingMode.ALWAYS_ON,
+    mode: gating.ScalingMode | str = gating.ScalingMode.ALWAYS_ON,
     cold_start_seconds: float = 0.0,
     traffic_csv: str = "",
     traffic_csv_name: str = "",
@@ -359,7 +383,7 @@ def _verdict(
     *,
     baseline: BenchmarkRun,
     candidate: BenchmarkRun,
-    mode: str,
+    mode: gating.ScalingMode | str,
     cold_start_seconds: float,
     traffic: GateTraffic,
     tolerances: Mapping[str, float] | None,
@@ -420,12 +444,14 @@ def _recommendation_move(
 ) -> None:
     """A pass verifies the recommendation, a fail fails it; invalid or incomplete gates leave
     it approved, for a better gate."""
-    if verdict.verdict not in ("pass", "fail"):
+    moves = {
+        Gate.Verdict.PASS: Recommendation.Status.VERIFIED,
+        Gate.Verdict.FAIL: Recommendation.Status.GATE_FAILED,
+    }
+    if verdict.verdict not in moves:
         return
     recommendation.move_to(
-        Recommendation.Status.VERIFIED
-        if verdict.verdict == "pass"
-        else Recommendation.Status.GATE_FAILED,
+        moves[Gate.Verdict(verdict.verdict)],
         user=gate.created_by,
         note=f"Gate {gate.pk}: {verdict.summary}",
     )

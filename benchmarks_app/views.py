@@ -17,6 +17,7 @@ from audit_app.costs.costing import Deployment, busy_only_usd_per_million
 from audit_app.lib import formatting
 from benchmarks_app import charts, gating
 from benchmarks_app.forms import GateForm, RunForm, stated_meta
+from benchmarks_app.metrics import METRIC_LABELS
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
     GateLinkRefused,
@@ -173,19 +174,21 @@ def _timeline(per_request: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-METRIC_LABELS = {
-    "ttft_p50_ms": "TTFT p50",
-    "ttft_p95_ms": "TTFT p95",
-    "tpot_p50_ms": "TPOT p50",
-    "tpot_p95_ms": "TPOT p95",
-    "itl_p95_ms": "ITL p95",
-    "e2e_p95_ms": "End-to-end p95",
-    "decode_tokens_per_s": "Decode tokens/s",
-    "per_user_decode_tokens_per_s": "Per-user decode tokens/s",
-    "output_tokens_per_gpu_hour": "Output tokens per GPU-hour",
-    "gpu_utilization_pct": "GPU utilization",
-    "tokens_per_joule": "Tokens per joule",
-}
+# The run page's metric rows, in order, named by `benchmarks_app.metrics.METRIC_LABELS` (the one
+# table of metric names); mean power per GPU shows only through tokens per joule.
+RUN_PAGE_METRICS = (
+    "ttft_p50_ms",
+    "ttft_p95_ms",
+    "tpot_p50_ms",
+    "tpot_p95_ms",
+    "itl_p95_ms",
+    "e2e_p95_ms",
+    "decode_tokens_per_s",
+    "per_user_decode_tokens_per_s",
+    "output_tokens_per_gpu_hour",
+    "gpu_utilization_pct",
+    "tokens_per_joule",
+)
 
 
 def metric_text(metric: str, value: Any) -> str:
@@ -217,13 +220,13 @@ def _metric_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     missing = metrics.get("missing") or {}
     return [
         {
-            "label": label,
+            "label": _sentence_case(METRIC_LABELS[key]),
             "value": metrics.get(key),
             "text": metric_text(key, metrics.get(key)),
             "source": sources.get(key, ""),
             "missing": missing.get(key, ""),
         }
-        for key, label in METRIC_LABELS.items()
+        for key in RUN_PAGE_METRICS
     ]
 
 

@@ -1,4 +1,8 @@
-"""One JSON error format for the whole API: ``{"detail": "...", "errors": {field: [...]}}``."""
+"""One JSON error format for the whole API: ``{"detail": "...", "errors": {field: [...]}}``.
+
+Domain errors (`audit_app.lib.errors.DomainError`) are mapped here and only here: each kind
+to its status code, the field at fault to the error's key, and the error's facts added to the
+body. API views let them through; they catch nothing a service raises."""
 
 from __future__ import annotations
 
@@ -10,7 +14,34 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from audit_app.lib.query_params import ParameterError
+from audit_app.lib.errors import DomainError, ErrorKind
+
+
+class Conflict(exceptions.APIException):
+    status_code = 409
+    default_detail = "Conflict."
+    default_code = "conflict"
+
+
+class InsufficientStorage(exceptions.APIException):
+    """507: the server has no room left to keep what was sent."""
+
+    status_code = 507
+    default_detail = "Insufficient storage."
+    default_code = "insufficient_storage"
+
+
+def _api_exception(exc: DomainError) -> exceptions.APIException:
+    message = str(exc)
+    if exc.kind is ErrorKind.INVALID:
+        return exceptions.ValidationError({exc.field or "non_field_errors": [message]})
+    if exc.kind is ErrorKind.FORBIDDEN:
+        return exceptions.PermissionDenied(message)
+    if exc.kind is ErrorKind.NOT_FOUND:
+        return exceptions.NotFound(message)
+    if exc.kind is ErrorKind.CONFLICT:
+        return Conflict(message)
+    return InsufficientStorage(message)
 
 
 def _as_messages(value: Any) -> list[str]:
@@ -40,8 +71,10 @@ def error_body(exc: exceptions.APIException) -> dict[str, Any]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, ParameterError):
-        exc = exceptions.ValidationError({exc.field: [str(exc)]})
+    facts: dict[str, Any] = {}
+    if isinstance(exc, DomainError):
+        facts = exc.facts()
+        exc = _api_exception(exc)
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -49,5 +82,5 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response
-    response.data = error_body(exc)
+    response.data = {**error_body(exc), **facts}
     return response

@@ -6,8 +6,7 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,30 +14,16 @@ from rest_framework.views import APIView
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.models import Recommendation, Workload
-from audit_app.recommendations.services import DecisionRefused, recommendation_decide
+from audit_app.recommendations.services import recommendation_decide
 from audit_app.reporting.selectors import (
     RecommendationRole,
     recommendation_groups,
     recommendation_roles,
 )
 from audit_app.workloads.services import (
-    OverrideRefused,
     class_summary,
     workload_override,
 )
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "Conflict."
-
-
-def _refusal(exc: OverrideRefused | DecisionRefused, field: str = "") -> APIException:
-    if exc.status == 403:
-        return PermissionDenied(str(exc))
-    if exc.status == 409:
-        return Conflict(str(exc))
-    return ValidationError({getattr(exc, "field", "") or field or "non_field_errors": [str(exc)]})
 
 
 class OverrideInput(serializers.Serializer):
@@ -68,15 +53,12 @@ class WorkloadApi(WorkloadDetailApi):
         workload = get_object_or_404(Workload, pk=workload_id)
         data = OverrideInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            workload_override(
-                workload=workload,
-                user=request.user,
-                workload_class=data.validated_data["workload_class"],
-                reason=data.validated_data["reason"],
-            )
-        except OverrideRefused as exc:
-            raise _refusal(exc) from None
+        workload_override(
+            workload=workload,
+            user=request.user,
+            workload_class=data.validated_data["workload_class"],
+            reason=data.validated_data["reason"],
+        )
         return Response(ClassOutput(class_payload(workload)).data)
 
 
@@ -186,14 +168,11 @@ class RecommendationDecisionApi(APIView):
         recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
         data = DecisionInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            decided = recommendation_decide(
-                recommendation=recommendation,
-                user=request.user,
-                decision=data.validated_data["decision"],
-                note=data.validated_data["note"],
-            )
-        except DecisionRefused as exc:
-            raise _refusal(exc, field="note") from None
+        decided = recommendation_decide(
+            recommendation=recommendation,
+            user=request.user,
+            decision=data.validated_data["decision"],
+            note=data.validated_data["note"],
+        )
         context = {"roles": recommendation_roles(recommendation_groups())}
         return Response(RecommendationOutput(decided, context=context).data)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,25 +27,13 @@ from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.costs.bills import upload_billing
 from audit_app.ingestion.uploads import (
     AUTO_KIND,
-    STORAGE_FULL_MESSAGE,
     UPLOAD_KINDS,
-    StorageFull,
-    UploadInUse,
-    UploadRefused,
     too_large_message,
     upload_create,
     upload_delete,
 )
 from audit_app.lib.upload_handlers import upload_too_large
 from audit_app.models import Upload
-
-
-class InsufficientStorage(APIException):
-    """507: the upload storage is full; the body says so in the API's error format."""
-
-    status_code = 507
-    default_detail = STORAGE_FULL_MESSAGE
-    default_code = "insufficient_storage"
 
 
 class UploadInput(serializers.Serializer):
@@ -259,18 +247,13 @@ class UploadListCreateApi(APIView):
         data = UploadInput(data=payload)
         data.is_valid(raise_exception=True)
         file = data.validated_data["file"]
-        try:
-            upload = upload_create(
-                source=file,
-                original_name=file.name,
-                kind=data.validated_data["kind"],
-                requested_format=data.validated_data["format"],
-                user=request.user,
-            )
-        except UploadRefused as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
-        except StorageFull as exc:
-            raise InsufficientStorage(str(exc)) from None
+        upload = upload_create(
+            source=file,
+            original_name=file.name,
+            kind=data.validated_data["kind"],
+            requested_format=data.validated_data["format"],
+            user=request.user,
+        )
         body = UploadOutput(upload, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
@@ -299,9 +282,5 @@ class UploadDetailApi(APIView):
         refusal = upload_delete_refusal(user=request.user, upload=upload)
         if refusal is not None:
             raise PermissionDenied(refusal)
-        try:
-            upload_delete(upload=upload, user=request.user)
-        except UploadInUse as exc:
-            body = {"detail": str(exc), "errors": {}, "gates": exc.gate_ids, "runs": exc.run_ids}
-            return Response(UploadInUseOutput(body).data, status=status.HTTP_409_CONFLICT)
+        upload_delete(upload=upload, user=request.user)  # UploadInUse: 409, naming the gates
         return Response(status=status.HTTP_204_NO_CONTENT)

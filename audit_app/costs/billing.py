@@ -20,7 +20,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
 from audit_app.costs.attribution import PoolAttribution, attribute_pool, spread_over_hours
-from audit_app.costs.pricing import normalize_model, normalize_provider
+from audit_app.costs.pricing import normalize_model
+from audit_app.costs.providers import normalize_provider, usage_provider
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, HourlyRollup, ServingPool, Upload
 from audit_app.reporting.selectors import priced_groups, rollups_in_range
@@ -275,22 +276,6 @@ def _total(provider: str, currency: str, rows: list[ReconciliationRow]) -> Recon
     )
 
 
-def _bill_provider(charge: Mapping[str, Any]) -> str:
-    """The usage provider of a bill line, in the token logs' names.
-
-    Only what the provider normaliser cannot know is decided here, from the billed service:
-    AWS's "Amazon Bedrock" is aws-bedrock, Google Cloud's Vertex AI is gcp-vertex. Everything
-    else goes through `normalize_provider` (azure -> azure-openai, openai, anthropic, ...).
-    """
-    provider = charge["provider"]
-    service = (charge["service"] or "").lower()
-    if provider == "aws" and "bedrock" in service:
-        return "aws-bedrock"
-    if provider == "gcp" and "vertex" in service:
-        return "gcp-vertex"
-    return normalize_provider(provider)
-
-
 def _same_model(bill_model: str, log_model: str) -> bool:
     if bill_model == log_model:
         return True
@@ -325,7 +310,14 @@ def _billed_token_sides(start: date, end: date) -> dict[_BillKey, _Side]:
         if not start <= charge["day"] <= end:
             continue
         model = normalize_model(charge["log_model"] or charge["meter_model"])
-        side = bills[(_bill_provider(charge), model, charge["day"], charge["currency"])]
+        side = bills[
+            (
+                usage_provider(provider=charge["provider"], service=charge["service"]),
+                model,
+                charge["day"],
+                charge["currency"],
+            )
+        ]
         side.amount += charge["billed"]
         side.uploads.add(charge["upload_id"])
     return bills

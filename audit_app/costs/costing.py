@@ -43,9 +43,17 @@ HOURS_IN_MONTH = 730
 
 
 class ScalingMode(StrEnum):
+    """How replicas follow demand; the one spelling of the modes for every form, API, command
+    line, chart and gate input."""
+
     ALWAYS_ON = "always_on"
     AUTOSCALE = "autoscale"
     SCALE_TO_ZERO = "scale_to_zero"
+
+    @property
+    def label(self) -> str:
+        """``scale_to_zero`` -> ``scale to zero``: the words pages and charts show."""
+        return self.value.replace("_", " ")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,11 @@ Pure module (no Django). Token logs name the same provider differently (LiteLLM'
 `PROVIDER_ALIASES` is the one table of aliases. Lookups ignore case, surrounding spaces and the
 separator used (``aws.bedrock``, ``aws_bedrock`` and ``AWS Bedrock`` are one key); a name the
 table does not know is kept, lower-cased and stripped.
+
+Bills name the cloud that bills, not the API: `billing_provider` gives a bill line's short
+cloud name (``Amazon Web Services, Inc.`` -> ``aws``), and `usage_provider` the token logs' name
+for what a bill line bought (AWS's Amazon Bedrock -> ``aws-bedrock``), so reconciliation meets
+the logs on `normalize_provider`'s names.
 """
 
 from __future__ import annotations
@@ -60,3 +65,46 @@ def normalize_provider(provider: str) -> str:
     ``vertex_ai`` -> ``gcp-vertex``, ``azure`` -> ``azure-openai``; unknown names lower-cased."""
     name = provider.strip().lower()
     return _CANONICAL_BY_KEY.get(_lookup_key(name), name)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Short cloud names by a word of the billing provider's own name ("Amazon Web Services, Inc.",
+# "Microsoft", "Google Cloud", "Oracle Cloud Infrastructure", ...).
+BILLING_PROVIDER_WORDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("aws", frozenset({"aws", "amazon"})),
+    ("azure", frozenset({"azure", "microsoft"})),
+    ("gcp", frozenset({"gcp", "google"})),
+    ("oracle", frozenset({"oracle", "oci"})),
+    ("alibaba", frozenset({"alibaba", "aliyun"})),
+    ("ibm", frozenset({"ibm"})),
+    ("openai", frozenset({"openai"})),
+    ("anthropic", frozenset({"anthropic"})),
+    ("litellm", frozenset({"litellm"})),
+    ("databricks", frozenset({"databricks"})),
+    ("snowflake", frozenset({"snowflake"})),
+)
+
+
+def billing_provider(raw: str) -> str:
+    """A bill's provider as a short lower-case cloud name: aws, azure, gcp, oracle, ...; else a
+    slug of the name (``Acme GPU Cloud`` -> ``acme-gpu-cloud``)."""
+    words = _WORD.findall(raw.lower())
+    for short, names in BILLING_PROVIDER_WORDS:
+        if names.intersection(words):
+            return short
+    return "-".join(words)
+
+
+def usage_provider(*, provider: str, service: str | None) -> str:
+    """The token logs' name for what a bill line bought, from its short cloud name and service.
+
+    Only what `normalize_provider` cannot know is decided here, from the billed service: AWS's
+    "Amazon Bedrock" is aws-bedrock, Google Cloud's Vertex AI is gcp-vertex. Everything else goes
+    through `normalize_provider` (azure -> azure-openai, openai, anthropic, ...).
+    """
+    billed_service = (service or "").lower()
+    if provider == "aws" and "bedrock" in billed_service:
+        return "aws-bedrock"
+    if provider == "gcp" and "vertex" in billed_service:
+        return "gcp-vertex"
+    return normalize_provider(provider)

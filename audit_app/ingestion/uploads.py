@@ -31,6 +31,7 @@ from audit_app.ingestion.formats import (
 from audit_app.ingestion.reading import ImportFileError
 from audit_app.ingestion.selectors import GateUse, upload_gate_uses
 from audit_app.ingestion.supersession import charges_release
+from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.filenames import NAME_MAX_BYTES, shortened_name
 from audit_app.models import (
     AuditEvent,
@@ -64,16 +65,16 @@ STORAGE_FULL_MESSAGE = (
 logger = logging.getLogger(__name__)
 
 
-class UploadRefused(Exception):
+class UploadRefused(DomainError):
     """The file was not accepted; ``field`` names the input at fault (for form/API errors)."""
 
-    def __init__(self, message: str, *, field: str = "file") -> None:
-        super().__init__(message)
-        self.field = field
+    field = "file"
 
 
-class StorageFull(Exception):
+class StorageFull(DomainError):
     """The media storage ran out of space while storing the file; nothing of it was kept."""
+
+    kind = ErrorKind.NO_SPACE
 
     def __init__(self, message: str = STORAGE_FULL_MESSAGE) -> None:
         super().__init__(message)
@@ -296,8 +297,10 @@ def _open_for_write(path: Path) -> BinaryIO:
     return open(path, "wb")  # noqa: SIM115 - closed by the caller's `with`
 
 
-class UploadInUse(Exception):
+class UploadInUse(DomainError):
     """The upload cannot be deleted: benchmark gates compare runs of it, and gates are kept."""
+
+    kind = ErrorKind.CONFLICT
 
     def __init__(self, *, upload: Upload, uses: tuple[GateUse, ...]) -> None:
         compared = "; ".join(
@@ -310,6 +313,9 @@ class UploadInUse(Exception):
         )
         self.gate_ids = sorted({use.gate_id for use in uses})
         self.run_ids = sorted({use.run_id for use in uses})
+
+    def facts(self) -> dict[str, Any]:
+        return {"gates": self.gate_ids, "runs": self.run_ids}
 
 
 def upload_delete_conflict(*, upload: Upload) -> UploadInUse | None:

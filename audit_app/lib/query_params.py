@@ -19,6 +19,8 @@ from collections.abc import Collection, Mapping
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
+from audit_app.lib.errors import DomainError
+
 EARLIEST_DATE = date(2000, 1, 1)
 LATEST_DATE = date(2100, 12, 31)
 MAX_TEXT_LENGTH = 200
@@ -31,12 +33,11 @@ _FALSE = ("0", "false")
 QueryParams = Mapping[str, str]
 
 
-class ParameterError(ValueError):
+class ParameterError(DomainError, ValueError):
     """A query parameter (or CLI option) with a value we refuse; ``field`` names it."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+        super().__init__(message, field=field)
 
 
 def shown(value: str) -> str:

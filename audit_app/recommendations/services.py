@@ -31,6 +31,7 @@ from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role
 from audit_app.costs.billing import pool_reports
 from audit_app.costs.pricing import PriceBook
+from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.results_cache import current_version
 from audit_app.models import (
     AuditEvent,
@@ -72,10 +73,10 @@ MAX_TARGETS = 3
 CENT = Decimal("0.01")
 
 
-class DecisionRefused(Exception):
-    def __init__(self, message: str, *, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
+class DecisionRefused(DomainError):
+    """A decision the service will not record; a missing note is the usual bad input."""
+
+    field = "note"
 
 
 def _money(amount: Decimal) -> Decimal:
@@ -310,18 +311,22 @@ DECISIONS = {
 def recommendation_decide(
     *, recommendation: Recommendation, user: Actor, decision: str, note: str = ""
 ) -> Recommendation:
-    """A manager approves a pilot or rejects (with a note). Others are refused (403)."""
+    """A manager approves a pilot or rejects (with a note). Others are refused (forbidden)."""
     if not has_role(user, [Role.MANAGER]):
-        raise DecisionRefused("Only managers may approve or reject recommendations.", status=403)
+        raise DecisionRefused(
+            "Only managers may approve or reject recommendations.", kind=ErrorKind.FORBIDDEN
+        )
     if decision not in DECISIONS:
-        raise DecisionRefused(f"decision must be approve or reject, not {decision!r}.")
+        raise DecisionRefused(
+            f"decision must be approve or reject, not {decision!r}.", field="decision"
+        )
     if decision == "reject" and not note.strip():
         raise DecisionRefused("A rejection needs a note saying why.")
     locked = Recommendation.objects.select_for_update().get(pk=recommendation.pk)
     try:
         locked.move_to(DECISIONS[decision], user=user, note=note)
     except RecommendationMoveRefused as exc:
-        raise DecisionRefused(str(exc), status=409) from None
+        raise DecisionRefused(str(exc), kind=exc.kind) from None
     audit_record(
         actor=user,
         action=AuditEvent.Action.RECOMMENDATION_DECISION,

@@ -17,6 +17,7 @@ from django.db.models import Case, IntegerField, Sum, When
 from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role
 from audit_app.ingestion.rollups import distinct_estimate, distinct_sketch
+from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.models import (
     AuditEvent,
     Workload,
@@ -45,11 +46,8 @@ WINDOW_DAYS = 30
 CHECKPOINT_EVERY = 500
 
 
-class OverrideRefused(Exception):
-    def __init__(self, message: str, *, field: str = "", status: int = 400) -> None:
-        super().__init__(message)
-        self.field = field
-        self.status = status
+class OverrideRefused(DomainError):
+    """A class override the service will not make; ``field`` names the input at fault."""
 
 
 def analysis_window(today: date | None = None) -> tuple[date, date] | None:
@@ -273,7 +271,8 @@ def workload_override(
     """Set (or, with an empty class, clear) a workload's class by hand. Engineers and managers."""
     if not has_role(user, [Role.ENGINEER, Role.MANAGER]):
         raise OverrideRefused(
-            "Only engineers and managers may override a workload's class.", status=403
+            "Only engineers and managers may override a workload's class.",
+            kind=ErrorKind.FORBIDDEN,
         )
     if workload_class not in ("", *WorkloadClass.values):
         raise OverrideRefused(

@@ -21,9 +21,6 @@ from audit_app.models import Recommendation
 from benchmarks_app.forms import SCALING_MODES, stated_meta
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
-    GateLinkRefused,
-    GateRefused,
-    RunRefused,
     benchmark_run_import,
     gate_evaluate,
 )
@@ -88,19 +85,16 @@ class RunListCreateApi(APIView):
         data.is_valid(raise_exception=True)
         file = data.validated_data["file"]
         telemetry = data.validated_data.get("telemetry")
-        try:
-            run = benchmark_run_import(
-                source=file,
-                filename=file.name,
-                format=data.validated_data["format"],
-                # The parsers are multipart and form only: the data is a QueryDict.
-                meta=stated_meta(cast(QueryDict, request.data)),
-                name=data.validated_data["name"],
-                user=request.user,
-                telemetry=(telemetry, telemetry.name) if telemetry else None,
-            )
-        except RunRefused as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
+        run = benchmark_run_import(
+            source=file,
+            filename=file.name,
+            format=data.validated_data["format"],
+            # The parsers are multipart and form only: the data is a QueryDict.
+            meta=stated_meta(cast(QueryDict, request.data)),
+            name=data.validated_data["name"],
+            user=request.user,
+            telemetry=(telemetry, telemetry.name) if telemetry else None,
+        )
         return Response(RunOutput(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -190,46 +184,20 @@ class GateCreateApi(APIView):
                 raise ValidationError(
                     {"recommendation": [f"no recommendation with id {values['recommendation']}"]}
                 )
-        try:
-            gate = gate_evaluate(
-                baseline=runs["baseline"],
-                candidate=runs["candidate"],
-                mode=values["mode"],
-                cold_start_seconds=values["cold_start_seconds"],
-                traffic_csv=values["traffic_csv"],
-                traffic_workload=values["traffic_workload"],
-                tolerances=values.get("tolerances"),
-                recommendation=recommendation,
-                user=request.user,
-            )
-        except GateRefused as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
-        except GateLinkRefused as exc:
-            return link_refused_response(exc)
+        # GateLinkRefused: 409 when the recommendation's status refuses the link, 400 when the
+        # runs do not match it, with the recommendation, each mismatch and the gate recorded.
+        gate = gate_evaluate(
+            baseline=runs["baseline"],
+            candidate=runs["candidate"],
+            mode=values["mode"],
+            cold_start_seconds=values["cold_start_seconds"],
+            traffic_csv=values["traffic_csv"],
+            traffic_workload=values["traffic_workload"],
+            tolerances=values.get("tolerances"),
+            recommendation=recommendation,
+            user=request.user,
+        )
         return Response(GateOutput(gate).data, status=status.HTTP_201_CREATED)
-
-
-def link_refused_response(exc: GateLinkRefused) -> Response:
-    """409 when the recommendation's status refuses the link, 400 when the runs do not match
-    it: the house error body plus the recommendation, each mismatch and the gate recorded."""
-    recommendation = exc.recommendation
-    body = {
-        "detail": str(exc),
-        "errors": {"recommendation": [m.sentence for m in exc.mismatches]},
-        "recommendation": {
-            "id": recommendation.pk,
-            "status": recommendation.status,
-            "target_kind": recommendation.target_kind,
-            "target": recommendation.target,
-        },
-        "mismatches": [
-            {"field": m.field, "expected": list(m.expected), "actual": m.actual}
-            for m in exc.mismatches
-        ],
-        "gate": exc.gate.pk,
-    }
-    code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
-    return Response(body, status=code)
 
 
 class GateDetailApi(APIView):

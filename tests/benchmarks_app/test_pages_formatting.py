@@ -44,12 +44,12 @@ def test_run_page_reads_in_units(client: Client, engineer_user: Any) -> None:
     run = _run("baseline")
     client.force_login(engineer_user)
     html = client.get(f"/benchmarks/runs/{run.pk}/").content.decode()
-    assert '<td class="num">325 ms</td>' in _cells(html, "TTFT p50")  # 324.7995 ms
-    assert '<td class="num">444 ms</td>' in _cells(html, "TTFT p95")
-    assert '<td class="num">35.4 ms</td>' in _cells(html, "TPOT p95")
-    assert '<td class="num">4.83 s</td>' in _cells(html, "End-to-end p95")  # 4,827.8592 ms
-    assert '<td class="num">—</td>' in _cells(html, "ITL p95")  # not in the metrics
-    assert '<td class="num">578.4</td>' in _cells(html, "Decode tokens/s")
+    assert '<td class="num">325 ms</td>' in _cells(html, "P50 TTFT")  # 324.7995 ms
+    assert '<td class="num">444 ms</td>' in _cells(html, "P95 TTFT")
+    assert '<td class="num">35.4 ms</td>' in _cells(html, "P95 TPOT")
+    assert '<td class="num">4.83 s</td>' in _cells(html, "P95 end-to-end latency")  # 4,827.8592 ms
+    assert '<td class="num">—</td>' in _cells(html, "P95 ITL")  # not in the metrics
+    assert '<td class="num">578.4</td>' in _cells(html, "Decode tok/s")
     assert '<td class="num">260,290</td>' in _cells(html, "Output tokens per GPU-hour")
     assert '<td class="num">80.0 %</td>' in _cells(html, "GPU utilization")
     assert '<td class="num">0.46</td>' in _cells(html, "Tokens per joule")

@@ -291,19 +291,19 @@ def test_a_run_page_shows_its_metrics_and_charts(client: Client, manager_user: A
     assert response.status_code == 200
     rows = {row["label"]: row for row in response.context["metric_rows"]}
     expected = metrics_by_hand(BASELINE)
-    assert rows["TTFT p95"]["value"] == pytest.approx(expected["ttft_p95_ms"], rel=1e-12)
-    assert rows["Decode tokens/s"]["value"] == pytest.approx(
+    assert rows["P95 TTFT"]["value"] == pytest.approx(expected["ttft_p95_ms"], rel=1e-12)
+    assert rows["Decode tok/s"]["value"] == pytest.approx(
         expected["decode_tokens_per_s"], rel=1e-12
     )
     assert {label: row["text"] for label, row in rows.items()} == {
-        "TTFT p50": "325 ms",  # 324.7995
-        "TTFT p95": "444 ms",  # 444.2928
-        "TPOT p50": "31.4 ms",  # 31.3661
-        "TPOT p95": "35.4 ms",  # 35.3726
-        "ITL p95": "37.3 ms",  # 37.3251
-        "End-to-end p95": "4.83 s",  # 4,827.8592 ms
-        "Decode tokens/s": "578.4",  # 6,400 / 11.064596
-        "Per-user decode tokens/s": "31.9",  # 1,000 / 31.3661
+        "P50 TTFT": "325 ms",  # 324.7995
+        "P95 TTFT": "444 ms",  # 444.2928
+        "P50 TPOT": "31.4 ms",  # 31.3661
+        "P95 TPOT": "35.4 ms",  # 35.3726
+        "P95 ITL": "37.3 ms",  # 37.3251
+        "P95 end-to-end latency": "4.83 s",  # 4,827.8592 ms
+        "Decode tok/s": "578.4",  # 6,400 / 11.064596
+        "Per-user decode tok/s": "31.9",  # 1,000 / 31.3661
         "Output tokens per GPU-hour": "260,290",  # 578.42148 x 3,600 / 8
         "GPU utilization": "80.0 %",  # stated
         "Tokens per joule": "—",  # no telemetry

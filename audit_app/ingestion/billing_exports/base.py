@@ -63,22 +63,6 @@ _US_DATE = re.compile(
 _ISO_DATE = re.compile(r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})")
 _BARE_NUMBER = re.compile(r"[+-]?\d+(\.\d*)?")
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
-_PROVIDER_WORD = re.compile(r"[a-z0-9]+")
-# Short provider names by a word of the provider's own name ("Amazon Web Services, Inc.",
-# "Microsoft", "Google Cloud", "Oracle Cloud Infrastructure", ...).
-_PROVIDER_WORDS = (
-    ("aws", frozenset({"aws", "amazon"})),
-    ("azure", frozenset({"azure", "microsoft"})),
-    ("gcp", frozenset({"gcp", "google"})),
-    ("oracle", frozenset({"oracle", "oci"})),
-    ("alibaba", frozenset({"alibaba", "aliyun"})),
-    ("ibm", frozenset({"ibm"})),
-    ("openai", frozenset({"openai"})),
-    ("anthropic", frozenset({"anthropic"})),
-    ("litellm", frozenset({"litellm"})),
-    ("databricks", frozenset({"databricks"})),
-    ("snowflake", frozenset({"snowflake"})),
-)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,15 +290,6 @@ def _tag_value(item: object) -> str:
     if isinstance(item, list) and all(isinstance(pair, tuple) for pair in item):
         item = dict(item)
     return json.dumps(item, default=str)
-
-
-def normalise_provider(raw: str) -> str:
-    """Short lower-case provider name: aws, azure, gcp, oracle, ...; else a slug of the name."""
-    words = _PROVIDER_WORD.findall(raw.lower())
-    for short, names in _PROVIDER_WORDS:
-        if names.intersection(words):
-            return short
-    return "-".join(words)
 
 
 # ---------------------------------------------------------------------------------------------

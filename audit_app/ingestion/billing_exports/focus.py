@@ -40,6 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from audit_app.costs.providers import billing_provider
 from audit_app.ingestion.billing_exports.base import (
     BillingChunk,
     BillingLine,
@@ -47,7 +48,6 @@ from audit_app.ingestion.billing_exports.base import (
     billed_amount,
     cell,
     first_cell_text,
-    normalise_provider,
     parse_amount,
     parse_billing_period,
     parse_currency,
@@ -182,7 +182,7 @@ def _billing_line(fields: Mapping[str, object], line: int, found: _FocusColumns)
         charge_start=period_start,
     )
     account_id = first_cell_text(fields, found.sub_account, found.billing_account)
-    short_provider = normalise_provider(provider_raw)
+    short_provider = billing_provider(provider_raw)
     sku = first_cell_text(fields, *found.meters)
     unit_text = text(cell(fields, found.unit))
     service_name = text(cell(fields, found.service))

@@ -97,7 +97,7 @@ class Command(BaseCommand):
             self._report(exc.gate, json_output=options["json"])
             raise CommandError(str(exc)) from None
         self._report(gate, json_output=options["json"])
-        if gate.verdict != "pass":
+        if gate.verdict != Gate.Verdict.PASS:
             sys.exit(1)
 
     def _report(self, gate: Gate, *, json_output: bool) -> None:

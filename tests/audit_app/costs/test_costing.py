@@ -331,3 +331,11 @@ def test_monthly_cost_defaults_to_730_hours() -> None:
         deployment=_deployment(), demand_per_hour=[PER_REPLICA_HOUR], mode=ScalingMode.ALWAYS_ON
     )
     assert cost == Decimal(23360)
+
+
+def test_scaling_modes_are_one_spelling_with_their_labels() -> None:
+    assert [(mode.value, mode.label) for mode in ScalingMode] == [
+        ("always_on", "always on"),
+        ("autoscale", "autoscale"),
+        ("scale_to_zero", "scale to zero"),
+    ]

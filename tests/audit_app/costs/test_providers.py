@@ -12,9 +12,13 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from audit_app.costs.billing import _bill_provider
 from audit_app.costs.pricing import normalize_provider as reexported
-from audit_app.costs.providers import PROVIDER_ALIASES, normalize_provider
+from audit_app.costs.providers import (
+    PROVIDER_ALIASES,
+    billing_provider,
+    normalize_provider,
+    usage_provider,
+)
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.token_logs import read_requests
 from audit_app.ingestion.uploads import upload_create
@@ -105,11 +109,28 @@ def test_every_alias_maps_to_a_normal_name_and_pricing_reexports_the_normaliser(
 
 
 def test_bill_lines_use_the_normaliser_plus_service_rules() -> None:
-    assert _bill_provider({"provider": "aws", "service": "Amazon Bedrock"}) == "aws-bedrock"
-    assert _bill_provider({"provider": "gcp", "service": "Vertex AI"}) == "gcp-vertex"
-    assert _bill_provider({"provider": "azure", "service": "Foundry Models"}) == "azure-openai"
-    assert _bill_provider({"provider": "openai", "service": None}) == "openai"
-    assert _bill_provider({"provider": "aws", "service": "Amazon EC2"}) == "aws"
+    assert usage_provider(provider="aws", service="Amazon Bedrock") == "aws-bedrock"
+    assert usage_provider(provider="gcp", service="Vertex AI") == "gcp-vertex"
+    assert usage_provider(provider="azure", service="Foundry Models") == "azure-openai"
+    assert usage_provider(provider="openai", service=None) == "openai"
+    assert usage_provider(provider="aws", service="Amazon EC2") == "aws"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("AWS", "aws"),
+        ("Amazon Web Services, Inc.", "aws"),
+        ("Microsoft", "azure"),
+        ("Google Cloud", "gcp"),
+        ("Oracle", "oracle"),
+        ("Oracle Cloud Infrastructure", "oracle"),
+        ("Anthropic", "anthropic"),
+        ("Acme GPU Cloud", "acme-gpu-cloud"),
+    ],
+)
+def test_billing_provider(raw: str, expected: str) -> None:
+    assert billing_provider(raw) == expected
 
 
 def _ingest(content: bytes, name: str) -> Upload:

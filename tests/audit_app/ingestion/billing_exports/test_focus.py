@@ -20,7 +20,6 @@ from audit_app.ingestion.billing_exports.base import (
     BillingChunk,
     BillingLine,
     BillingReject,
-    normalise_provider,
     parse_amount,
     parse_currency,
     parse_period,
@@ -464,20 +463,3 @@ def test_parse_tag_object(value: Any, expected: dict[str, str]) -> None:
 def test_parse_tag_object_rejects(value: str) -> None:
     with pytest.raises(RowRejected):
         parse_tag_object(value, field="Tags")
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("AWS", "aws"),
-        ("Amazon Web Services, Inc.", "aws"),
-        ("Microsoft", "azure"),
-        ("Google Cloud", "gcp"),
-        ("Oracle", "oracle"),
-        ("Oracle Cloud Infrastructure", "oracle"),
-        ("Anthropic", "anthropic"),
-        ("Acme GPU Cloud", "acme-gpu-cloud"),
-    ],
-)
-def test_normalise_provider(raw: str, expected: str) -> None:
-    assert normalise_provider(raw) == expected
