@@ -25,17 +25,6 @@ from decimal import Decimal
 
 from audit_app.costs.providers import PROVIDER_ALIASES, normalize_provider
 
-__all__ = [  # the provider normaliser lives in audit_app.costs.providers; re-exported here
-    "PROVIDER_ALIASES",
-    "Price",
-    "PriceBook",
-    "TokenUsage",
-    "card_model_name",
-    "normalize_model",
-    "normalize_provider",
-    "token_cost",
-]
-
 MILLION = Decimal(1_000_000)
 
 _ROUTING_PREFIX = re.compile(r"^[a-z0-9_.\-]+/(?=.)")

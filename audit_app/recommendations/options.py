@@ -25,7 +25,8 @@ from decimal import Decimal
 from enum import StrEnum
 
 from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode, monthly_cost
-from audit_app.costs.pricing import Price, normalize_model, normalize_provider
+from audit_app.costs.pricing import Price, normalize_model
+from audit_app.costs.providers import normalize_provider
 
 # The analysis window the sentences name (`audit_app.workloads.services.WINDOW_DAYS`).
 WINDOW_DAYS = 30
