@@ -22,6 +22,7 @@ from audit_app.models import (
     Workload,
     WorkloadClassification,
 )
+from audit_app.reporting import derived
 from audit_app.workloads import services
 from audit_app.workloads.services import (
     OverrideRefused,
@@ -248,3 +249,20 @@ def test_classification_runs_in_batches_with_a_checkpoint_before_each(
     assert checkpoints == [0, 2]
     assert [r.workload.name for r in results] == ["chat", "reports", "few"]
     assert len(_stored()) == 3
+
+
+def test_classification_checks_every_checkpoint_every_workloads(
+    three: dict[str, Workload], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(services, "CHECKPOINT_EVERY", 2)
+    seen: list[int] = []
+
+    def checkpoint() -> None:
+        seen.append(WorkloadClassification.objects.count())
+        if len(seen) == 2:
+            raise derived.RefreshCancelled("test")
+
+    with pytest.raises(derived.RefreshCancelled):
+        services.workloads_classify(checkpoint=checkpoint)
+    assert seen == [0, 2]  # before the 1st and the 3rd of 3 workloads
+    assert Workload.objects.count() == 3
