@@ -33,8 +33,7 @@ exactly-once holds as before:
 No result backend or chord is needed, so the embedded broker of `make run` works too.
 
 Exactness: parts report file-global line numbers and the merged result equals a single pass's
-(tests/audit_app/ingestion/test_ingest_fanout.py), except that histogram sums (floats) may differ in
-the
+(tests/audit_app/ingestion/test_fanout.py), except that histogram sums (floats) may differ in the
 last bits, as they already do between chunk sizes, and that a day's callers list, capped per
 chunk at MAX_CALLERS_PER_DAY in both paths, may keep different names past that cap.
 """

@@ -6,7 +6,6 @@
   upload and it lands, nobody uploading it again.
 - The media storage full: a real 1 MiB tmpfs when running as root, and a simulated ENOSPC
   that always runs: a clear 507, no upload row, no partial file.
-- The requeue sweep's choice of uploads (by status, note and age) as plain unit tests.
 
 PostgreSQL is never restarted here: `make faults` does that.
 """
@@ -23,7 +22,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +31,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
-from django.utils import timezone
 
-from audit_app.ingestion import requeue, uploads
-from audit_app.ingestion.requeue import (
-    ENQUEUE_NOTE,
-    ENQUEUE_NOTE_PREFIX,
-    requeue_sweep,
-    uploads_to_requeue,
-)
+from audit_app.ingestion import uploads
+from audit_app.ingestion.requeue import ENQUEUE_NOTE, ENQUEUE_NOTE_PREFIX
 from audit_app.ingestion.uploads import STORAGE_FULL_MESSAGE, StorageFull, upload_create
 from audit_app.models import HourlyRollup, Upload
 from audit_app.tasks import ingest_upload
@@ -49,100 +41,6 @@ from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.integration_support import tasks_sent_to_broker, worker_environment
 from tests.support.processes import celery_worker, run_python, stop_process_group
 from tests.support.services import require_service
-
-# --- The requeue sweep's choice ------------------------------------------------------------------
-
-STALE = 300.0
-
-
-def _upload(
-    name: str, *, status: str = Upload.Status.QUEUED, age: float = 0, note: str = ""
-) -> int:
-    upload = Upload.objects.create(
-        kind=Upload.Kind.TOKEN_LOG,
-        file=f"uploads/{name}",
-        original_name=name,
-        sha256=name.ljust(64, "0"),
-        status=status,
-        error=note,
-    )
-    Upload.objects.filter(pk=upload.pk).update(created_at=timezone.now() - timedelta(seconds=age))
-    return upload.pk
-
-
-@pytest.mark.django_db
-def test_sweep_picks_queued_uploads_with_the_broker_note_or_older_than_the_limit() -> None:
-    fresh = _upload("fresh")
-    noted = _upload("noted", note=ENQUEUE_NOTE)
-    stale = _upload("stale", age=STALE + 60)
-    oldest = _upload("oldest", age=STALE + 600)
-    _upload("running", status=Upload.Status.RUNNING, age=STALE + 60)
-    _upload("succeeded", status=Upload.Status.SUCCEEDED, age=STALE + 60, note=ENQUEUE_NOTE)
-    _upload("failed", status=Upload.Status.FAILED, age=STALE + 60, note="bad file")
-    _upload("other-note", note="some other text")  # fresh, and not the broker note
-
-    picked = uploads_to_requeue(now=timezone.now(), stale_after_seconds=STALE)
-
-    assert picked == [oldest, stale, noted]  # oldest first
-    assert fresh not in picked
-
-
-@pytest.mark.django_db
-def test_sweep_skips_what_it_queued_itself_until_the_limit_has_passed_again() -> None:
-    just_sent = _upload("just-sent", age=STALE + 60)
-    sent_long_ago = _upload("sent-long-ago", age=STALE * 3)
-    now = timezone.now()
-    recently = {
-        just_sent: now - timedelta(seconds=60),
-        sent_long_ago: now - timedelta(seconds=STALE + 1),
-    }
-
-    assert uploads_to_requeue(now=now, stale_after_seconds=STALE, recently_enqueued=recently) == [
-        sent_long_ago
-    ]
-
-
-@pytest.mark.django_db
-def test_sweep_queues_drops_the_note_and_remembers(monkeypatch: pytest.MonkeyPatch) -> None:
-    noted = _upload("noted", note=ENQUEUE_NOTE)
-    fresh = _upload("fresh")
-    sent: list[tuple[int, str | None]] = []
-
-    def enqueue(upload_id: int, *, queue: str | None = None) -> bool:
-        sent.append((upload_id, queue))
-        return True
-
-    monkeypatch.setattr(requeue, "upload_enqueue", enqueue)
-    recently: dict[int, Any] = {}
-
-    assert requeue_sweep(stale_after_seconds=STALE, recently_enqueued=recently, queue="q") == [
-        noted
-    ]
-    assert sent == [(noted, "q")]
-    assert Upload.objects.get(pk=noted).error == ""
-    assert set(recently) == {noted}
-    assert Upload.objects.get(pk=fresh).status == Upload.Status.QUEUED
-    # The next sweep leaves it alone: the message is with the broker.
-    assert requeue_sweep(stale_after_seconds=STALE, recently_enqueued=recently) == []
-
-
-@pytest.mark.django_db
-def test_sweep_stops_at_the_first_upload_the_broker_refuses(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    first = _upload("first", age=10, note=ENQUEUE_NOTE)
-    _upload("second", note=ENQUEUE_NOTE)
-    tried: list[int] = []
-
-    def broker_down(upload_id: int, *, queue: str | None = None) -> bool:
-        tried.append(upload_id)
-        return False
-
-    monkeypatch.setattr(requeue, "upload_enqueue", broker_down)
-
-    assert requeue_sweep(stale_after_seconds=STALE) == []
-    assert tried == [first]
-    assert Upload.objects.filter(error=ENQUEUE_NOTE).count() == 2  # notes kept
 
 
 @pytest.mark.django_db

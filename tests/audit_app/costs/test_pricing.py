@@ -142,19 +142,3 @@ def test_normalisation() -> None:
     )
     assert normalize_model("meta-llama/Llama-3.3-70B") == "meta-llama/llama-3.3-70b"
     assert card_model_name("anthropic.claude-sonnet-4-5 (global)") == "anthropic.claude-sonnet-4-5"
-
-
-@pytest.mark.django_db
-def test_price_cards_seed_is_idempotent_and_matches_the_migration() -> None:
-    from audit_app.costs.catalog import price_card_specs
-    from audit_app.costs.price_cards import price_cards_seed
-    from audit_app.models import PriceCard
-
-    assert PriceCard.objects.count() == len(price_card_specs()) == 41
-    assert price_cards_seed() == 0
-    PriceCard.objects.filter(provider="openai").delete()
-    assert price_cards_seed() == PriceCard.objects.filter(provider="openai").count() > 0
-    card = PriceCard.objects.get(provider="openai", model="gpt-4o")
-    assert (card.input_usd_per_mtok, card.output_usd_per_mtok) == (Decimal("2.5"), Decimal("10"))
-    assert card.cached_input_usd_per_mtok == Decimal("1.25")
-    assert card.batch_input_usd_per_mtok == Decimal("1.25")  # 50 % batch discount

@@ -1,4 +1,5 @@
-"""Upload and ingest services on the database."""
+"""The upload service on the database: storing, refusing and deleting uploads (the ingest
+service has its own module, test_ingest.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from django.test import override_settings
 
 from audit_app.ingestion import ingest
 from audit_app.ingestion import uploads as uploads_service
-from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.ingest import mark_running, upload_ingest
 from audit_app.ingestion.requeue import uploads_to_requeue
 from audit_app.ingestion.uploads import (
@@ -26,14 +26,10 @@ from audit_app.ingestion.uploads import (
     upload_create,
     upload_delete,
 )
-from audit_app.models import HourlyRollup, Upload, WorkloadDay
+from audit_app.models import HourlyRollup, Upload
 from audit_app.reporting.filters import whole_range
-from audit_app.reporting.spend import spend_report, upload_spend
+from audit_app.reporting.spend import spend_report
 from tests.audit_app.ingestion.ingest_samples import (
-    EXPECTED_COST,
-    EXPECTED_INPUT_TOKENS,
-    EXPECTED_OUTPUT_TOKENS,
-    EXPECTED_REJECT_LINES,
     EXPECTED_TOTAL_COST,
     SAMPLE_CSV,
 )
@@ -164,28 +160,6 @@ def test_a_failed_upload_is_never_revived_when_another_upload_holds_its_bytes() 
     assert Upload.objects.get(pk=live.pk).status == Upload.Status.QUEUED
 
 
-def test_an_ingest_whose_upload_failed_meanwhile_does_not_land_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two deliveries of one task: while this one parses, the other fails the upload and the
-    same bytes are uploaded again. This one must not land (revive) the failed upload."""
-    real_parse = ingest._parse
-    first = _create(SAMPLE_CSV, name="first.csv")
-    newer: list[Upload] = []
-
-    def parse_while_another_delivery_fails_it(upload: Upload) -> Any:
-        result = real_parse(upload)
-        Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error="other")
-        newer.append(_create(SAMPLE_CSV, name="second.csv"))
-        return result
-
-    monkeypatch.setattr(ingest, "_parse", parse_while_another_delivery_fails_it)
-    after = upload_ingest(upload_id=first.pk, refresh=False)
-    assert (after.status, after.error) == (Upload.Status.FAILED, "other")
-    assert HourlyRollup.objects.filter(upload=first).count() == 0
-    assert Upload.objects.get(pk=newer[0].pk).status == Upload.Status.QUEUED
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("earlier", [None, Upload.Status.FAILED])
 def test_two_identical_uploads_racing_on_postgresql_one_wins(
@@ -266,91 +240,6 @@ def test_empty_file_and_unknown_format_are_refused() -> None:
     with pytest.raises(UploadRefused, match="Unknown format 'xls'") as caught:
         _create(SAMPLE_CSV, requested_format="xls")
     assert caught.value.field == "format"
-
-
-def test_ingest_lands_every_good_row_and_lists_bad_ones() -> None:
-    upload = upload_ingest(upload_id=_create(SAMPLE_CSV).pk)
-    assert upload.status == Upload.Status.SUCCEEDED, upload.error
-    assert upload.format == "generic"
-    assert (upload.rows_read, upload.rows_accepted, upload.rows_rejected) == (6, 4, 2)
-    assert upload.input_tokens == EXPECTED_INPUT_TOKENS
-    assert upload.output_tokens == EXPECTED_OUTPUT_TOKENS
-    assert upload.logged_cost_usd == Decimal("0.01")
-    assert [r["line"] for r in upload.rejects] == EXPECTED_REJECT_LINES
-    assert upload.rejects[0]["field"] == "input_tokens"
-    assert "-3" in upload.rejects[0]["reason"]
-    assert "before" in upload.rejects[1]["reason"]
-    assert upload.bytes_read == upload.size_bytes and upload.progress_percent == 100
-
-    spend = spend_report(whole_range()).breakdown("workload")
-    by_workload = {row.key: row for row in spend.rows}
-    assert by_workload["chat"].spend_usd == EXPECTED_COST["chat"]
-    assert by_workload["evals"].spend_usd == EXPECTED_COST["evals"]
-    assert by_workload["tool"].spend_usd == Decimal(0)
-    assert by_workload["tool"].unpriced_requests == 1
-    assert spend.total_usd == EXPECTED_TOTAL_COST
-    assert [
-        (m.model, m.requests, m.input_tokens, m.output_tokens) for m in spend.unpriced_models
-    ] == [("my-finetune", 1, 100, 10)]
-    assert upload_spend(upload_id=upload.pk).api_spend_usd == EXPECTED_TOTAL_COST
-
-    # Two chat requests in hour 10 share one rollup; the others have their own.
-    assert HourlyRollup.objects.filter(upload=upload).count() == 3
-    chat = HourlyRollup.objects.get(upload=upload, workload="chat")
-    assert (chat.requests, chat.streaming_requests, chat.distinct_end_users) == (2, 1, 2)
-    assert LatencyHistogram.from_bytes(bytes(chat.ttft_histogram)).count == 1
-    assert WorkloadDay.objects.filter(upload=upload).count() == 3
-
-
-def test_ingest_twice_counts_once() -> None:
-    upload = _create(SAMPLE_CSV)
-    upload_ingest(upload_id=upload.pk)
-    upload_ingest(upload_id=upload.pk)  # a redelivered task
-    assert HourlyRollup.objects.filter(upload=upload).count() == 3
-    assert sum(r.requests for r in HourlyRollup.objects.all()) == 4
-
-
-def test_a_half_landed_upload_is_redone_exactly() -> None:
-    """A worker that died mid-ingest leaves the upload `running`; the retry starts over."""
-    upload = _create(SAMPLE_CSV)
-    Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.RUNNING, rows_read=3)
-    HourlyRollup.objects.create(
-        upload=upload, hour="2026-11-02T10:00:00Z", workload="chat", model="gpt-4o", requests=999
-    )
-    upload = upload_ingest(upload_id=upload.pk)
-    assert upload.status == Upload.Status.SUCCEEDED
-    assert sum(r.requests for r in HourlyRollup.objects.filter(upload=upload)) == 4
-    assert upload.attempts == 1
-
-
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (b"\x00\x01\x02binary\x00", "looks binary"),
-        (b"\xef\xbb\xbfstarted_at,input_tokens\n", "line 1: missing required column"),
-        (b"hello,world\n1,2\n", "not a recognised token log"),
-        (b'{"resourceSpans": [', "truncated JSON"),
-        (
-            "started_at,ended_at,model,input_tokens,output_tokens\n2026-11-02T10:00:00Z,"
-            "2026-11-02T10:00:01Z,caf\u00e9".encode("latin-1")
-            + b",1,1\n",
-            "not valid UTF-8 at byte",
-        ),
-    ],
-)
-def test_unreadable_file_fails_with_one_sentence_and_changes_nothing(
-    content: bytes, message: str
-) -> None:
-    good = upload_ingest(upload_id=_create(SAMPLE_CSV).pk)
-    rollups_before = list(HourlyRollup.objects.values_list("id", "requests"))
-    bad = upload_ingest(upload_id=_create(content, name="bad.csv").pk)
-    assert bad.status == Upload.Status.FAILED
-    assert message in bad.error
-    assert "Traceback" not in bad.error and "\n" not in bad.error
-    assert list(HourlyRollup.objects.values_list("id", "requests")) == rollups_before
-    assert Upload.objects.get(pk=good.pk).status == Upload.Status.SUCCEEDED
-    with bad.file.open("rb") as kept:  # the raw upload is kept for inspection
-        assert kept.read() == content
 
 
 def test_delete_removes_exactly_that_uploads_contribution(

@@ -1,4 +1,4 @@
-"""/healthz: up, broker down, database down."""
+"""The health checks (audit_app.lib.health) and /healthz: up, broker down, database down."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from django.db import OperationalError
 from django.test import Client
 
+from audit_app.lib.health import HealthReport, check_database
 from config.celery import app as celery_app
 
 
@@ -50,3 +51,32 @@ def test_healthz_503_names_the_database_when_it_is_down(client: Client, monkeypa
 
 def test_healthz_only_answers_get(client: Client) -> None:
     assert client.post("/healthz").status_code == 405
+
+
+@pytest.mark.parametrize(
+    ("database", "broker", "healthy"),
+    [
+        ("ok", "ok", True),
+        ("ok", "down: OperationalError", False),
+        ("down: OperationalError", "ok", False),
+    ],
+)
+def test_a_report_is_healthy_only_when_both_answer(
+    database: str, broker: str, healthy: bool
+) -> None:
+    report = HealthReport(database=database, broker=broker)
+    assert report.healthy is healthy
+    assert report.as_dict() == {"database": database, "broker": broker}
+
+
+@pytest.mark.django_db
+def test_check_database_names_the_error_when_the_query_fails(monkeypatch: Any) -> None:
+    from django.db import connection
+
+    assert check_database() == "ok"
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(connection, "cursor", refuse)
+    assert check_database() == "down: OperationalError"

@@ -1,9 +1,11 @@
-"""Benchmark runs and gates through the CLI, the API and the pages."""
+"""The benchmark services (benchmarks_app.services): runs and gates through the CLI, the API
+and the pages, then the services called directly (traffic, imports and their refusals)."""
 
 from __future__ import annotations
 
+import io
 import json
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -14,8 +16,20 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from audit_app.lib.results_cache import data_changed
+from audit_app.models import DailyRollup, HourlyRollup, Upload
 from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.services import (
+    ALWAYS_BUSY,
+    GateRefused,
+    GateTraffic,
+    RunRefused,
+    benchmark_run_import,
+    benchmark_run_import_path,
+    gate_traffic,
+)
 from tests.benchmarks_app.gate_samples import recommendation as approved_recommendation
+from tests.factories import UploadFactory
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
@@ -244,3 +258,112 @@ def test_gate_on_a_workloads_last_30_days() -> None:
     assert gate.inputs["traffic_hours"] == 24
     with pytest.raises(CommandError, match="no traffic"):
         _gate(*UTILISATION, "--traffic-workload", "nobody")
+
+
+# --- The services called directly ---------------------------------------------------------------
+
+
+def test_gate_traffic_without_csv_or_workload_is_always_busy() -> None:
+    assert gate_traffic() == ALWAYS_BUSY
+    assert gate_traffic(csv_text="  \n", workload="  ") == ALWAYS_BUSY
+    assert ALWAYS_BUSY.demand is None
+
+
+def test_gate_traffic_from_a_csv_keeps_its_hours_and_names_its_file() -> None:
+    text = "hour,output_tokens\n0,0\n1,100\n\n2,50\n"
+
+    assert gate_traffic(csv_text=text, csv_name="hourly.csv") == GateTraffic(
+        demand=(0, 100, 50), source="CSV hourly.csv"
+    )
+    assert gate_traffic(csv_text="a,7\n").source == "CSV"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"csv_text": "0,10\n", "workload": "evals"},
+            "traffic_workload",
+            "Give a traffic CSV or a workload to price the runs on, not both.",
+        ),
+        (
+            {"csv_text": "0,10\n1,x\n"},
+            "traffic_csv",
+            "line 2: output_tokens must be a whole number ≥ 0, got 'x'",
+        ),
+        (
+            {"csv_text": "0,0\n1,0\n"},
+            "traffic_csv",
+            "the traffic CSV demands 0 output tokens in every hour; cost per 1M tokens is "
+            "undefined",
+        ),
+        ({"workload": "evals"}, "traffic_workload", "no traffic for workload 'evals'"),
+    ],
+)
+def test_gate_traffic_refusals_name_the_field(
+    kwargs: dict[str, str], field: str, message: str
+) -> None:
+    with pytest.raises(GateRefused) as refused:
+        gate_traffic(**kwargs)
+
+    assert (str(refused.value), refused.value.field) == (message, field)
+
+
+def test_gate_traffic_of_a_workload_is_its_hourly_output_over_the_days_with_data() -> None:
+    upload = UploadFactory(status=Upload.Status.SUCCEEDED)
+    for hour, tokens in ((3, 100), (4, 40)):
+        HourlyRollup.objects.create(
+            upload=upload,
+            hour=datetime(2026, 11, 2, hour, tzinfo=UTC),
+            workload="evals",
+            model="gpt-4o",
+            requests=1,
+            output_tokens=tokens,
+        )
+    DailyRollup.objects.create(
+        upload=upload, day=date(2026, 11, 2), workload="evals", model="gpt-4o", output_tokens=140
+    )
+    data_changed()
+
+    traffic = gate_traffic(workload=" evals ")
+
+    assert traffic.source == "workload evals, 2026-11-02 to 2026-11-02"
+    assert traffic.demand == (0, 0, 0, 100, 40, *[0] * 19)
+    with pytest.raises(GateRefused) as refused:
+        gate_traffic(workload="chat")
+    assert str(refused.value) == "workload 'chat' has no traffic from 2026-11-02 to 2026-11-02"
+
+
+def test_import_of_a_missing_file_is_refused_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.json"
+
+    with pytest.raises(RunRefused) as refused:
+        benchmark_run_import_path(path=missing)
+    assert (str(refused.value), refused.value.field) == (f"{missing}: no such file", "file")
+
+    with pytest.raises(RunRefused) as refused:
+        benchmark_run_import_path(path=BASELINE, telemetry=missing)
+    assert (str(refused.value), refused.value.field) == (f"{missing}: no such file", "telemetry")
+    assert BenchmarkRun.objects.count() == 0
+
+
+def test_import_of_an_unreadable_file_fails_its_upload_and_records_no_run() -> None:
+    with pytest.raises(RunRefused) as refused:
+        benchmark_run_import(source=io.BytesIO(b'{"duration": 1'), filename="broken.json")
+
+    assert str(refused.value).startswith("broken.json: ")
+    assert refused.value.field == "file"
+    assert BenchmarkRun.objects.count() == 0
+    # The import is atomic: the upload row it stored goes with the refusal.
+    assert Upload.objects.count() == 0
+
+
+def test_the_same_result_file_twice_is_two_runs_over_one_kept_upload() -> None:
+    first = benchmark_run_import_path(path=BASELINE, meta={"gpu_utilization_pct": "80"})
+    second = benchmark_run_import_path(path=BASELINE, meta={"gpu_utilization_pct": "85"}, name="b")
+
+    assert first.upload_id == second.upload_id
+    assert (first.name, second.name) == ("vllm_baseline.json", "b")
+    stored = Upload.objects.get(pk=first.upload_id)
+    assert (first.tool, stored.status, stored.format) == ("vllm", "succeeded", "vllm")
+    assert BenchmarkRun.objects.count() == 2

@@ -1,4 +1,5 @@
-"""The audit trail records uploads, deletions, overrides, decisions and gates; admins see it."""
+"""The audit trail: `audit_record` itself, then the services that record uploads, deletions,
+overrides, decisions and gates through it; admins see it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
+from audit_app.access.audit import audit_record
 from audit_app.ingestion.uploads import upload_create, upload_delete
 from audit_app.models import AuditEvent, Recommendation, Workload
 from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
@@ -16,6 +19,48 @@ from tests.support.paths import FIXTURES_DIR
 
 pytestmark = pytest.mark.django_db
 BENCH = FIXTURES_DIR / "benchmarks"
+
+
+def test_record_names_the_user_the_object_and_keeps_the_details(engineer_user: Any) -> None:
+    workload = Workload.objects.create(name="evals")
+
+    event = audit_record(
+        actor=engineer_user,
+        action=AuditEvent.Action.WORKLOAD_OVERRIDE,
+        obj=workload,
+        summary="evals set to batch",
+        details={"class": "batch"},
+    )
+
+    stored = AuditEvent.objects.get()
+    assert stored.pk == event.pk
+    assert (stored.actor, stored.actor_name) == (engineer_user, "eli-engineer")
+    assert (stored.action, stored.object_type, stored.object_id) == (
+        "workload_override",
+        "Workload",
+        str(workload.pk),
+    )
+    assert (stored.summary, stored.details) == ("evals set to batch", {"class": "batch"})
+
+
+@pytest.mark.parametrize("actor", [None, AnonymousUser()])
+def test_record_without_a_user_is_the_command_line(actor: Any) -> None:
+    workload = Workload.objects.create(name="evals")
+
+    audit_record(actor=actor, action=AuditEvent.Action.WORKLOAD_OVERRIDE, obj=workload, summary="")
+
+    stored = AuditEvent.objects.get()
+    assert (stored.actor, stored.actor_name, stored.details) == (None, "command line", {})
+
+
+def test_record_cuts_a_long_summary_to_500_characters() -> None:
+    workload = Workload.objects.create(name="evals")
+
+    audit_record(
+        actor=None, action=AuditEvent.Action.WORKLOAD_OVERRIDE, obj=workload, summary="x" * 600
+    )
+
+    assert AuditEvent.objects.get().summary == "x" * 500
 
 
 def test_each_kind_of_change_is_recorded(
