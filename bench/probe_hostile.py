@@ -22,6 +22,7 @@ REQUEST_TIMEOUT_S = 150
 MESSAGE_CHARS = 80
 PATH_CHARS = 60
 BAD_ATTEMPTS = 30
+GATED_TARGET = "p5.48xlarge (NVIDIA H100 80GB)"
 EVIL_WORKLOAD = '<a href="https://evil.example/phish">CLICK-ME</a>'
 RAW_LINK = '<a href="https://evil.example'
 ESCAPED_LINK = "&lt;a href="
@@ -209,8 +210,17 @@ class Recorder:
         self.probe = probe
         self.answers: list[Answer] = []
 
-    def send(self, case: Case, *, check: Callable[[Any], str] | None = None, **kwargs: Any) -> Any:
-        """Send ``case`` as its role, record the answer, return the response (None if none)."""
+    def send(
+        self,
+        case: Case,
+        *,
+        check: Callable[[Any], str] | None = None,
+        describe: Callable[[Any], str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Send ``case`` as its role, record the answer, return the response (None if none).
+        ``check`` finds what is wrong with an answer of the expected status; ``describe`` says
+        what a successful one did (an error's message is read from its body)."""
         import requests
 
         client = self.probe.clients[case.role]
@@ -222,9 +232,10 @@ class Recorder:
         except requests.RequestException as exc:
             self.answers.append(Answer(case=case, status=0, message=shorten(str(exc), 80)))
             return None
-        message = ""
         if response.status_code >= 300:
             message = error_message(response.headers.get("Content-Type", ""), response.text)
+        else:
+            message = shorten(describe(response), MESSAGE_CHARS) if describe else ""
         problem = check(response) if check and response.status_code in case.expected else ""
         self.answers.append(
             Answer(case=case, status=response.status_code, message=message, problem=problem)
@@ -276,12 +287,17 @@ def _gate_cases(rec: Recorder) -> None:
             case,
             files={"file": (fixture.name, fixture.read_bytes(), "application/json")},
             data={"gpu_utilization_pct": "80"},
+            describe=lambda r: f"run {r.json()['id']}, model {r.json()['model']}",
         )
         if response is not None and response.status_code == 201:
             runs[side] = response.json()["id"]
+    # The demo recommends batch APIs and cheaper providers only, which no gate may verify
+    # whatever its runs; made a dedicated-hardware one, the approved case is refused for the
+    # runs' model alone (the fixtures measure a Llama model, the demo's workloads call others).
     recommendation = probe.sql(
-        "SELECT id FROM audit_app_recommendation "
-        "ORDER BY (target_kind = 'dedicated_hardware') DESC, id LIMIT 1"
+        f"UPDATE audit_app_recommendation SET target_kind = 'dedicated_hardware', "
+        f"target = '{GATED_TARGET}' WHERE id = (SELECT min(id) FROM audit_app_recommendation) "
+        "RETURNING id"
     )
     gates: list[int] = []
     for status, expected, what in (
@@ -309,8 +325,14 @@ def _gate_cases(rec: Recorder) -> None:
             now = probe.sql(
                 f"SELECT status FROM audit_app_recommendation WHERE id = {int(recommendation)}"  # type: ignore[call-overload]
             )
-            gates.append(int(response.json()["gate"]))
-            return "" if now == status else f"the recommendation moved from {status} to {now}"
+            body = response.json()
+            gates.append(int(body["gate"]))
+            if now != status:
+                return f"the recommendation moved from {status} to {now}"
+            fields = [m["field"] for m in body["mismatches"]]
+            if status == "pilot_approved" and "candidate.model" not in fields:
+                return f"refused for {fields}, not for the runs' model"
+            return ""
 
         rec.send(
             case,
@@ -350,8 +372,18 @@ def _upload_case(
     rec: Recorder, case: Case, name: str, data: bytes, check: Callable[[Any], str]
 ) -> Any:
     return rec.send(
-        case, files={"file": (name, data, "text/csv")}, data={"kind": "token_log"}, check=check
+        case,
+        files={"file": (name, data, "text/csv")},
+        data={"kind": "token_log"},
+        check=check,
+        describe=_stored_name,
     )
+
+
+def _stored_name(response: Any) -> str:
+    stored = response.json()["original_name"]
+    shown = stored if len(stored) <= 24 else f"{stored[:12]}…{stored[-8:]}"
+    return f"stored as {shown} ({len(stored.encode())} bytes)"
 
 
 def _file_cases(rec: Recorder, last_day: str) -> int | None:
@@ -361,11 +393,13 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
         name = "n" * (size - len(".csv")) + ".csv"
 
         def kept(response: Any, name: str = name) -> str:
+            """Kept whole up to 255 bytes, else shortened to 255 keeping the extension."""
             stored = response.json()["original_name"]
             if len(name) <= 255:
-                return "" if stored == name else f"stored as {stored[:40]}… ({len(stored)} bytes)"
-            short = len(stored.encode()) <= 255 and stored.endswith(".csv")
-            return "" if short else f"stored as {stored[:40]}… ({len(stored)} bytes)"
+                right = stored == name
+            else:
+                right = len(stored.encode()) <= 255 and stored.endswith(".csv")
+            return "" if right else f"wrong name: {_stored_name(response)}"
 
         case = Case(
             item=4,
@@ -385,7 +419,11 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
         expected=(202,),
     )
     response = _upload_case(
-        rec, case, "evil.csv", _csv(EVIL_WORKLOAD, 5, day=last_day, cost="100000"), lambda r: ""
+        rec,
+        case,
+        "evil.csv",
+        _csv(EVIL_WORKLOAD, 5, day=last_day, cost="100000"),
+        lambda r: "",
     )
     if response is None or response.status_code != 202:
         return None
@@ -399,7 +437,11 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
         role="finops",
         expected=(200,),
     )
-    rec.send(case, check=lambda r: chart_label_problem(r.text))
+    rec.send(
+        case,
+        check=lambda r: chart_label_problem(r.text),
+        describe=lambda r: "the chart data holds the escaped label, not the link",
+    )
     case = Case(
         item=8,
         what="engineer deletes a finops user's upload",
