@@ -20,14 +20,18 @@ What it does, in order, with a timeout on every wait:
    PROBE_REQUESTS (20) more for p50 / p95 / max, with the size of the answer;
 7. deletes the big upload through the API, waits for the refresh that follows, then deletes
    the fill uploads, and checks that the workload count is back to what it was before;
-8. prints the figures and rewrites the "probe" section of docs/reliability.md.
+8. sends the hostile requests of issue 13 (`bench/probe_hostile.py`), one per case, each of
+   which must get its expected status and never a 5xx;
+9. prints the figures and rewrites the "probe" section of docs/reliability.md, ending with
+   "Result: PASS" or "Result: FAIL" (and exits 1 on FAIL).
 
-Knobs (environment): PROBE_ROWS (1000000), PROBE_REQUESTS (20), PROBE_DATABASE
-(audit_probe), PROBE_NO_DOC=1 leaves docs/reliability.md alone.
+Knobs (environment): PROBE_ROWS (1000000; or ``--rows N``), PROBE_REQUESTS (20),
+PROBE_DATABASE (audit_probe), PROBE_NO_DOC=1 leaves docs/reliability.md alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -40,6 +44,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+
+from bench.probe_hostile import Answer, Probe, hostile_markdown, run_hostile
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE_DIR = REPO / "var" / "probe"
@@ -74,12 +80,25 @@ User = get_user_model()
 for demo in User.objects.filter(username__in=["finops", "engineer", "manager", "admin"]):
     demo.set_unusable_password()
     demo.save(update_fields=["password"])
-user, _ = User.objects.get_or_create(username="probe-finops")
-user.set_password(sys.argv[1])
-user.save()
-user.groups.add(Group.objects.get_or_create(name="finops")[0])
+tokens = {}
+# name: (role group or None, superuser); every probe account has the same password.
+for name, group, superuser in (
+    ("probe-finops", "finops", False),
+    ("probe-engineer", "engineer", False),
+    ("probe-admin", None, True),
+    ("probe-norole", None, False),
+    ("probe-victim", "finops", False),
+):
+    user, _ = User.objects.get_or_create(username=name)
+    user.set_password(sys.argv[1])
+    user.is_superuser = user.is_staff = superuser
+    user.save()
+    if group:
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
+    tokens[name] = api_token_issue(user=user, name="probe").key
 print(json.dumps({
-    "token": api_token_issue(user=user, name="probe").key,
+    "token": tokens["probe-finops"],
+    "tokens": tokens,
     "last_day": DailyRollup.objects.aggregate(d=Max("day"))["d"].isoformat(),
     "workloads": Workload.objects.count(),
 }))
@@ -169,6 +188,20 @@ class Figures:
     delete_refresh_s: float = 0.0
     peak_rss_kib: int = 0
     timings: list[Timing] = field(default_factory=list)
+    hostile: list[Answer] = field(default_factory=list)
+
+
+def failures(figures: Figures) -> list[str]:
+    """Why the probe fails (empty when it passes): a timed path not answering 200, the
+    workloads not back to before after the deletions, a hostile request not answered as
+    expected (or with a 5xx)."""
+    reasons = [f"`{t.path}` answered {t.status}" for t in figures.timings if t.status != 200]
+    if figures.workloads_after_cleanup != figures.workloads_before:
+        reasons.append("the workloads are not back to before after the deletions")
+    failed = [a for a in figures.hostile if not a.passed]
+    if failed:
+        reasons.append(f"{len(failed)} hostile request(s) not answered as expected")
+    return reasons
 
 
 def _ms(value: float) -> str:
@@ -227,8 +260,16 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
             ["path", "status", "cold", "p50", "p95", "max", "bytes"],
             rows,
         ),
+        "",
+        hostile_markdown(figures.hostile),
+        "",
+        result_line(failures(figures)),
     ]
     return "\n".join(lines) + "\n"
+
+
+def result_line(reasons: list[str]) -> str:
+    return f"Result: FAIL ({'; '.join(reasons)})" if reasons else "Result: PASS"
 
 
 # --- Running it -------------------------------------------------------------------------------
@@ -242,10 +283,13 @@ class Config:
     write_doc: bool = True
 
     @classmethod
-    def from_env(cls) -> Config:
-        env = os.environ
+    def from_env(cls, argv: list[str], env: dict[str, str]) -> Config:
+        """The environment's knobs; ``--rows N`` on the command line wins over PROBE_ROWS."""
+        parser = argparse.ArgumentParser(prog="python -m bench.probe")
+        parser.add_argument("--rows", type=int, help="rows (= workloads) in the big file")
+        args = parser.parse_args(argv)
         return cls(
-            rows=int(env.get("PROBE_ROWS", 1_000_000)),
+            rows=args.rows or int(env.get("PROBE_ROWS", 1_000_000)),
             requests_each=int(env.get("PROBE_REQUESTS", 20)),
             database=env.get("PROBE_DATABASE", "audit_probe"),
             write_doc=env.get("PROBE_NO_DOC", "") not in ("1", "true", "yes"),
@@ -316,7 +360,7 @@ def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
     )
 
 
-def _session(base: str, password: str) -> object:
+def _session(base: str, password: str, username: str = "probe-finops") -> object:
     import requests
 
     session = requests.Session()
@@ -325,7 +369,7 @@ def _session(base: str, password: str) -> object:
     answer = session.post(
         f"{base}/accounts/login/",
         data={
-            "username": "probe-finops",
+            "username": username,
             "password": password,
             "csrfmiddlewaretoken": match.group(1) if match else "",
         },
@@ -389,6 +433,39 @@ def _delete(detail: str, api: dict[str, str]) -> None:
 
 def _workloads(database: str) -> int:
     return int(_sql(database, "SELECT count(*) FROM audit_app_workload"))  # type: ignore[call-overload]
+
+
+def _wait_refreshed(database: str) -> None:
+    _wait(lambda: _refreshed(database), REFRESH_TIMEOUT_S, "a refresh")
+
+
+def _hostile_probe(base: str, password: str, tokens: dict[str, str], database: str) -> Probe:
+    """The hostile phase's clients: signed-in sessions and token-carrying ones per role."""
+    import requests
+
+    def with_token(key: str) -> requests.Session:
+        session = requests.Session()
+        session.headers["Authorization"] = f"Token {key}"
+        return session
+
+    clients = {
+        "finops": _session(base, password, "probe-finops"),
+        "admin": _session(base, password, "probe-admin"),
+        "no-role": _session(base, password, "probe-norole"),
+        "finops-api": with_token(tokens["probe-finops"]),
+        "admin-api": with_token(tokens["probe-admin"]),
+        "engineer-api": with_token(tokens["probe-engineer"]),
+        "bad-token": with_token("not-a-token-" + secrets.token_hex(16)),
+        "anonymous": requests.Session(),
+        "login": requests.Session(),
+    }
+    return Probe(
+        base=base,
+        clients=clients,
+        password=password,
+        sql=lambda query: _sql(database, query),
+        wait_refreshed=lambda: _wait_refreshed(database),
+    )
 
 
 def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of steps)
@@ -537,6 +614,10 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
         for fill_detail in fills:
             _delete(fill_detail, api)
         figures.workloads_after_cleanup = _workloads(config.database)
+        figures.hostile = run_hostile(
+            _hostile_probe(base, password, fixture["tokens"], config.database),
+            last_day=fixture["last_day"],
+        )
     finally:
         if sampler is not None:
             sampler.stopped.set()
@@ -549,7 +630,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
 
 def main() -> int:
     sys.path.insert(0, str(REPO))
-    config = Config.from_env()
+    config = Config.from_env(sys.argv[1:], dict(os.environ))
     figures = run_probe(config)
     when = time.strftime("%d %b %Y", time.gmtime())
     text = markdown(figures, requests_each=config.requests_each, when=when)
@@ -560,8 +641,7 @@ def main() -> int:
 
         write_section("probe", text)
         print(f"probe: wrote the probe section of {DOC.relative_to(REPO)}")
-    slow = [t.path for t in figures.timings if t.status != 200]
-    return 1 if slow or figures.workloads_after_cleanup != figures.workloads_before else 0
+    return 1 if failures(figures) else 0
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
-"""bench/probe.py's pure parts: the CSV it writes, its percentiles, its reading of /proc, and the
-section it writes (no probe is run here)."""
+"""bench/probe.py's and bench/probe_hostile.py's pure parts: the CSV it writes, its
+percentiles, its reading of /proc, its options, the hostile cases, how an answer is read and
+judged, and the section it writes (no probe is run here)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import date
 from pathlib import Path
 
-from bench import probe
+from bench import probe, probe_hostile
+from bench.probe_hostile import Answer
 from bench.report import read_sections, write_section
 
 
@@ -68,3 +71,114 @@ def test_the_section_carries_the_figures(tmp_path: Path) -> None:
     doc = tmp_path / "reliability.md"
     write_section("probe", text, path=doc)
     assert read_sections(doc.read_text())["probe"] == text
+
+
+def test_rows_come_from_the_command_line_before_the_environment() -> None:
+    env = {"PROBE_ROWS": "70000", "PROBE_DATABASE": "probe2", "PROBE_NO_DOC": "1"}
+    assert probe.Config.from_env(["--rows", "50000"], env) == probe.Config(
+        rows=50_000, requests_each=20, database="probe2", write_doc=False
+    )
+    assert probe.Config.from_env([], env).rows == 70_000
+    assert probe.Config.from_env([], {}) == probe.Config()
+
+
+def test_the_parameter_cases_cover_each_parameter_on_a_page_and_an_api() -> None:
+    cases = probe_hostile.PARAMETER_CASES
+    assert {c.expected for c in cases} == {(400,)}
+    assert {c.method for c in cases} == {"GET"}
+    for value in ("end=0001-01-01", "end=9999-12-31"):
+        assert {c.path.split("?")[0] for c in cases if c.path.endswith(value)} == {
+            "/",
+            "/spend.csv",
+            "/api/v1/spend/",
+        }
+    for name in ("team", "provider", "model", "action"):
+        paths = [c.path for c in cases if f"?{name}=%00" in c.path]
+        assert len(paths) == 2
+        assert sum(p.startswith("/api/") for p in paths) == 1
+    assert [(c.path, c.role) for c in cases if "action" in c.path] == [
+        ("/audit/?action=%00", "admin"),
+        ("/api/v1/audit-events/?action=%00", "admin-api"),
+    ]
+    assert [c.path for c in cases if "threshold" in c.path] == [
+        "/reconciliation/?threshold=1e308",
+        "/api/v1/reconciliation/?threshold=1e308",
+    ]
+
+
+def test_the_access_cases_refuse_the_schema_and_docs_without_a_role() -> None:
+    assert [(c.path, c.role, c.expected) for c in probe_hostile.ACCESS_CASES] == [
+        ("/api/schema/", "no-role", (403,)),
+        ("/api/schema/", "anonymous", (401, 302)),
+        ("/api/docs/", "no-role", (403,)),
+        ("/api/docs/", "anonymous", (401, 302)),
+    ]
+
+
+def _answer(status: int, *, expected: tuple[int, ...] = (400,), problem: str = "") -> Answer:
+    case = probe_hostile.Case(
+        item=6, what="NUL | byte", method="GET", path="/?team=%00", role="finops", expected=expected
+    )
+    return Answer(case=case, status=status, message="team: refused", problem=problem)
+
+
+def test_an_answer_passes_only_with_its_expected_status_and_no_problem() -> None:
+    assert _answer(400).passed
+    assert not _answer(200).passed
+    assert not _answer(500, expected=(500,)).passed
+    assert not _answer(400, problem="the raw link is in the chart data").passed
+    assert not _answer(0).passed
+
+
+def test_error_messages_read_json_pages_and_text() -> None:
+    assert (
+        probe_hostile.error_message("application/json", '{"detail": "end: 9999-12-31 is late"}')
+        == "end: 9999-12-31 is late"
+    )
+    assert (
+        probe_hostile.error_message("application/json", '{"team": ["a NUL byte"]}')
+        == "team: a NUL byte"
+    )
+    page = '<title>Spend</title><p class="error" role="alert">team: a &lt;NUL&gt; byte</p>'
+    assert probe_hostile.error_message("text/html; charset=utf-8", page) == "team: a <NUL> byte"
+    assert probe_hostile.error_message("text/html", "<title>\n Sign in\n</title>") == "Sign in"
+    long = "x" * 100
+    assert probe_hostile.error_message("text/plain", long) == "x" * 79 + "…"
+
+
+def _page(label: str) -> str:
+    figure = json.dumps({"data": [{"y": [label]}]}).replace("<", "\\u003C")
+    return f'<div></div><script id="top-data" type="application/json">{figure}</script>'
+
+
+def test_the_chart_check_wants_the_escaped_label_and_never_the_raw_link() -> None:
+    escaped = "&lt;a href=&#34;https://evil.example/phish&#34;&gt;CLICK-ME&lt;/a&gt;"
+    assert probe_hostile.chart_label_problem(_page(escaped)) == ""
+    assert (
+        probe_hostile.chart_label_problem(_page(probe_hostile.EVIL_WORKLOAD))
+        == "the raw link is in the chart data"
+    )
+    assert (
+        probe_hostile.chart_label_problem(_page("CLICK-ME"))
+        == "the escaped label is not in the chart data"
+    )
+    assert probe_hostile.chart_label_problem("<p>no chart</p>") == "no chart data in the page"
+
+
+def test_the_hostile_table_and_the_result(tmp_path: Path) -> None:
+    figures = probe.Figures(rows=10, workloads_before=12, workloads_after_cleanup=12)
+    figures.hostile = [_answer(400)]
+    text = probe.markdown(figures, requests_each=3, when="1 Dec 2026")
+    assert "1 of 1 passed." in text
+    assert (
+        "| 6 | NUL \\| byte | GET | `/?team=%00` | finops | 400 | 400 | team: refused | PASS |"
+    ) in text
+    assert text.endswith("\nResult: PASS\n")
+    figures.hostile = [_answer(400), _answer(500, problem="")]
+    text = probe.markdown(figures, requests_each=3, when="1 Dec 2026")
+    assert (
+        "| 6 | NUL \\| byte | GET | `/?team=%00` | finops | 400 | 500 | team: refused | FAIL |"
+        in (text)
+    )
+    assert text.endswith("\nResult: FAIL (1 hostile request(s) not answered as expected)\n")
+    assert probe.failures(figures) == ["1 hostile request(s) not answered as expected"]
