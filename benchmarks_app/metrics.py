@@ -263,20 +263,38 @@ def compute_metrics(
     """
     per_request = artifact.per_request or PerRequest()
     _check_aligned(per_request)
-    reported = artifact.reported
-    values: dict[str, float | None] = {}
-    sources: dict[str, str] = {}
-    missing: dict[str, str] = {}
+    found = _Found()
+    _put_latencies(found, per_request, artifact.reported)
+    decode_how = _put_decode(found, artifact, per_request)
+    _put_rates(found, fields, decode_how)
+    samples = [
+        sample
+        for sample in artifact.telemetry
+        if run_window_s is None or run_window_s[0] <= sample.timestamp_s <= run_window_s[1]
+    ]
+    _put_telemetry(found, samples, fields, decode_how)
+    return RunMetrics(**found.values, sources=found.sources, missing=found.missing)
 
-    def put(name: str, value: float | None, source: str, how: str) -> None:
-        values[name] = value
+
+@dataclass
+class _Found:
+    """The metrics worked out so far: each value with where it came from, or why it is missing."""
+
+    values: dict[str, float | None] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def put(self, name: str, value: float | None, source: str, how: str) -> None:
+        self.values[name] = value
         if value is None:
-            missing[name] = how
+            self.missing[name] = how
         else:
-            sources[name] = source
+            self.sources[name] = source
 
-    # Latency percentiles: per-request arrays first, then the file's own figure of the same
-    # percentile (never another one).
+
+def _put_latencies(found: _Found, per_request: PerRequest, reported: Mapping[str, float]) -> None:
+    """Latency percentiles: per-request arrays first, then the file's own figure of the same
+    percentile (never another one)."""
     latency_arrays: Mapping[str, Sequence[float]] = {
         "ttft": per_request.ttft_ms,
         "tpot": tpot_per_request(per_request),
@@ -294,13 +312,16 @@ def compute_metrics(
         array = latency_arrays[name.split("_")[0]]
         how = _latency_how(METRIC_LABELS[name], q, name, reported)
         if array:
-            put(name, _percentile(array, q), SOURCE_PER_REQUEST, how)
+            found.put(name, _percentile(array, q), SOURCE_PER_REQUEST, how)
         elif name in reported:
-            put(name, float(reported[name]), f"file's own p{q}", how)
+            found.put(name, float(reported[name]), f"file's own p{q}", how)
         else:
-            put(name, None, "", how)
+            found.put(name, None, "", how)
 
-    # Decode tok/s: total output tokens over the benchmark's duration.
+
+def _put_decode(found: _Found, artifact: BenchmarkArtifact, per_request: PerRequest) -> str:
+    """Decode tok/s: total output tokens over the benchmark's duration. Returns why it would be
+    missing, for the metrics derived from it."""
     total_output = artifact.total_output_tokens
     if total_output is None and per_request.output_tokens:
         total_output = sum(per_request.output_tokens)
@@ -309,35 +330,42 @@ def compute_metrics(
         "with a duration nor an output tok/s; export the tool's full result"
     )
     if total_output is not None and artifact.duration_s:
-        put(
+        found.put(
             "decode_tokens_per_s",
             total_output / artifact.duration_s,
             "output tokens / duration",
             "",
         )
-    elif "output_tokens_per_s" in reported:
-        put(
-            "decode_tokens_per_s", float(reported["output_tokens_per_s"]), "file's output tok/s", ""
+    elif "output_tokens_per_s" in artifact.reported:
+        found.put(
+            "decode_tokens_per_s",
+            float(artifact.reported["output_tokens_per_s"]),
+            "file's output tok/s",
+            "",
         )
     else:
-        put("decode_tokens_per_s", None, "", decode_how)
-    decode = values["decode_tokens_per_s"]
+        found.put("decode_tokens_per_s", None, "", decode_how)
+    return decode_how
 
-    median_tpot = values["tpot_p50_ms"]
+
+def _put_rates(found: _Found, fields: RunFields, decode_how: str) -> None:
+    """Per-user decode tok/s (from the median TPOT) and output tokens per GPU-hour."""
+    median_tpot = found.values["tpot_p50_ms"]
     per_user_label = METRIC_LABELS["per_user_decode_tokens_per_s"]
-    put(
+    tpot_missing = found.missing.get("tpot_p50_ms", "it is 0")
+    found.put(
         "per_user_decode_tokens_per_s",
         1000 / median_tpot if median_tpot else None,
         "1000 / median TPOT",
-        f"{per_user_label}: needs a median TPOT above 0 ({missing.get('tpot_p50_ms', 'it is 0')})",
+        f"{per_user_label}: needs a median TPOT above 0 ({tpot_missing})",
     )
-
+    decode = found.values["decode_tokens_per_s"]
     per_gpu_label = METRIC_LABELS["output_tokens_per_gpu_hour"]
     if decode is None:
         per_gpu_how = f"{per_gpu_label}: needs decode tok/s ({decode_how})"
     else:
         per_gpu_how = f"{per_gpu_label}: state the accelerator count (--meta num_gpus=8)"
-    put(
+    found.put(
         "output_tokens_per_gpu_hour",
         decode * SECONDS_PER_HOUR / fields.num_gpus
         if decode is not None and fields.num_gpus
@@ -346,34 +374,36 @@ def compute_metrics(
         per_gpu_how,
     )
 
-    samples = [
-        sample
-        for sample in artifact.telemetry
-        if run_window_s is None or run_window_s[0] <= sample.timestamp_s <= run_window_s[1]
-    ]
+
+def _put_telemetry(
+    found: _Found, samples: Sequence[TelemetrySample], fields: RunFields, decode_how: str
+) -> None:
+    """GPU utilization, power per GPU and tokens per joule: from the run's telemetry samples,
+    else the stated fields."""
     utilization = [s.utilization_pct for s in samples if s.utilization_pct is not None]
     utilization_how = (
         f"{METRIC_LABELS['gpu_utilization_pct']}: {TELEMETRY_HOW} "
         "or state it (--meta gpu_utilization_pct=85)"
     )
     if utilization:
-        put("gpu_utilization_pct", float(np.mean(utilization)), SOURCE_TELEMETRY, "")
+        found.put("gpu_utilization_pct", float(np.mean(utilization)), SOURCE_TELEMETRY, "")
     else:
-        put("gpu_utilization_pct", fields.gpu_utilization_pct, SOURCE_STATED, utilization_how)
+        found.put("gpu_utilization_pct", fields.gpu_utilization_pct, SOURCE_STATED, utilization_how)
 
     total_power = _mean_total_power_w(samples)
     power_how = f"{METRIC_LABELS['power_w_per_gpu']}: {TELEMETRY_HOW} with power draw"
     if total_power is not None:
         gpus = len({s.gpu_index for s in samples if s.power_w is not None})
-        put("power_w_per_gpu", total_power / gpus, SOURCE_TELEMETRY, "")
+        found.put("power_w_per_gpu", total_power / gpus, SOURCE_TELEMETRY, "")
     else:
-        put(
+        found.put(
             "power_w_per_gpu",
             fields.watts_per_gpu,
             SOURCE_STATED,
             power_how + " or state it (--meta watts_per_gpu=700)",
         )
 
+    decode = found.values["decode_tokens_per_s"]
     joule_label = METRIC_LABELS["tokens_per_joule"]
     if total_power is None:
         joule_how = f"{joule_label}: {TELEMETRY_HOW} with power draw"
@@ -381,14 +411,12 @@ def compute_metrics(
         joule_how = f"{joule_label}: needs decode tok/s ({decode_how})"
     else:
         joule_how = f"{joule_label}: telemetry reports 0 W"
-    put(
+    found.put(
         "tokens_per_joule",
         decode / total_power if decode is not None and total_power else None,
         "decode tok/s / mean total telemetry power",
         joule_how,
     )
-
-    return RunMetrics(**values, sources=sources, missing=missing)
 
 
 def _mean_total_power_w(samples: Sequence[TelemetrySample]) -> float | None:
