@@ -12,7 +12,7 @@ from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Recommendation, Workload, WorkloadOverride
 from audit_app.recommendations.services import recommendations_refresh
-from tests.audit_app.recommendations.test_recommendations import EVALS
+from tests.audit_app.recommendations.test_services import EVALS
 from tests.factories import TEST_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
