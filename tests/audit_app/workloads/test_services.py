@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from audit_app.lib.errors import ErrorKind
 from audit_app.lib.results_cache import data_changed
 from audit_app.models import (
     AuditEvent,
@@ -187,14 +188,14 @@ def test_an_unclassified_workload_is_unknown(three: dict[str, Workload]) -> None
 
 
 @pytest.mark.parametrize(
-    ("role_user", "workload_class", "reason", "field", "status", "message"),
+    ("role_user", "workload_class", "reason", "field", "kind", "message"),
     [
         (
             "finops_user",
             "async",
             "why",
             "",
-            403,
+            ErrorKind.FORBIDDEN,
             "Only engineers and managers may override a workload's class.",
         ),
         (
@@ -202,10 +203,17 @@ def test_an_unclassified_workload_is_unknown(three: dict[str, Workload]) -> None
             "batch",
             "why",
             "workload_class",
-            400,
+            ErrorKind.INVALID,
             "workload_class must be realtime, async, unknown or empty, not 'batch'.",
         ),
-        ("manager_user", "async", "   ", "reason", 400, "Say why: an override needs a reason."),
+        (
+            "manager_user",
+            "async",
+            "   ",
+            "reason",
+            ErrorKind.INVALID,
+            "Say why: an override needs a reason.",
+        ),
     ],
 )
 def test_overrides_refused(
@@ -214,7 +222,7 @@ def test_overrides_refused(
     workload_class: str,
     reason: str,
     field: str,
-    status: int,
+    kind: ErrorKind,
     message: str,
 ) -> None:
     workload = Workload.objects.create(name="chat")
@@ -225,11 +233,7 @@ def test_overrides_refused(
             workload=workload, user=user, workload_class=workload_class, reason=reason
         )
 
-    assert (str(refused.value), refused.value.field, refused.value.status) == (
-        message,
-        field,
-        status,
-    )
+    assert (str(refused.value), refused.value.field, refused.value.kind) == (message, field, kind)
     assert workload.overrides.count() == 0
     assert AuditEvent.objects.count() == 0
 
