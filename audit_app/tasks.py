@@ -33,11 +33,13 @@ def ingest_upload(upload_id: int) -> str:
     """Ingest one upload; idempotent, so a redelivered or retried task is harmless. An upload
     deleted before or during its ingest ends it ("deleted"). A large splittable file fans
     out into part tasks (audit_app.ingestion.fanout)."""
+    from audit_app.ingestion.fanout import fan_out
     from audit_app.ingestion.ingest import UploadDeleted, upload_ingest
+    from audit_app.models import Upload
 
     try:
-        upload = upload_ingest(upload_id=upload_id, fan_out=True)
-    except UploadDeleted:
+        upload = fan_out(upload_id) or upload_ingest(upload_id=upload_id)
+    except (UploadDeleted, Upload.DoesNotExist):
         return "deleted"
     return upload.status
 

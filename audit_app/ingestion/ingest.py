@@ -78,24 +78,14 @@ class ParseResult:
     notes: list[str] = field(default_factory=list)  # names already folded (`NameFolds`)
 
 
-def upload_ingest(*, upload_id: int, refresh: bool = True, fan_out: bool = False) -> Upload:
-    """Parse and land one upload, then (unless `refresh` is off) re-classify workloads and
-    re-price recommendations. Safe to call again for the same upload (see module doc).
-
-    With `fan_out` (the `audit_app.ingest_upload` task asks for it; the CLI and other in-process
-    callers keep one pass) a large
-    splittable token log is queued as parts instead (`audit_app.ingestion.fanout`) and
-    the upload is returned still `running`; the part that completes the set lands it and
-    refreshes.
+def upload_ingest(*, upload_id: int, refresh: bool = True) -> Upload:
+    """Parse and land one upload in one pass, then (unless `refresh` is off) re-classify
+    workloads and re-price recommendations. Safe to call again for the same upload (see module
+    doc). The `audit_app.ingest_upload` task first offers a large splittable token log to
+    `audit_app.ingestion.fanout.fan_out`, which queues it as parts instead.
     """
-    from audit_app.ingestion import fanout as ingest_fanout
-
     if not Upload.objects.filter(pk=upload_id).exists():
         raise UploadDeleted(upload_id)
-    if fan_out:
-        queued = ingest_fanout.fan_out(upload_id, refresh=refresh)
-        if queued is not None:
-            return queued
     upload = _ingest(upload_id)
     if refresh and upload.status == Upload.Status.SUCCEEDED:
         after_ingest()

@@ -1,6 +1,6 @@
 """Ingest fan-out: a file cut into parts lands exactly what one pass over it lands.
 
-Each case ingests the same bytes twice: once in one pass (`upload_ingest(fan_out=False)`), once
+Each case ingests the same bytes twice: once in one pass (`upload_ingest`), once
 through the `audit_app.ingest_upload` task with a tiny `INGEST_FANOUT_MIN_BYTES` (the test
 settings run tasks eagerly, so the part tasks run inline and the last one lands). Rollups, day
 shapes, totals, counts and rejects must be identical; histogram sums are compared to 1e-9
@@ -179,7 +179,7 @@ def _assert_same(fanned: dict[str, Any], single: dict[str, Any]) -> None:
 
 
 def _single_pass(content: bytes, name: str) -> dict[str, Any]:
-    upload = upload_ingest(upload_id=_create(content, name).pk, fan_out=False, refresh=False)
+    upload = upload_ingest(upload_id=_create(content, name).pk, refresh=False)
     snapshot = _snapshot(upload)
     Upload.objects.filter(pk=upload.pk).delete()  # the same bytes are refused twice
     return snapshot

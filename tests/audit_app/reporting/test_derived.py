@@ -210,7 +210,7 @@ ROWS = "started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n
 @pytest.fixture
 def landed() -> None:
     upload = upload_create(source=io.BytesIO(ROWS.encode()), original_name="a.csv", enqueue=False)
-    upload_ingest(upload_id=upload.pk, fan_out=False, refresh=False)
+    upload_ingest(upload_id=upload.pk, refresh=False)
 
 
 @pytest.fixture
