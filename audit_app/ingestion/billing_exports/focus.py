@@ -53,10 +53,9 @@ from audit_app.ingestion.billing_exports.base import (
     parse_currency,
     parse_period_pair,
     parse_tag_object,
-    require_columns,
 )
 from audit_app.ingestion.billing_exports.meters import parse_meter
-from audit_app.ingestion.billing_exports.tables import RowConverter, head_columns, read_table
+from audit_app.ingestion.billing_exports.tables import columns_prepare, head_columns, read_table
 from audit_app.ingestion.reading import RowRejected, quoted, text
 
 # How the wrong-format sentence names the format; the upload form's choice; how a sentence
@@ -90,17 +89,8 @@ def sniff(head: bytes) -> bool:
 
 
 def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[BillingChunk]:
-    return read_table(stream, chunk_rows=chunk_rows, prepare=_prepare)
-
-
-def _prepare(columns: ColumnIndex, where: str) -> RowConverter:
-    require_columns(columns, where=where, required=REQUIRED)
-    found = _FocusColumns.find(columns)
-
-    def convert(fields: Mapping[str, object], line: int) -> BillingLine:
-        return _billing_line(fields, line, found)
-
-    return convert
+    prepare = columns_prepare(REQUIRED, _FocusColumns.find, _billing_line)
+    return read_table(stream, chunk_rows=chunk_rows, prepare=prepare)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import BinaryIO
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import BinaryIO, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,6 +18,7 @@ from audit_app.ingestion.billing_exports.base import (
     BillingLine,
     BillingReject,
     ColumnIndex,
+    require_columns,
 )
 from audit_app.ingestion.reading import (
     HEAD_BYTES,
@@ -167,13 +168,35 @@ def table_columns(stream: BinaryIO) -> frozenset[str]:
 # ---------------------------------------------------------------------------------------------
 
 RowConverter = Callable[[Mapping[str, object], int], BillingLine]
+Prepare = Callable[[ColumnIndex, str], RowConverter]
+Found = TypeVar("Found")
+
+
+def columns_prepare(
+    required: Sequence[Sequence[str]],
+    find: Callable[[ColumnIndex], Found],
+    build: Callable[[Mapping[str, object], int, Found], BillingLine],
+) -> Prepare:
+    """The `prepare` of a format that checks its required columns, looks up the columns it
+    reads once per file (`find`), and builds each line from a row and those columns."""
+
+    def prepare(columns: ColumnIndex, where: str) -> RowConverter:
+        require_columns(columns, where=where, required=required)
+        found = find(columns)
+
+        def convert(fields: Mapping[str, object], line: int) -> BillingLine:
+            return build(fields, line, found)
+
+        return convert
+
+    return prepare
 
 
 def read_table(
     stream: BinaryIO,
     *,
     chunk_rows: int,
-    prepare: Callable[[ColumnIndex, str], RowConverter],
+    prepare: Prepare,
 ) -> Iterator[BillingChunk]:
     """Open the file, let the format check its columns and build its row converter, and stream.
 
