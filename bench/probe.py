@@ -350,14 +350,10 @@ def _refreshed(database: str) -> bool:
 
 
 def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        command,
-        cwd=REPO,
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with log.open("wb") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def _session(base: str, password: str, username: str = "probe-finops") -> object:
