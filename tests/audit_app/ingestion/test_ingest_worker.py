@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audit_app.ingestion.ingest import CHUNK_ROWS
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import HourlyRollup, Upload
 from audit_app.tasks import ingest_upload
@@ -21,7 +22,9 @@ from tests.support.processes import celery_worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
-ROWS = 150_000
+# More than two chunks: the first progress report (rows_read > 0) comes after the first chunk,
+# so the ingest is still reading, not landing, when the test sees it under way.
+ROWS = 2 * CHUNK_ROWS + CHUNK_ROWS // 4
 
 
 def _generic_csv(rows: int, seed: int) -> tuple[bytes, dict[str, int]]:
@@ -62,12 +65,12 @@ def _pool_children(worker_pid: int) -> list[int]:
     return children
 
 
-def _wait(predicate: Any, timeout: float, what: str) -> None:
+def _wait(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.1)
+        time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -76,7 +79,7 @@ def test_worker_killed_mid_ingest_is_retried_with_exact_totals(
 ) -> None:
     content, expected = _generic_csv(ROWS, seed=42)
     upload = upload_create(source=io.BytesIO(content), original_name="big.csv", enqueue=False)
-    env = worker_environment(redis_url)
+    env = worker_environment(redis_url) | {"INGEST_FANOUT_PARTS": "0"}  # the one-pass ingest
     with (
         celery_worker(env=env, tmp_path=tmp_path, pool="prefork") as worker,
         tasks_sent_to_broker(),
@@ -87,9 +90,17 @@ def test_worker_killed_mid_ingest_is_retried_with_exact_totals(
             current = Upload.objects.get(pk=upload.pk)
             return current.status == Upload.Status.RUNNING and current.rows_read > 0
 
-        _wait(mid_ingest, 60, "the ingest to be under way")
+        _wait(mid_ingest, 60, "the ingest to be under way", interval=0.02)
         children = _pool_children(worker.process.pid)
         assert len(children) == 1, children
+        # Freeze the process first, then confirm nothing has landed: a frozen process cannot
+        # commit, so the kill below is certainly mid-ingest (a COMMIT already on the wire would
+        # show up within the pause).
+        os.kill(children[0], signal.SIGSTOP)
+        time.sleep(0.5)
+        frozen = Upload.objects.get(pk=upload.pk)
+        assert frozen.status == Upload.Status.RUNNING, frozen.status
+        assert frozen.rows_read < ROWS, frozen.rows_read
         os.kill(children[0], signal.SIGKILL)  # the process running the task dies at once
 
         _wait(
