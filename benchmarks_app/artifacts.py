@@ -76,3 +76,14 @@ class BenchmarkArtifact:
     telemetry: tuple[TelemetrySample, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
     assumptions: tuple[str, ...] = ()
+    # One load point of a curve (a sweep is several artifacts, see `convert_points`):
+    # `label` names the point as the tool does ("constant 4.0 req/s", "concurrency 64");
+    # `load_known` is False when the file records neither a request rate nor a concurrency
+    # (request_rate None with load_known True means an unlimited rate); `started_at_s` /
+    # `ended_at_s` (epoch seconds) keep only this point's telemetry samples when a sweep shares
+    # one telemetry file. Configured input / output lengths and the dataset of the point go in
+    # `metadata` (input_len, output_len, dataset).
+    label: str = ""
+    load_known: bool = True
+    started_at_s: float | None = None
+    ended_at_s: float | None = None

@@ -23,7 +23,14 @@ from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
 from benchmarks_app.converters import aiperf, guidellm, llmd, llmperf, mlperf, telemetry, vllm
 from benchmarks_app.converters.base import decode_text
 
-__all__ = ["CONVERTERS", "DETECTION_ORDER", "ArtifactError", "convert", "detect_format"]
+__all__ = [
+    "CONVERTERS",
+    "DETECTION_ORDER",
+    "ArtifactError",
+    "convert",
+    "convert_points",
+    "detect_format",
+]
 
 
 class Converter(Protocol):
@@ -74,7 +81,16 @@ def detect_format(data: bytes, filename: str) -> str:
 
 
 def convert(data: bytes, *, filename: str = "", format: str = AUTO_FORMAT) -> BenchmarkArtifact:
-    """Convert one tool's result file; ArtifactError (one sentence) when it cannot be read."""
+    """Convert one tool's result file; ArtifactError (one sentence) when it cannot be read.
+    A file holding a sweep gives its first point here; `convert_points` gives them all."""
+    return convert_points(data, filename=filename, format=format)[0]
+
+
+def convert_points(
+    data: bytes, *, filename: str = "", format: str = AUTO_FORMAT
+) -> tuple[BenchmarkArtifact, ...]:
+    """Every load point of one tool's result file, in the file's order (one artifact per point;
+    a converter module with `convert_points` gives several, any other one)."""
     if format != AUTO_FORMAT and format not in CONVERTERS:
         known = ", ".join([AUTO_FORMAT, *CONVERTERS])
         raise ArtifactError(f"unknown benchmark format {format!r}; expected one of {known}")
@@ -88,8 +104,15 @@ def convert(data: bytes, *, filename: str = "", format: str = AUTO_FORMAT) -> Be
             actual = None
         looks_like = f" (it looks like {actual})" if actual else ""
         raise ArtifactError(f"the file is not {format} output{looks_like}")
+    module = CONVERTERS[format]
     try:
-        return CONVERTERS[format].convert(data, filename=filename)
+        many = getattr(module, "convert_points", None)
+        if many is not None:
+            points = tuple(many(data, filename=filename))
+            if not points:
+                raise ArtifactError("the file holds no benchmark result")
+            return points
+        return (module.convert(data, filename=filename),)
     except ArtifactError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as error:
