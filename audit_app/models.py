@@ -680,6 +680,7 @@ class AuditEvent(models.Model):
         WORKLOAD_OVERRIDE = "workload_override", "Set a workload's class"
         RECOMMENDATION_DECISION = "recommendation_decision", "Decided on a recommendation"
         GATE_CREATED = "gate_created", "Ran a benchmark gate"
+        RUN_EDITED = "run_edited", "Edited a benchmark run's fields"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

@@ -4,19 +4,36 @@ from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
 
-from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.models import BenchmarkPoint, BenchmarkRun, Gate
+
+
+class BenchmarkPointInline(admin.TabularInline):
+    """The run's points, read only (their artifacts can hold 100k per-request records)."""
+
+    model = BenchmarkPoint
+    fields = ("index", "label", "load", "input_len", "output_len", "dataset", "upload")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
 
 
 @admin.register(BenchmarkRun)
 class BenchmarkRunAdmin(admin.ModelAdmin):
+    """Run fields are edited on the run page or with PATCH, which record the edit in the audit
+    trail and recompute the points' metrics; here they are shown only."""
+
     list_display = ("id", "name", "tool", "model", "created_at")
     search_fields = ("name", "model")
+    inlines = (BenchmarkPointInline,)
     readonly_fields = (
         "upload",
         "telemetry_upload",
         "tool",
-        "artifact",
-        "metrics",
+        "model",
+        "fields",
         "assumptions",
         "created_by",
         "created_at",

@@ -12,13 +12,24 @@ from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
 from benchmarks_app import gating
 from benchmarks_app.converters.base import METADATA_KEYS
+from benchmarks_app.metrics import RUN_FIELD_NAMES
 from benchmarks_app.models import BenchmarkRun
+from benchmarks_app.runs import RunRefused
 from benchmarks_app.selectors import gateable_recommendations
-from benchmarks_app.services import RunRefused
 
 # The run fields a form, an API call or `--meta` may state: the model, and the metadata names a
 # file may carry.
-META_KEYS = ("model", *METADATA_KEYS)
+META_KEYS = (
+    "model",
+    *METADATA_KEYS,
+    "serving",
+    "provider",
+    "usd_per_million_input",
+    "usd_per_million_output",
+    "canonical_model",
+)
+# What an edit of a stored run may set: every run field (a single point's load included).
+EDITABLE_KEYS = RUN_FIELD_NAMES
 SCALING_MODES = tuple(mode.value for mode in gating.ScalingMode)
 
 

@@ -1,4 +1,5 @@
-"""A benchmark run's fields and metrics, per DESIGN.md §4.1–4.2.
+"""A benchmark run's fields and metrics, per DESIGN.md §4.1–4.2. One concern: what one
+measured point of a run gives, from its artifact and the run's stated fields.
 
 Pure module (numpy, no Django). A converter hands over a `BenchmarkArtifact`; the run's own
 fields — what no tool records — come from a form, `--meta KEY=VALUE` or the file's metadata
@@ -50,7 +51,18 @@ METRIC_LABELS: Mapping[str, str] = {
     "gpu_utilization_pct": "GPU utilization",
     "tokens_per_joule": "tokens per joule",
     "power_w_per_gpu": "mean power per GPU",
+    "error_rate_pct": "error rate",
 }
+
+# Metrics of the accelerators themselves: *not applicable* on a hosted API (never *missing*).
+ACCELERATOR_METRICS = (
+    "output_tokens_per_gpu_hour",
+    "gpu_utilization_pct",
+    "tokens_per_joule",
+    "power_w_per_gpu",
+)
+SERVING_HOSTED = "hosted"
+SERVING_SELF_HOSTED = "self-hosted"
 
 TELEMETRY_HOW = "attach accelerator telemetry for the run (nvidia-smi, DCGM or neuron-monitor CSV)"
 
@@ -74,6 +86,24 @@ class RunFields:
     output_len: int | None = None
     request_rate: float | None = None  # requests/s asked for; None = unlimited
     concurrency: int | None = None  # client max concurrency
+    # A hosted API side (`serving=hosted`, or a `provider` without `serving=self-hosted`):
+    # priced per token, from these two or the provider's price card for the model.
+    serving: str = ""
+    provider: str = ""
+    usd_per_million_input: Decimal | None = None
+    usd_per_million_output: Decimal | None = None
+    # The name both sides are matched on when providers spell the model differently.
+    canonical_model: str = ""
+
+    @property
+    def hosted(self) -> bool:
+        if self.serving:
+            return self.serving == SERVING_HOSTED
+        return bool(self.provider)
+
+    @property
+    def compared_model(self) -> str:
+        return self.canonical_model or self.model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,8 +126,16 @@ class RunMetrics:
     tokens_per_joule: float | None = None
     # Not compared by the gate; feeds the energy term of the cost model.
     power_w_per_gpu: float | None = None
+    # failed / (completed + failed) in percent; None when the file says nothing of failures.
+    error_rate_pct: float | None = None
+    # Facts of the run the gate prices a hosted side with (token mix) and the page shows.
+    completed_requests: int | None = None
+    failed_requests: int | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     missing: Mapping[str, str] = field(default_factory=dict)
+    not_applicable: tuple[str, ...] = ()  # ACCELERATOR_METRICS on a hosted API
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +204,19 @@ def _parse_request_rate(key: str, value: str) -> float | None:
     return rate
 
 
+def _parse_serving(key: str, value: str) -> str:
+    serving = value.strip().lower().replace("_", "-")
+    if serving == "selfhosted":
+        serving = SERVING_SELF_HOSTED
+    if serving not in (SERVING_HOSTED, SERVING_SELF_HOSTED):
+        raise ValueError(f"{key} must be hosted or self-hosted, got {value!r}")
+    return serving
+
+
 _PARSERS: Mapping[str, Callable[[str, str], Any]] = {
+    "serving": _parse_serving,
+    "usd_per_million_input": _parse_decimal,
+    "usd_per_million_output": _parse_decimal,
     "batch_size": _parse_int,
     "num_gpus": _parse_int,
     "usd_per_gpu_hour": _parse_decimal,
@@ -178,7 +228,8 @@ _PARSERS: Mapping[str, Callable[[str, str], Any]] = {
     "request_rate": _parse_request_rate,
     "concurrency": _parse_int,
 }
-_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(RunFields))
+RUN_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RunFields))
+_FIELD_NAMES = frozenset(RUN_FIELD_NAMES)
 
 
 def run_fields_from(artifact: BenchmarkArtifact, overrides: Mapping[str, str]) -> RunFields:
@@ -197,6 +248,28 @@ def run_fields_from(artifact: BenchmarkArtifact, overrides: Mapping[str, str]) -
     for source in (artifact.metadata, overrides):
         raw.update({key: str(value).strip() for key, value in source.items()})
 
+    return _fields_from_raw(raw)
+
+
+def run_fields_with(fields: RunFields, changes: Mapping[str, str]) -> RunFields:
+    """`fields` with `changes` (KEY → value; an empty value clears the field) applied, parsed
+    as `run_fields_from` parses them. Unknown keys raise ValueError naming them."""
+    unknown = sorted(set(changes) - _FIELD_NAMES)
+    if unknown:
+        raise ValueError(
+            f"{unknown[0]} is not a run field; known: {', '.join(sorted(_FIELD_NAMES))}"
+        )
+    raw: dict[str, str] = {}
+    for f in dataclasses.fields(fields):
+        value = getattr(fields, f.name)
+        if value is None or value == "":
+            continue
+        raw[f.name] = str(value)
+    raw.update({key: str(value).strip() for key, value in changes.items()})
+    return _fields_from_raw(raw)
+
+
+def _fields_from_raw(raw: Mapping[str, str]) -> RunFields:
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in _FIELD_NAMES or not value:
@@ -272,8 +345,56 @@ def compute_metrics(
         for sample in artifact.telemetry
         if run_window_s is None or run_window_s[0] <= sample.timestamp_s <= run_window_s[1]
     ]
+    if (
+        artifact.started_at_s is not None
+        and artifact.ended_at_s is not None
+        and run_window_s is None
+    ):
+        samples = [
+            sample
+            for sample in samples
+            if artifact.started_at_s <= sample.timestamp_s <= artifact.ended_at_s
+        ]
     _put_telemetry(found, samples, fields, decode_how)
-    return RunMetrics(**found.values, sources=found.sources, missing=found.missing)
+    not_applicable: tuple[str, ...] = ()
+    if fields.hosted:
+        not_applicable = ACCELERATOR_METRICS
+        for name in ACCELERATOR_METRICS:
+            found.values[name] = None
+            found.sources.pop(name, None)
+            found.missing.pop(name, None)
+    values: dict[str, Any] = dict(found.values)
+    return RunMetrics(
+        **values,
+        **_request_facts(artifact, per_request),
+        sources=found.sources,
+        missing=found.missing,
+        not_applicable=not_applicable,
+    )
+
+
+def _request_facts(artifact: BenchmarkArtifact, per_request: PerRequest) -> dict[str, Any]:
+    """Requests completed and failed, the error rate, and the token totals of the run."""
+    completed = artifact.completed_requests
+    if completed is None and per_request.latency_ms:
+        completed = len(per_request.latency_ms)
+    failed = artifact.failed_requests
+    error_rate = None
+    if failed is not None and completed is not None and completed + failed > 0:
+        error_rate = failed / (completed + failed) * 100
+    input_tokens = artifact.total_input_tokens
+    if input_tokens is None and per_request.input_tokens:
+        input_tokens = sum(per_request.input_tokens)
+    output_tokens = artifact.total_output_tokens
+    if output_tokens is None and per_request.output_tokens:
+        output_tokens = sum(per_request.output_tokens)
+    return {
+        "error_rate_pct": error_rate,
+        "completed_requests": completed,
+        "failed_requests": failed,
+        "total_input_tokens": input_tokens,
+        "total_output_tokens": output_tokens,
+    }
 
 
 @dataclass

@@ -1,215 +1,51 @@
-"""Benchmark services: import a run (artifact + run fields), evaluate a gate.
+"""Benchmark gate services: evaluate a gate over two runs' curves and record it for good.
 
-Imports run in the request (artifacts are small and a CI pipeline wants its verdict at once);
-the raw file is kept as an Upload like every other file.
+Runs are imported and completed in `benchmarks_app.runs` (re-exported here for the front ends).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
-import math
 from collections.abc import Mapping
-from contextlib import ExitStack
 from datetime import timedelta
-from decimal import Decimal
-from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from audit_app.access.audit import audit_record
-from audit_app.ingestion.uploads import DuplicateUpload, UploadRefused, upload_create
 from audit_app.lib.errors import DomainError, ErrorKind
-from audit_app.lib.filenames import shortened_name
-from audit_app.models import AuditEvent, Recommendation, Upload
-from benchmarks_app import converters, gating, matching, metrics
-from benchmarks_app.artifacts import (
-    ArtifactError,
-    BenchmarkArtifact,
-    PerRequest,
-    TelemetrySample,
-)
+from audit_app.models import AuditEvent, Recommendation
+from benchmarks_app import curves, gating, matching, metrics
 from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.runs import (
+    RunRefused,
+    benchmark_run_import,
+    benchmark_run_import_path,
+    benchmark_run_update,
+    curve_points,
+    jsonable,
+    run_fields,
+    run_metrics,
+)
 from benchmarks_app.selectors import recommendation_terms
 
 if TYPE_CHECKING:
     from audit_app.access.permissions import Actor
 
-logger = logging.getLogger(__name__)
-# A run named after its file keeps the name within its column (`BenchmarkRun.name`).
-RUN_NAME_MAX_BYTES = 200
-
-
-class RunRefused(DomainError):
-    """A run the service will not import; ``field`` names the input at fault."""
-
-    field = "file"
-
-
-def jsonable(value: Any) -> Any:
-    """Dataclasses, Decimals, enums and tuples as plain JSON values (Decimals as strings)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # JSON has no NaN or Infinity; the database refuses them
-    if isinstance(value, Decimal):
-        return str(value) if value.is_finite() else None
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
-
-
-def artifact_from_json(data: Mapping[str, Any]) -> BenchmarkArtifact:
-    values = dict(data)
-    per_request = values.get("per_request")
-    values["per_request"] = (
-        PerRequest(**{k: tuple(v) for k, v in per_request.items()}) if per_request else None
-    )
-    values["telemetry"] = tuple(TelemetrySample(**s) for s in values.get("telemetry") or ())
-    values["assumptions"] = tuple(values.get("assumptions") or ())
-    return BenchmarkArtifact(**values)
-
-
-def _dataclass_from_json(cls: type, data: Mapping[str, Any]) -> Any:
-    """Rebuild a frozen dataclass, turning Decimal-typed fields back into Decimals."""
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
-        if isinstance(value, str) and "Decimal" in str(f.type) and value:
-            value = Decimal(value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
-
-
-def run_fields(run: BenchmarkRun) -> metrics.RunFields:
-    return _dataclass_from_json(metrics.RunFields, run.fields)
-
-
-def run_metrics(run: BenchmarkRun) -> metrics.RunMetrics:
-    return _dataclass_from_json(metrics.RunMetrics, run.metrics)
-
-
-def _stored_upload(source: BinaryIO, filename: str, fmt: str, user: Actor) -> Upload:
-    try:
-        return upload_create(
-            source=source,
-            original_name=filename,
-            kind=Upload.Kind.BENCHMARK,
-            requested_format=fmt,
-            user=user,
-            enqueue=False,
-        )
-    except DuplicateUpload as exc:
-        # The same result file again: a new run over the kept file (its fields may differ).
-        if exc.first.kind != Upload.Kind.BENCHMARK:
-            raise RunRefused(str(exc)) from None
-        return exc.first
-    except UploadRefused as exc:
-        raise RunRefused(str(exc), field=exc.field) from None
-
-
-@transaction.atomic
-def benchmark_run_import(
-    *,
-    source: BinaryIO,
-    filename: str,
-    format: str = "auto",
-    meta: Mapping[str, str] | None = None,
-    name: str = "",
-    user: Actor = None,
-    telemetry: tuple[BinaryIO, str] | None = None,
-) -> BenchmarkRun:
-    """Store the file, convert it, compute its metrics. RunRefused says what is wrong."""
-    upload = _stored_upload(source, filename, format, user)
-    with upload.file.open("rb") as stored:
-        data = stored.read()
-    try:
-        artifact = converters.convert(data, filename=filename, format=format)
-    except ArtifactError as exc:
-        Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=str(exc))
-        raise RunRefused(f"{filename}: {exc}") from None
-    except Exception as exc:  # a converter bug must still end in one sentence, not a 500
-        logger.exception("converting %s failed", filename)
-        message = f"the file could not be read ({type(exc).__name__}: {exc})"
-        Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=message)
-        raise RunRefused(f"{filename}: {message}") from None
-    telemetry_upload = None
-    if telemetry is not None:
-        telemetry_upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)
-        with telemetry_upload.file.open("rb") as stored:
-            try:
-                samples = converters.convert(
-                    stored.read(), filename=telemetry[1], format="telemetry"
-                ).telemetry
-            except ArtifactError as exc:
-                raise RunRefused(f"{telemetry[1]}: {exc}", field="telemetry") from None
-        artifact = dataclasses.replace(artifact, telemetry=tuple(samples))
-    try:
-        fields = metrics.run_fields_from(artifact, dict(meta or {}))
-    except ValueError as exc:
-        raise RunRefused(str(exc), field="meta") from None
-    computed = metrics.compute_metrics(artifact, fields)
-    for stored_upload in filter(None, [upload, telemetry_upload]):
-        Upload.objects.filter(pk=stored_upload.pk).update(
-            status=Upload.Status.SUCCEEDED,
-            format=artifact.tool if stored_upload is upload else "telemetry",
-            finished_at=timezone.now(),
-            error="",
-        )
-    return BenchmarkRun.objects.create(
-        upload=upload,
-        telemetry_upload=telemetry_upload,
-        name=name[:200] or shortened_name(filename, max_bytes=RUN_NAME_MAX_BYTES),
-        tool=artifact.tool,
-        model=(fields.model or artifact.model)[:300],
-        fields=jsonable(fields),
-        artifact=jsonable(artifact),
-        metrics=jsonable(computed),
-        assumptions=list(artifact.assumptions),
-        created_by=user if user is not None and user.is_authenticated else None,
-    )
-
-
-def benchmark_run_import_path(
-    *,
-    path: Path,
-    format: str = "auto",
-    meta: Mapping[str, str] | None = None,
-    name: str = "",
-    telemetry: Path | None = None,
-    user: Actor = None,
-) -> BenchmarkRun:
-    """`benchmark_run_import` of a file on this machine (the command line's way in)."""
-    if not path.is_file():
-        raise RunRefused(f"{path}: no such file")
-    if telemetry is not None and not telemetry.is_file():
-        raise RunRefused(f"{telemetry}: no such file", field="telemetry")
-    try:
-        with ExitStack() as files:
-            source = files.enter_context(path.open("rb"))
-            samples = None
-            if telemetry is not None:
-                samples = (files.enter_context(telemetry.open("rb")), telemetry.name)
-            return benchmark_run_import(
-                source=source,
-                filename=path.name,
-                format=format,
-                meta=meta,
-                name=name,
-                user=user,
-                telemetry=samples,
-            )
-    except OSError as exc:
-        raise RunRefused(str(exc)) from None
+__all__ = [
+    "GateLinkRefused",
+    "GateRefused",
+    "RunRefused",
+    "benchmark_run_import",
+    "benchmark_run_import_path",
+    "benchmark_run_update",
+    "gate_evaluate",
+    "gate_side",
+    "jsonable",
+    "run_fields",
+    "run_metrics",
+]
 
 
 class GateRefused(DomainError):
@@ -307,6 +143,65 @@ class GateLinkRefused(DomainError):
         }
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GateSide:
+    """One run as the gate compares it, with where a hosted side's prices came from."""
+
+    side: gating.Side
+    prices: str  # "" for a self-hosted run
+
+
+def gate_side(run: BenchmarkRun) -> GateSide:
+    """The run's fields and points; a hosted run without stated token prices is priced from the
+    provider's price card for the model, valid today (`audit_app` price cards)."""
+    fields = run_fields(run)
+    prices = ""
+    if fields.hosted:
+        fields, prices = _hosted_prices(fields)
+    return GateSide(
+        side=gating.Side(fields=fields, points=curve_points(run, fields)), prices=prices
+    )
+
+
+def _hosted_prices(fields: metrics.RunFields) -> tuple[metrics.RunFields, str]:
+    if fields.usd_per_million_input is not None and fields.usd_per_million_output is not None:
+        return fields, (
+            f"stated: ${fields.usd_per_million_input} input, "
+            f"${fields.usd_per_million_output} output per 1M tokens"
+        )
+    from audit_app.reporting.selectors import price_book
+
+    price = price_book().find(
+        provider=fields.provider, model=fields.model, day=timezone.localdate()
+    )
+    if price is None:
+        return fields, (
+            f"no price card for {fields.provider or 'an unnamed provider'} / {fields.model}"
+        )
+    priced = dataclasses.replace(
+        fields,
+        usd_per_million_input=fields.usd_per_million_input
+        if fields.usd_per_million_input is not None
+        else price.input,
+        usd_per_million_output=fields.usd_per_million_output
+        if fields.usd_per_million_output is not None
+        else price.output,
+    )
+    return priced, (
+        f"price card {price.provider} / {price.model} from {price.valid_from}: "
+        f"${priced.usd_per_million_input} input, ${priced.usd_per_million_output} output "
+        "per 1M tokens"
+    )
+
+
+def gate_slo(*, ttft_ms: float | None = None, tpot_ms: float | None = None) -> curves.Slo:
+    try:
+        return curves.Slo(ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+    except ValueError as exc:
+        field = "slo_ttft_ms" if "ttft" in str(exc) else "slo_tpot_ms"
+        raise GateRefused(str(exc), field=field) from None
+
+
 def gate_evaluate(
     *,
     baseline: BenchmarkRun,
@@ -317,14 +212,17 @@ def gate_evaluate(
     traffic_csv_name: str = "",
     traffic_workload: str = "",
     tolerances: Mapping[str, float] | None = None,
+    slo_ttft_ms: float | None = None,
+    slo_tpot_ms: float | None = None,
     recommendation: Recommendation | None = None,
     user: Actor = None,
 ) -> Gate:
-    """Compare two runs and record the verdict for good: the one way the page, the API and the
-    command line create a gate.
+    """Compare two runs' curves and record the verdict for good: the one way the page, the
+    API and the command line create a gate.
 
-    The traffic is resolved here (`gate_traffic`); bad input raises GateRefused before
-    anything is written. With a recommendation, the gate is linked to it only when
+    The traffic and the SLO are resolved here; bad input raises GateRefused before anything is
+    written. The gate records the run fields it used (and a hosted side's prices), so a later
+    edit of a run never changes it. With a recommendation, the gate is linked to it only when
     `matching.link_mismatches` finds nothing; then a pass moves it to verified and a fail to
     gate_failed. Otherwise the gate is still recorded (the comparison stands on its own),
     unlinked, and GateLinkRefused, carrying it, is raised once it is saved.
@@ -332,19 +230,32 @@ def gate_evaluate(
     traffic = gate_traffic(
         csv_text=traffic_csv, csv_name=traffic_csv_name, workload=traffic_workload
     )
+    slo = gate_slo(ttft_ms=slo_ttft_ms, tpot_ms=slo_tpot_ms)
+    sides = {"baseline": gate_side(baseline), "candidate": gate_side(candidate)}
     verdict = _verdict(
-        baseline=baseline,
-        candidate=candidate,
+        sides=sides,
         mode=mode,
         cold_start_seconds=cold_start_seconds,
         traffic=traffic,
         tolerances=tolerances,
+        slo=slo,
     )
     runs = matching.GateRuns(
         baseline_model=baseline.model,
         candidate_model=candidate.model,
-        candidate_gpu_type=run_fields(candidate).gpu_type,
+        candidate_gpu_type=sides["candidate"].side.fields.gpu_type,
     )
+    inputs = {
+        "mode": str(mode),
+        "cold_start_seconds": cold_start_seconds,
+        "traffic": traffic.source,
+        "traffic_hours": len(traffic.demand or ()),
+        "tolerances": dict(tolerances or {}),
+        "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
+        "fields": {name: jsonable(side.side.fields) for name, side in sides.items()},
+        "prices": {name: side.prices for name, side in sides.items() if side.prices},
+        "points": {name: len(side.side.points) for name, side in sides.items()},
+    }
     with transaction.atomic():
         locked = None
         mismatches: tuple[matching.Mismatch, ...] = ()
@@ -359,13 +270,7 @@ def gate_evaluate(
             candidate=candidate,
             baseline_sha256=baseline.upload.sha256,
             candidate_sha256=candidate.upload.sha256,
-            inputs={
-                "mode": str(mode),
-                "cold_start_seconds": cold_start_seconds,
-                "traffic": traffic.source,
-                "traffic_hours": len(traffic.demand or ()),
-                "tolerances": dict(tolerances or {}),
-            },
+            inputs=inputs,
             verdict=verdict.verdict,
             result=jsonable(verdict),
             recommendation=None if mismatches else locked,
@@ -381,12 +286,12 @@ def gate_evaluate(
 
 def _verdict(
     *,
-    baseline: BenchmarkRun,
-    candidate: BenchmarkRun,
+    sides: Mapping[str, GateSide],
     mode: gating.ScalingMode | str,
     cold_start_seconds: float,
     traffic: GateTraffic,
     tolerances: Mapping[str, float] | None,
+    slo: curves.Slo,
 ) -> gating.GateVerdict:
     try:
         scaling = gating.ScalingMode(mode)
@@ -400,11 +305,12 @@ def _verdict(
         except ValueError as exc:
             raise GateRefused(str(exc), field="tolerances") from None
     return gating.evaluate_gate(
-        baseline=(run_fields(baseline), run_metrics(baseline)),
-        candidate=(run_fields(candidate), run_metrics(candidate)),
+        baseline=sides["baseline"].side,
+        candidate=sides["candidate"].side,
         demand_per_hour=list(traffic.demand) if traffic.demand else None,
         mode=scaling,
         cold_start_seconds=cold_start_seconds,
+        slo=slo,
         **kwargs,
     )
 

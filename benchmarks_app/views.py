@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -18,7 +19,7 @@ from audit_app.lib import formatting
 from benchmarks_app import charts, gating
 from benchmarks_app.forms import GateForm, RunForm, stated_meta
 from benchmarks_app.metrics import METRIC_LABELS
-from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.models import BenchmarkPoint, BenchmarkRun, Gate
 from benchmarks_app.services import (
     GateLinkRefused,
     GateRefused,
@@ -29,8 +30,10 @@ from benchmarks_app.services import (
 
 
 def usd_per_million(run: BenchmarkRun) -> Decimal | None:
-    """Busy-only cost per 1M output tokens of a run (its own price and accelerators)."""
-    tokens = run.metrics.get("decode_tokens_per_s")
+    """Busy-only cost per 1M output tokens of a run's first point (its own price and
+    accelerators)."""
+    first = run.points.defer("artifact").first()
+    tokens = first.metrics.get("decode_tokens_per_s") if first is not None else None
     price, gpus = run.fields.get("usd_per_gpu_hour"), run.fields.get("num_gpus")
     if not tokens or not price or not gpus:
         return None
@@ -106,8 +109,22 @@ class BenchmarkListView(RoleRequiredMixin, View):
     def _render(
         self, request: HttpRequest, run_form: RunForm, gate_form: GateForm, status: int = 200
     ) -> HttpResponse:
+        runs = list(
+            BenchmarkRun.objects.select_related("upload").prefetch_related(
+                Prefetch("points", queryset=BenchmarkPoint.objects.defer("artifact"))
+            )[:200]
+        )
+        for run in runs:
+            points = list(run.points.all())
+            run.point_count = len(points)  # type: ignore[attr-defined]
+            # The headline point: the highest-throughput one (a single point's own).
+            run.headline = max(  # type: ignore[attr-defined]
+                (p.metrics for p in points),
+                key=lambda m: m.get("decode_tokens_per_s") or 0,
+                default={},
+            )
         context = {
-            "runs": BenchmarkRun.objects.select_related("upload")[:200],
+            "runs": runs,
             "gates": Gate.objects.select_related("baseline", "candidate")[:50],
             "run_form": run_form,
             "gate_form": gate_form,
@@ -122,9 +139,13 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         run = get_object_or_404(BenchmarkRun.objects.select_related("upload"), pk=kwargs["run_id"])
-        per_request = run.artifact.get("per_request") or {}
+        point = run.points.first()
+        artifact = point.artifact if point is not None else {}
+        per_request = artifact.get("per_request") or {}
         context.update(
-            run=run, usd_per_million=usd_per_million(run), metric_rows=_metric_rows(run.metrics)
+            run=run,
+            usd_per_million=usd_per_million(run),
+            metric_rows=_metric_rows(point.metrics if point is not None else {}),
         )
         if per_request.get("ttft_ms") and per_request.get("latency_ms"):
             tpot = [
@@ -142,7 +163,7 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
             )
         if per_request.get("start_s") and per_request.get("latency_ms"):
             context["timeline_figure"] = _timeline(per_request)
-        telemetry = run.artifact.get("telemetry") or []
+        telemetry = artifact.get("telemetry") or []
         if telemetry:
             start = min(s["timestamp_s"] for s in telemetry)
             context["telemetry_figure"] = charts.build_telemetry_figure(
@@ -267,7 +288,9 @@ class GateView(RoleRequiredMixin, TemplateView):
         points = [
             {
                 "label": f"run {r.pk}",
-                "tpot_p95_ms": r.metrics.get("tpot_p95_ms"),
+                "tpot_p95_ms": next((p.metrics for p in r.points.defer("artifact")[:1]), {}).get(
+                    "tpot_p95_ms"
+                ),
                 "usd_per_million": usd_per_million(r),
             }
             for r in same_model

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -18,8 +19,9 @@ from audit_app.access.permissions import ALL_ROLES, Role, RoleScopedView
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
-from benchmarks_app.forms import SCALING_MODES, stated_meta
-from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.forms import EDITABLE_KEYS, SCALING_MODES, stated_meta
+from benchmarks_app.models import BenchmarkPoint, BenchmarkRun, Gate
+from benchmarks_app.runs import benchmark_run_update, run_points
 from benchmarks_app.services import (
     benchmark_run_import,
     gate_evaluate,
@@ -29,14 +31,42 @@ RUN_WRITERS = frozenset({Role.ENGINEER})
 
 
 class RunInput(serializers.Serializer):
-    file = serializers.FileField()
+    file = serializers.FileField(
+        help_text="One result file, or several parts named `file` imported as one curve."
+    )
     telemetry = serializers.FileField(required=False)
     format = serializers.ChoiceField(choices=BENCHMARK_FORMATS, default="auto")
     name = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class PointOutput(serializers.ModelSerializer):
+    file = serializers.CharField(source="upload.original_name")
+    sha256 = serializers.CharField(source="upload.sha256")
+
+    class Meta:
+        model = BenchmarkPoint
+        fields = [
+            "index",
+            "label",
+            "load",
+            "input_len",
+            "output_len",
+            "dataset",
+            "file",
+            "sha256",
+            "metrics",
+        ]
+
+
 class RunOutput(serializers.ModelSerializer):
     sha256 = serializers.CharField(source="upload.sha256")
+    points = serializers.SerializerMethodField()
+    metrics = serializers.SerializerMethodField(
+        help_text="The first point's metrics (a single-point run's)."
+    )
+    failed_requests = serializers.SerializerMethodField(
+        help_text="Failed requests over all points; null when no file says."
+    )
 
     class Meta:
         model = BenchmarkRun
@@ -47,10 +77,34 @@ class RunOutput(serializers.ModelSerializer):
             "model",
             "fields",
             "metrics",
+            "points",
+            "failed_requests",
             "assumptions",
             "sha256",
             "created_at",
         ]
+
+    def _points(self, run: BenchmarkRun) -> list[BenchmarkPoint]:
+        cache = getattr(run, "_points_cache", None)
+        if cache is None:
+            cache = run_points(run)
+            run._points_cache = cache  # type: ignore[attr-defined]
+        return cache
+
+    @extend_schema_field(PointOutput(many=True))
+    def get_points(self, run: BenchmarkRun) -> list[dict[str, Any]]:
+        return list(PointOutput(self._points(run), many=True).data)
+
+    @extend_schema_field(serializers.DictField())
+    def get_metrics(self, run: BenchmarkRun) -> dict[str, Any]:
+        points = self._points(run)
+        return dict(points[0].metrics) if points else {}
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_failed_requests(self, run: BenchmarkRun) -> int | None:
+        counts = [p.metrics.get("failed_requests") for p in self._points(run)]
+        known = [c for c in counts if c is not None]
+        return sum(known) if known else None
 
 
 class RunPageOutput(PageOutput):
@@ -81,13 +135,29 @@ class RunListCreateApi(APIView):
 
     @extend_schema(request={"multipart/form-data": RunInput}, responses={201: RunOutput})
     def post(self, request: Request) -> Response:
-        data = RunInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        file = data.validated_data["file"]
+        files = request.FILES.getlist("file")
+        if not files:
+            raise ValidationError({"file": ["No file was submitted."]})
+        for file in files:
+            # Each part is checked as the one `file` would be (empty, nameless, too long).
+            form: dict[str, Any] = {
+                k: v
+                for k, v in cast(QueryDict, request.data).dict().items()
+                if k not in ("file", "telemetry")
+            }
+            form["file"] = file
+            if "telemetry" in request.FILES:
+                form["telemetry"] = request.FILES["telemetry"]
+            checked = RunInput(data=form)
+            if not checked.is_valid():
+                errors = dict(checked.errors)
+                if "file" in errors and len(files) > 1:
+                    errors["file"] = [f"{file.name}: {e}" for e in errors["file"]]
+                raise ValidationError(errors)
+        data = checked
         telemetry = data.validated_data.get("telemetry")
         run = benchmark_run_import(
-            source=file,
-            filename=file.name,
+            files=[(file, file.name) for file in files],
             format=data.validated_data["format"],
             # The parsers are multipart and form only: the data is a QueryDict.
             meta=stated_meta(cast(QueryDict, request.data)),
@@ -99,9 +169,51 @@ class RunListCreateApi(APIView):
 
 
 class RunDetailApi(APIView):
+    """Read a run; PATCH completes its fields (engineers; recorded in the audit trail)."""
+
+    allowed_roles = ALL_ROLES  # narrowed per request by `_writers_only`
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        _writers_only(self, request)
+        super().initial(request, *args, **kwargs)
+
     @extend_schema(responses=RunOutput)
     def get(self, request: Request, run_id: int) -> Response:
         return Response(RunOutput(get_object_or_404(BenchmarkRun, pk=run_id)).data)
+
+    @extend_schema(
+        request={
+            "application/json": {"type": "object", "additionalProperties": {"type": "string"}}
+        },
+        responses=RunOutput,
+        description="Set run fields by name (quantization, num_gpus, usd_per_gpu_hour, serving, "
+        "provider, usd_per_million_input, …; an empty string clears one) and / or `name`.",
+    )
+    def patch(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(BenchmarkRun, pk=run_id)
+        data = request.data
+        if not isinstance(data, Mapping):
+            raise ValidationError({"fields": ["send a JSON object of run fields"]})
+        values = {str(k): data[k] for k in data}
+        unknown = sorted(set(values) - set(EDITABLE_KEYS) - {"name"})
+        if unknown:
+            raise ValidationError(
+                {unknown[0]: [f"not a run field; known: name, {', '.join(EDITABLE_KEYS)}"]}
+            )
+        if not values:
+            raise ValidationError({"fields": ["give the run fields to set, or a name"]})
+        for key, value in values.items():
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise ValidationError({key: [f"expected text or a number, got {value!r}"]})
+        name = values.pop("name", None)
+        updated = benchmark_run_update(
+            run=run,
+            changes={k: str(v) for k, v in values.items()},
+            name=None if name is None else str(name),
+            user=request.user,
+        )
+        return Response(RunOutput(updated).data)
 
 
 class GateInput(serializers.Serializer):
@@ -113,6 +225,12 @@ class GateInput(serializers.Serializer):
     traffic_workload = serializers.CharField(required=False, allow_blank=True, default="")
     recommendation = serializers.IntegerField(required=False)
     tolerances = serializers.DictField(child=serializers.FloatField(min_value=0), required=False)
+    slo_ttft_ms = serializers.FloatField(
+        required=False, min_value=0, help_text="p95 TTFT limit of the operating point (ms)."
+    )
+    slo_tpot_ms = serializers.FloatField(
+        required=False, min_value=0, help_text="p95 TPOT limit of the operating point (ms)."
+    )
 
 
 class GateOutput(serializers.ModelSerializer):
@@ -194,6 +312,8 @@ class GateCreateApi(APIView):
             traffic_csv=values["traffic_csv"],
             traffic_workload=values["traffic_workload"],
             tolerances=values.get("tolerances"),
+            slo_ttft_ms=values.get("slo_ttft_ms"),
+            slo_tpot_ms=values.get("slo_tpot_ms"),
             recommendation=recommendation,
             user=request.user,
         )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from benchmarks_app.models import BenchmarkRun, Gate
+from benchmarks_app.models import BenchmarkPoint, BenchmarkRun, Gate
 from tests.factories import UploadFactory
 
 pytestmark = pytest.mark.django_db
@@ -25,14 +25,22 @@ METRICS = {
 
 
 def _run(name: str, **metrics: Any) -> BenchmarkRun:
-    return BenchmarkRun.objects.create(
-        upload=UploadFactory(kind="benchmark"),
+    upload = UploadFactory(kind="benchmark")
+    run = BenchmarkRun.objects.create(
+        upload=upload,
         name=name,
         tool="vllm",
         model="llama-70b",
         fields={"usd_per_gpu_hour": "4.00", "num_gpus": "8"},
+    )
+    BenchmarkPoint.objects.create(
+        run=run,
+        index=0,
+        upload=upload,
+        load={"request_rate": "unlimited"},
         metrics={**METRICS, **metrics},
     )
+    return run
 
 
 def _cells(html: str, label: str) -> str:

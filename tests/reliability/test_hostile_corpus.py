@@ -134,7 +134,7 @@ def _snapshot(good: dict[str, Any]) -> dict[str, Any]:
         "charges": BillingCharge.objects.filter(upload_id=good["bill"]).aggregate(
             n=Count("id"), billed=Sum("billed_cost")
         ),
-        "run": (run.tool, run.model, run.metrics),
+        "run": (run.tool, run.model, [p.metrics for p in run.points.order_by("index")]),
     }
 
 
@@ -209,7 +209,7 @@ def _via_api(client: Client, capture: Any, case: HostileCase, data: bytes) -> tu
         return text, problems + more
     if code == 201:
         run = BenchmarkRun.objects.get(pk=body["id"])
-        filled = sum(v is not None for v in run.metrics.values())
+        filled = sum(v is not None for v in run.points.get(index=0).metrics.values())
         return f"201 → run {run.tool}: {filled} metrics, model {_short(run.model)[:40]!r}", []
     if not {"detail", "errors"} <= set(body):
         problems.append("a 4xx without detail and errors")

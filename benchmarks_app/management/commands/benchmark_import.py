@@ -1,4 +1,5 @@
-"""Import a benchmark artifact as a run: `benchmark_import PATH [--format F] [--meta K=V ...]`."""
+"""Import benchmark artifacts as one run (a curve of load points):
+`benchmark_import PATH [PATH ...] [--format F] [--meta K=V ...]`."""
 
 from __future__ import annotations
 
@@ -10,14 +11,20 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from benchmarks_app.forms import meta_from_pairs
-from benchmarks_app.services import RunRefused, benchmark_run_import_path
+from benchmarks_app.runs import RunRefused, benchmark_run_import_path, run_points
 
 
 class Command(BaseCommand):
     help = "Import a vLLM / GuideLLM / AIPerf / GenAI-Perf / LLMPerf result as a benchmark run."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path")
+        parser.add_argument(
+            "paths",
+            nargs="+",
+            metavar="PATH",
+            help="One result file, or several (a sweep: AIPerf folders, one LLMPerf summary per "
+            "concurrency) imported together as one run.",
+        )
         parser.add_argument("--format", default="auto", choices=BENCHMARK_FORMATS)
         parser.add_argument(
             "--meta",
@@ -33,7 +40,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             run = benchmark_run_import_path(
-                path=Path(options["path"]),
+                paths=[Path(p) for p in options["paths"]],
                 format=options["format"],
                 meta=meta_from_pairs(options["meta"]),
                 name=options["name"],
@@ -48,11 +55,24 @@ class Command(BaseCommand):
                         "run_id": run.pk,
                         "tool": run.tool,
                         "model": run.model,
-                        "metrics": run.metrics,
+                        "points": [
+                            {
+                                "index": p.index,
+                                "label": p.label,
+                                "load": p.load,
+                                "input_len": p.input_len,
+                                "output_len": p.output_len,
+                                "metrics": p.metrics,
+                            }
+                            for p in run_points(run)
+                        ],
                         "fields": run.fields,
                         "assumptions": run.assumptions,
                     }
                 )
             )
         else:
-            self.stdout.write(f"run {run.pk}: {run.tool} {run.model}")
+            count = run.points.count()
+            self.stdout.write(
+                f"run {run.pk}: {run.tool} {run.model}, {count} point{'s' if count != 1 else ''}"
+            )

@@ -1,0 +1,416 @@
+"""Benchmark runs: import one or more artifact files as one run (a curve of load points), and
+complete a stored run's fields.
+
+Imports run in the request (artifacts are small and a CI pipeline wants its verdict at once);
+every raw file is kept as an Upload like every other file. A run's points are the points of its
+files in the order given (`converters.convert_points`): a GuideLLM sweep, AIPerf folders, one
+LLMPerf summary per concurrency all make one curve. Files that disagree on the model or the
+quantization are refused naming the file, and two points at the same load and lengths naming
+both; nothing is kept of a refused run but its raw files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack
+from decimal import Decimal
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit_app.access.audit import audit_record
+from audit_app.ingestion.uploads import DuplicateUpload, UploadRefused, upload_create
+from audit_app.lib.errors import DomainError
+from audit_app.lib.filenames import shortened_name
+from audit_app.models import AuditEvent, Upload
+from benchmarks_app import converters, curves, metrics
+from benchmarks_app.artifacts import (
+    ArtifactError,
+    BenchmarkArtifact,
+    PerRequest,
+    TelemetrySample,
+)
+from benchmarks_app.models import BenchmarkPoint, BenchmarkRun
+
+if TYPE_CHECKING:
+    from audit_app.access.permissions import Actor
+
+# A run named after its file keeps the name within its column (`BenchmarkRun.name`).
+RUN_NAME_MAX_BYTES = 200
+MAX_FILES_PER_RUN = 64
+
+
+class RunRefused(DomainError):
+    """A run the service will not import or edit; ``field`` names the input at fault."""
+
+    field = "file"
+
+
+def jsonable(value: Any) -> Any:
+    """Dataclasses, Decimals, enums and tuples as plain JSON values (Decimals as strings)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or Infinity; the database refuses them
+    if isinstance(value, Decimal):
+        return str(value) if value.is_finite() else None
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def artifact_from_json(data: Mapping[str, Any]) -> BenchmarkArtifact:
+    values = dict(data)
+    per_request = values.get("per_request")
+    values["per_request"] = (
+        PerRequest(**{k: tuple(v) for k, v in per_request.items()}) if per_request else None
+    )
+    values["telemetry"] = tuple(TelemetrySample(**s) for s in values.get("telemetry") or ())
+    values["assumptions"] = tuple(values.get("assumptions") or ())
+    return BenchmarkArtifact(**values)
+
+
+def _dataclass_from_json(cls: type, data: Mapping[str, Any]) -> Any:
+    """Rebuild a frozen dataclass, turning Decimal-typed fields back into Decimals and lists
+    back into tuples."""
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if isinstance(value, str) and "Decimal" in str(f.type) and value:
+            value = Decimal(value)
+        elif isinstance(value, list) and "tuple" in str(f.type):
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def run_fields(run: BenchmarkRun) -> metrics.RunFields:
+    return _dataclass_from_json(metrics.RunFields, run.fields)
+
+
+def metrics_from_json(data: Mapping[str, Any]) -> metrics.RunMetrics:
+    return _dataclass_from_json(metrics.RunMetrics, data)
+
+
+def run_points(run: BenchmarkRun) -> list[BenchmarkPoint]:
+    """The run's points without their artifacts (which can hold 100k per-request records)."""
+    return list(run.points.defer("artifact").order_by("index"))
+
+
+def run_metrics(run: BenchmarkRun) -> metrics.RunMetrics:
+    """The metrics of the run's first point (a single-point run's metrics)."""
+    first = run.points.defer("artifact").order_by("index").first()
+    return metrics_from_json(first.metrics if first is not None else {})
+
+
+def curve_points(run: BenchmarkRun, fields: metrics.RunFields) -> tuple[curves.CurvePoint, ...]:
+    """The run's points as the gate compares them."""
+    stored = run_points(run)
+    return tuple(
+        curves.CurvePoint(
+            index=point.index,
+            label=point.label,
+            load=curves.load_from_json(point.load),
+            input_len=point.input_len,
+            output_len=point.output_len,
+            dataset=point.dataset,
+            source=point.upload.original_name if point.upload_id else "",
+            metrics=metrics_from_json(point.metrics),
+        )
+        for point in stored
+    )
+
+
+# --- import ---------------------------------------------------------------------------------
+
+
+def _stored_upload(source: BinaryIO, filename: str, fmt: str, user: Actor) -> Upload:
+    try:
+        return upload_create(
+            source=source,
+            original_name=filename,
+            kind=Upload.Kind.BENCHMARK,
+            requested_format=fmt,
+            user=user,
+            enqueue=False,
+        )
+    except DuplicateUpload as exc:
+        # The same result file again: a new run over the kept file (its fields may differ).
+        if exc.first.kind != Upload.Kind.BENCHMARK:
+            raise RunRefused(str(exc)) from None
+        return exc.first
+    except UploadRefused as exc:
+        raise RunRefused(str(exc), field=exc.field) from None
+
+
+def _converted(upload: Upload, filename: str, fmt: str) -> tuple[BenchmarkArtifact, ...]:
+    with upload.file.open("rb") as stored:
+        data = stored.read()
+    try:
+        return converters.convert_points(data, filename=filename, format=fmt)
+    except ArtifactError as exc:
+        message = str(exc)
+    except Exception as exc:  # a converter bug must still end in one sentence, not a 500
+        message = f"the file could not be read ({type(exc).__name__}: {exc})"
+    Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=message)
+    raise RunRefused(f"{filename}: {message}")
+
+
+def _check_sweep(files: Sequence[tuple[str, tuple[BenchmarkArtifact, ...]]]) -> None:
+    """Files of one run must serve one model at one quantization."""
+    first_name, first_points = files[0]
+    for key, label in (("model", "model"), ("quantization", "quantization")):
+        expected = _stated(first_points[0], key)
+        for name, points in files:
+            for point in points:
+                value = _stated(point, key)
+                if value and expected and value.casefold() != expected.casefold():
+                    raise RunRefused(
+                        f"{name}: {label} {value!r} differs from {expected!r} in {first_name}; "
+                        "a run's files must measure one model at one quantization"
+                    )
+                expected = expected or value
+
+
+def _stated(artifact: BenchmarkArtifact, key: str) -> str:
+    if key == "model":
+        return artifact.model.strip()
+    return str(artifact.metadata.get(key) or "").strip()
+
+
+@transaction.atomic
+def benchmark_run_import(
+    *,
+    source: BinaryIO | None = None,
+    filename: str = "",
+    files: Sequence[tuple[BinaryIO, str]] = (),
+    format: str = "auto",
+    meta: Mapping[str, str] | None = None,
+    name: str = "",
+    user: Actor = None,
+    telemetry: tuple[BinaryIO, str] | None = None,
+) -> BenchmarkRun:
+    """Store the files (`source`/`filename`, or several `files` as one curve), convert them and
+    compute each point's metrics. RunRefused says what is wrong."""
+    sources = [*([(source, filename)] if source is not None else []), *files]
+    if not sources:
+        raise RunRefused("no result file given")
+    if len(sources) > MAX_FILES_PER_RUN:
+        raise RunRefused(f"{len(sources)} files; a run takes at most {MAX_FILES_PER_RUN}")
+    uploads, converted = [], []
+    for stream, name_of_file in sources:
+        upload = _stored_upload(stream, name_of_file, format, user)
+        uploads.append(upload)
+        converted.append((name_of_file, _converted(upload, name_of_file, format)))
+    _check_sweep(converted)
+    samples: tuple[TelemetrySample, ...] | None = None
+    telemetry_upload = None
+    if telemetry is not None:
+        telemetry_upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)
+        with telemetry_upload.file.open("rb") as stored:
+            try:
+                samples = converters.convert(
+                    stored.read(), filename=telemetry[1], format="telemetry"
+                ).telemetry
+            except ArtifactError as exc:
+                raise RunRefused(f"{telemetry[1]}: {exc}", field="telemetry") from None
+    artifacts = [
+        (upload, file_name, a if samples is None else dataclasses.replace(a, telemetry=samples))
+        for upload, (file_name, points) in zip(uploads, converted, strict=True)
+        for a in points
+    ]
+    fields = _fields_for(artifacts[0][2], meta, single=len(artifacts) == 1)
+    _mark_succeeded(uploads, telemetry_upload)
+    first = artifacts[0][2]
+    run = BenchmarkRun.objects.create(
+        upload=uploads[0],
+        telemetry_upload=telemetry_upload,
+        name=name[:200] or shortened_name(sources[0][1], max_bytes=RUN_NAME_MAX_BYTES),
+        tool=first.tool,
+        model=(fields.model or first.model)[:300],
+        fields=jsonable(fields),
+        assumptions=_assumptions(artifacts),
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    _store_points(run, fields, [(u, f, a) for u, f, a in artifacts])
+    return run
+
+
+def _fields_for(
+    first: BenchmarkArtifact, meta: Mapping[str, str] | None, *, single: bool
+) -> metrics.RunFields:
+    """The run fields: a curve's load is per point, so only a single point's load is a field."""
+    if not single:
+        first = dataclasses.replace(first, request_rate=None, max_concurrency=None)
+    try:
+        return metrics.run_fields_from(first, dict(meta or {}))
+    except ValueError as exc:
+        raise RunRefused(str(exc), field="meta") from None
+
+
+def _mark_succeeded(uploads: Iterable[Upload], telemetry_upload: Upload | None) -> None:
+    for upload in uploads:
+        Upload.objects.filter(pk=upload.pk).update(
+            status=Upload.Status.SUCCEEDED,
+            format=upload.requested_format if upload.requested_format != "auto" else "",
+            finished_at=timezone.now(),
+            error="",
+        )
+    if telemetry_upload is not None:
+        Upload.objects.filter(pk=telemetry_upload.pk).update(
+            status=Upload.Status.SUCCEEDED, format="telemetry", finished_at=timezone.now(), error=""
+        )
+
+
+def _assumptions(artifacts: Sequence[tuple[Upload, str, BenchmarkArtifact]]) -> list[str]:
+    """Each point's assumption sentences once, prefixed with the point when a run has several."""
+    out: list[str] = []
+    many = len(artifacts) > 1
+    for index, (_, _, artifact) in enumerate(artifacts):
+        where = f"point {index + 1} ({artifact.label or artifact.tool}): " if many else ""
+        for sentence in artifact.assumptions:
+            text = f"{where}{sentence}"
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def _store_points(
+    run: BenchmarkRun,
+    fields: metrics.RunFields,
+    artifacts: Sequence[tuple[Upload, str, BenchmarkArtifact]],
+) -> None:
+    single = len(artifacts) == 1
+    built = []
+    for index, (upload, file_name, artifact) in enumerate(artifacts):
+        computed = metrics.compute_metrics(artifact, fields)
+        point = curves.point_from(
+            artifact, fields, computed, index=index, single=single, source=file_name
+        )
+        built.append((upload, artifact, point))
+    try:
+        curves.check_duplicates([point for _, _, point in built])
+    except curves.CurveError as exc:
+        raise RunRefused(str(exc)) from None
+    BenchmarkPoint.objects.bulk_create(
+        [
+            BenchmarkPoint(
+                run=run,
+                index=point.index,
+                upload=upload,
+                label=point.label[:200],
+                load=None if point.load is None else point.load.as_json(),
+                input_len=point.input_len,
+                output_len=point.output_len,
+                dataset=point.dataset[:200],
+                artifact=jsonable(artifact),
+                metrics=jsonable(point.metrics),
+            )
+            for upload, artifact, point in built
+        ]
+    )
+    Upload.objects.filter(pk__in={u.pk for u, _, _ in built}).update(format=run.tool)
+
+
+def benchmark_run_import_path(
+    *,
+    path: Path | None = None,
+    paths: Sequence[Path] = (),
+    format: str = "auto",
+    meta: Mapping[str, str] | None = None,
+    name: str = "",
+    telemetry: Path | None = None,
+    user: Actor = None,
+) -> BenchmarkRun:
+    """`benchmark_run_import` of files on this machine (the command line's way in)."""
+    every = [*([path] if path is not None else []), *paths]
+    for each in every:
+        if not each.is_file():
+            raise RunRefused(f"{each}: no such file")
+    if telemetry is not None and not telemetry.is_file():
+        raise RunRefused(f"{telemetry}: no such file", field="telemetry")
+    try:
+        with ExitStack() as opened:
+            streams = [(opened.enter_context(p.open("rb")), p.name) for p in every]
+            samples = None
+            if telemetry is not None:
+                samples = (opened.enter_context(telemetry.open("rb")), telemetry.name)
+            return benchmark_run_import(
+                files=streams, format=format, meta=meta, name=name, user=user, telemetry=samples
+            )
+    except OSError as exc:
+        raise RunRefused(str(exc)) from None
+
+
+# --- completing a stored run ----------------------------------------------------------------
+
+
+@transaction.atomic
+def benchmark_run_update(
+    *,
+    run: BenchmarkRun,
+    changes: Mapping[str, str],
+    name: str | None = None,
+    user: Actor = None,
+) -> BenchmarkRun:
+    """Set run fields (an empty value clears one) and the name; the points' metrics are
+    recomputed and the edit is recorded in the audit trail. Gates recorded before keep the
+    values they used."""
+    locked = BenchmarkRun.objects.select_for_update().get(pk=run.pk)
+    before = run_fields(locked)
+    try:
+        after = metrics.run_fields_with(before, changes)
+    except ValueError as exc:
+        key = str(exc).split(" ", 1)[0]
+        raise RunRefused(str(exc), field=key if key in changes else "meta") from None
+    old, new = jsonable(before), jsonable(after)
+    changed = {k: [old.get(k), new.get(k)] for k in new if old.get(k) != new.get(k)}
+    if name is not None and name.strip() and name.strip()[:200] != locked.name:
+        changed["name"] = [locked.name, name.strip()[:200]]
+        locked.name = name.strip()[:200]
+    if not changed:
+        return locked
+    locked.fields = new
+    locked.model = (after.model or locked.model)[:300]
+    locked.save(update_fields=["fields", "model", "name"])
+    _recompute_points(locked, after)
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.RUN_EDITED,
+        obj=locked,
+        summary=f"run {locked.pk}: "
+        + ", ".join(f"{key} {_shown(a)} → {_shown(b)}" for key, (a, b) in changed.items()),
+        details={"changes": changed},
+    )
+    return locked
+
+
+def _shown(value: Any) -> str:
+    return "(not stated)" if value in (None, "") else repr(value)
+
+
+def _recompute_points(run: BenchmarkRun, fields: metrics.RunFields) -> None:
+    points = list(run.points.order_by("index"))
+    single = len(points) == 1
+    for stored in points:
+        artifact = artifact_from_json(stored.artifact)
+        computed = metrics.compute_metrics(artifact, fields)
+        point = curves.point_from(artifact, fields, computed, index=stored.index, single=single)
+        stored.metrics = jsonable(computed)
+        stored.load = None if point.load is None else point.load.as_json()
+        stored.input_len, stored.output_len = point.input_len, point.output_len
+        stored.dataset = point.dataset[:200]
+    BenchmarkPoint.objects.bulk_update(
+        points, ["metrics", "load", "input_len", "output_len", "dataset"]
+    )
