@@ -307,9 +307,8 @@ def test_a_field_stated_on_one_side_only_is_incomplete(
         return
     assert verdict.verdict == "incomplete"
     (sentence,) = verdict.missing
-    assert sentence.startswith(
-        f"baseline run is missing {field.replace('_', ' ').replace('batch size', 'server batch size')}: the candidate states {value}"
-    )
+    label = {"quantization": "quantization", "batch_size": "server batch size"}[field]
+    assert sentence.startswith(f"baseline run is missing {label}: the candidate states {value}")
     assert sentence.endswith(f"state it on the baseline (--meta {option}=…)")
 
 

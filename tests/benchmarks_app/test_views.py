@@ -124,7 +124,8 @@ def test_importing_a_run_opens_it_with_its_metrics_computed_by_hand(
         engineer_user,
     )
     expected = metrics_by_hand(BASELINE)
-    assert {k: run.points.get(index=0).metrics[k] for k in expected} == pytest.approx(expected, rel=1e-12)
+    first = run.points.get(index=0).metrics
+    assert {k: first[k] for k in expected} == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize(
