@@ -1,5 +1,10 @@
 """Gate a candidate run against a baseline; exits 0 only on pass (for CI pipelines).
 
+Each side is a stored run's id or one or more result files imported together as one curve;
+`--meta-baseline` / `--meta-candidate` state run fields (on a run id they complete the stored
+run, recorded in the audit trail). `--slo-ttft-ms` / `--slo-tpot-ms` pick each side's operating
+point.
+
 With --recommendation the gate verifies that recommendation when the runs match it
 (`benchmarks_app.matching`); when they do not, the gate is still recorded and printed, and the
 command fails with the same sentence the page and the API show.
@@ -22,34 +27,71 @@ from benchmarks_app.services import (
     GateRefused,
     RunRefused,
     benchmark_run_import_path,
+    benchmark_run_update,
     gate_evaluate,
 )
 
 # The option each of the service's input fields came from.
-OPTIONS = {"traffic_csv": "--traffic", "traffic_workload": "--traffic-workload"}
+OPTIONS = {
+    "traffic_csv": "--traffic",
+    "traffic_workload": "--traffic-workload",
+    "slo_ttft_ms": "--slo-ttft-ms",
+    "slo_tpot_ms": "--slo-tpot-ms",
+}
 
 
-def _run(reference: str, meta_pairs: list[str] | None) -> BenchmarkRun:
-    """A run by id, or the file at ``reference`` imported as a new run."""
-    if reference.isdigit() and not Path(reference).exists():
-        run = BenchmarkRun.objects.filter(pk=int(reference)).first()
-        if run is None:
-            raise CommandError(f"no benchmark run with id {reference}")
-        return run
+def _run(references: list[str], meta_pairs: list[str] | None, option: str) -> BenchmarkRun:
+    """A stored run by id (``--meta`` completes its fields, recorded in the audit trail), or the
+    files at ``references`` imported together as a new run (one curve)."""
     try:
-        return benchmark_run_import_path(path=Path(reference), meta=meta_from_pairs(meta_pairs))
+        meta = meta_from_pairs(meta_pairs)
+        ids = [r for r in references if r.isdigit() and not Path(r).exists()]
+        if not ids:
+            return benchmark_run_import_path(paths=[Path(r) for r in references], meta=meta)
+        if len(references) > 1:
+            raise CommandError(
+                f"{option}: give one run id, or result files to import as one run, not both "
+                f"({' '.join(references)})"
+            )
+        run = BenchmarkRun.objects.filter(pk=int(ids[0])).first()
+        if run is None:
+            raise CommandError(f"{option}: no benchmark run with id {ids[0]}")
+        if meta:
+            run = benchmark_run_update(run=run, changes=meta)
+        return run
     except RunRefused as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(f"{option}: {exc}") from None
 
 
 class Command(BaseCommand):
     help = "Compare --candidate with --baseline (paths or run ids); exit 0 only on pass."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--baseline", required=True)
-        parser.add_argument("--candidate", required=True)
-        parser.add_argument("--meta-baseline", action="append", metavar="KEY=VALUE")
-        parser.add_argument("--meta-candidate", action="append", metavar="KEY=VALUE")
+        for side in ("baseline", "candidate"):
+            parser.add_argument(
+                f"--{side}",
+                required=True,
+                nargs="+",
+                metavar="ID|PATH",
+                help=f"The {side}: a stored run's id, or one or more result files imported "
+                "together as one run (a sweep).",
+            )
+            parser.add_argument(
+                f"--meta-{side}",
+                action="append",
+                metavar="KEY=VALUE",
+                help=f"Run fields of the {side} (num_gpus=8, usd_per_gpu_hour=4, "
+                "provider=together, serving=hosted, usd_per_million_output=0.9, …); on a run "
+                "id they complete the stored run (recorded in the audit trail).",
+            )
+        parser.add_argument(
+            "--slo-ttft-ms",
+            type=float,
+            metavar="MS",
+            help="p95 TTFT limit: each side's operating point is its highest-throughput point "
+            "within the SLO, and its cost per 1M output tokens is the headline comparison.",
+        )
+        parser.add_argument("--slo-tpot-ms", type=float, metavar="MS", help="p95 TPOT limit.")
         parser.add_argument("--traffic", help="CSV with hour,output_tokens")
         parser.add_argument(
             "--traffic-workload",
@@ -72,8 +114,8 @@ class Command(BaseCommand):
             recommendation = Recommendation.objects.filter(pk=options["recommendation"]).first()
             if recommendation is None:
                 raise CommandError(f"no recommendation with id {options['recommendation']}")
-        baseline = _run(options["baseline"], options["meta_baseline"])
-        candidate = _run(options["candidate"], options["meta_candidate"])
+        baseline = _run(options["baseline"], options["meta_baseline"], "--baseline")
+        candidate = _run(options["candidate"], options["meta_candidate"], "--candidate")
         traffic_csv = ""
         if options["traffic"]:
             try:
@@ -89,6 +131,8 @@ class Command(BaseCommand):
                 traffic_csv=traffic_csv,
                 traffic_csv_name=options["traffic"] or "",
                 traffic_workload=options["traffic_workload"] or "",
+                slo_ttft_ms=options["slo_ttft_ms"],
+                slo_tpot_ms=options["slo_tpot_ms"],
                 recommendation=recommendation,
             )
         except GateRefused as exc:
@@ -116,4 +160,12 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"gate {gate.pk}: {gate.verdict.upper()} - {gate.result.get('summary', '')}"
             )
+            for heading, key in (
+                ("unmatched point", "unmatched"),
+                ("missing", "missing"),
+                ("not applicable", "not_applicable"),
+            ):
+                for item in gate.result.get(key) or []:
+                    text = item if isinstance(item, str) else f"{item['side']} {item['label']}"
+                    self.stdout.write(f"  {heading}: {text}")
         self.stdout.flush()
