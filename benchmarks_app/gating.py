@@ -269,9 +269,10 @@ def evaluate_gate(
     )
     matching = match_points(sides["baseline"].points, sides["candidate"].points)
     required = _required(sides)
+    names = _pair_names(matching)
     results = [
-        _point_result(pair, sides, pricing, tolerances, required, matching.single)
-        for pair in matching.pairs
+        _point_result(pair, names[i], sides, pricing, tolerances, required)
+        for i, pair in enumerate(matching.pairs)
     ]
     confounders, half_stated = _confounders(sides, matching)
     if not matching.pairs:
@@ -448,15 +449,26 @@ def _compared(sides: Mapping[str, Side]) -> tuple[str, ...]:
     return tuple(BETTER)
 
 
+def _pair_names(matching: Matching) -> list[str]:
+    """How each matched point is named in sentences: "" for two single-point runs, its load
+    ("concurrency 64"), with its lengths only when two matched points share a load."""
+    if matching.single:
+        return [""]
+    loads = [p.candidate.load.text() if p.candidate.load else "" for p in matching.pairs]
+    return [
+        pair.where() if not load or loads.count(load) > 1 else load
+        for pair, load in zip(matching.pairs, loads, strict=True)
+    ]
+
+
 def _point_result(
     pair: PointPair,
+    where: str,
     sides: Mapping[str, Side],
     pricing: _Pricing,
     tolerances: Tolerances,
     required: Sequence[str],
-    single: bool,
 ) -> _PointResult:
-    where = "" if single else pair.where()
     values: dict[str, dict[str, Any]] = {}
     costs: dict[str, dict[str, Decimal | None]] = {}
     missing: list[str] = []

@@ -112,7 +112,7 @@ class RunPageOutput(PageOutput):
 
 
 def _writers_only(view: RoleScopedView, request: Request) -> None:
-    view.allowed_roles = RUN_WRITERS if request.method == "POST" else ALL_ROLES
+    view.allowed_roles = RUN_WRITERS if request.method in ("POST", "PATCH") else ALL_ROLES
 
 
 class RunListCreateApi(APIView):
