@@ -73,14 +73,17 @@ def upload_contribution(*, upload: Upload) -> UploadContribution:
 def upload_gate_uses(*, upload: Upload) -> tuple[GateUse, ...]:
     """The gates comparing a benchmark run of this upload, by gate then run.
 
-    Found through the reverse relations (upload -> its runs -> the gates naming them), as
+    Found through the reverse relations (upload -> its runs, or the runs its points belong
+    to -> the gates naming them), as
     `audit_app` never imports `benchmarks_app`.
     """
-    uses = [
+    # A run's first file is its `upload`; every file (the first too) backs some of its points.
+    uses = {
         GateUse(gate_id=gate_id, run_id=run_id, role=role)
         for role in ("baseline", "candidate")
+        for relation in ("benchmark_runs", "benchmark_points__run")
         for run_id, gate_id in Upload.objects.filter(
-            pk=upload.pk, **{f"benchmark_runs__gates_as_{role}__isnull": False}
-        ).values_list("benchmark_runs__pk", f"benchmark_runs__gates_as_{role}__pk")
-    ]
+            pk=upload.pk, **{f"{relation}__gates_as_{role}__isnull": False}
+        ).values_list(f"{relation}__pk", f"{relation}__gates_as_{role}__pk")
+    }
     return tuple(sorted(uses, key=lambda use: (use.gate_id, use.run_id, use.role)))

@@ -6,6 +6,7 @@ SQLite (run with DATABASE_URL set).
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -198,3 +199,19 @@ def test_a_gate_created_after_the_check_is_caught_too(
     assert refused.value.gate_ids == [gate_a, gate_b]
     assert refused.value.run_ids == [first, second]
     _assert_nothing_deleted(gated)
+
+
+def test_the_second_file_of_a_gated_sweep_is_in_use_too() -> None:
+    # A run of two files: the second is not the run's `upload`, but its point is gated.
+    sweep = json.loads(BASELINE)
+    second = json.dumps({**sweep, "max_concurrency": 128}).encode()
+    run = benchmark_run_import(
+        files=[(io.BytesIO(BASELINE), "c64.json"), (io.BytesIO(second), "c128.json")]
+    )
+    gate = gate_evaluate(baseline=run, candidate=run)
+    second_upload = run.points.get(index=1).upload
+    assert second_upload.pk != run.upload_id
+    assert upload_gate_uses(upload=second_upload) == (
+        GateUse(gate_id=gate.pk, run_id=run.pk, role="baseline"),
+        GateUse(gate_id=gate.pk, run_id=run.pk, role="candidate"),
+    )
