@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -174,12 +175,17 @@ def test_an_edit_recomputes_the_points_is_audited_and_leaves_recorded_gates_alon
     run = _import((8, 1.0), (16, 1.25))
     gate = gate_evaluate(baseline=run, candidate=run)
     recorded = (gate.verdict, gate.result, gate.inputs)
+    itl_before = run.points.get(index=0).metrics["itl_p95_ms"]
     benchmark_run_update(run=run, changes={"num_gpus": "4", "quantization": ""}, user=engineer_user)
     run.refresh_from_db()
     assert run.fields["num_gpus"] == 4 and run.fields["quantization"] == ""
     # Output tokens per GPU-hour = decode tok/s × 3600 / 4 now.
     first = run.points.get(index=0).metrics
     assert first["output_tokens_per_gpu_hour"] == pytest.approx(DECODE * 3600 / 4)
+    # The pooled ITL gaps are stored as their percentiles: the recompute reads the same p95.
+    assert first["itl_p95_ms"] == pytest.approx(itl_before, rel=1e-12)
+    gaps = [gap * 1000 for gaps in FIXTURE["itls"] for gap in gaps]
+    assert itl_before == pytest.approx(float(np.percentile(gaps, 95)), rel=1e-12)
     event = AuditEvent.objects.get(action=AuditEvent.Action.RUN_EDITED)
     assert event.actor == engineer_user
     assert event.details == {"changes": {"num_gpus": [8, 4], "quantization": ["fp8", ""]}}
