@@ -263,6 +263,20 @@ def fmt(number: float) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Load:
+    """The load one point ran at: `label` as the tool names it, `known` False when the file
+    records neither a rate nor a concurrency, `request_rate` None = unlimited (when known)."""
+
+    label: str
+    known: bool = True
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+
+
+UNKNOWN_LOAD = Load(label="", known=False)
+
+
 def rate_text(rate: float) -> str:
     """A request rate for a label: 4.0 → "4", 2.5 → "2.5"."""
     return f"{rate:g}"

@@ -33,13 +33,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, PerRequest
 from benchmarks_app.converters.base import (
+    Load,
     decode_text,
     failure_assumption,
     fmt,
@@ -64,16 +64,6 @@ METRICS = {
 }
 # Synthetic data settings -> metadata keys (v2 `config.spec.data[]`, legacy `data` string).
 LENGTH_KEYS = {"prompt_tokens": "input_len", "output_tokens": "output_len"}
-
-
-@dataclass(frozen=True)
-class Load:
-    """The load one benchmark ran at."""
-
-    label: str
-    known: bool = True
-    request_rate: float | None = None
-    max_concurrency: int | None = None
 
 
 def sniff(data: bytes, filename: str) -> bool:
