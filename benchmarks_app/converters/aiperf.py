@@ -41,6 +41,7 @@ from benchmarks_app.converters.base import (
     head_text,
     load_json,
     ms_per_unit,
+    no_window,
     rate_text,
     require_object,
     to_float,
@@ -367,7 +368,8 @@ def _mean_length(value: Any, field: str) -> str | None:
 
 def _window(export: Mapping[str, Any], assumptions: list[str]) -> tuple[float | None, float | None]:
     """`start_time` / `end_time` in epoch seconds. AIPerf writes them without a time zone (the
-    machine's local time); those are read as UTC, as nvidia-smi timestamps are, and said."""
+    machine's local time); those are read as UTC, as nvidia-smi timestamps are, and said. A time
+    that cannot be read leaves the point without a window, said too."""
     times: list[float | None] = []
     naive = False
     for key in ("start_time", "end_time"):
@@ -375,9 +377,12 @@ def _window(export: Mapping[str, Any], assumptions: list[str]) -> tuple[float | 
         if value in (None, ""):
             times.append(None)
             continue
-        seconds, zoned = epoch_seconds(value, key)
-        times.append(seconds)
-        naive = naive or not zoned
+        found = epoch_seconds(value)
+        if found is None:
+            assumptions.append(no_window(key, value))
+            return None, None
+        times.append(found[0])
+        naive = naive or not found[1]
     if naive:
         assumptions.append(
             "start_time / end_time carry no time zone (AIPerf writes the machine's local time); "

@@ -294,14 +294,20 @@ def failure_assumption(failed: int | None, completed: int | None) -> str | None:
     return f"{share}; latencies are over the {completed} that completed."
 
 
-def epoch_seconds(text: Any, field: str) -> tuple[float, bool]:
+def epoch_seconds(text: Any) -> tuple[float, bool] | None:
     """An ISO 8601 date-time as seconds since the epoch, and whether it carried a time zone (one
-    without is read as UTC, as nvidia-smi timestamps are); ArtifactError naming `field`."""
+    without is read as UTC, as nvidia-smi timestamps are); None when the text is not one."""
     value = str(text).strip()
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ArtifactError(f"`{field}` is {value!r}, not an ISO 8601 date-time") from None
+        return None
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC).timestamp(), False
     return moment.timestamp(), True
+
+
+def no_window(field: str, value: Any, expected: str = "an ISO 8601 date-time") -> str:
+    """The sentence said when a point's start or end time cannot be read: the window is only
+    used to pick the point's telemetry, so the file is still read, without one."""
+    return f"`{field}` is {value!r}, not {expected}, so the point has no time window."

@@ -46,6 +46,7 @@ from benchmarks_app.converters.base import (
     head_text,
     load_json,
     ms_per_unit,
+    no_window,
     rate_text,
     require_object,
     to_float,
@@ -166,7 +167,7 @@ def _report_point(report: Mapping[str, Any], filename: str) -> BenchmarkArtifact
     found = report.get("run")
     run: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     point = _load_point(load)
-    started, ended = _window(run)
+    started, ended = _window(run, assumptions)
     return BenchmarkArtifact(
         tool=TOOL,
         tool_version=version,
@@ -204,15 +205,23 @@ def _load_point(load: Mapping[str, Any]) -> Load:
     return Load(label=", ".join(parts), request_rate=rate, max_concurrency=finite)
 
 
-def _window(run: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """`run.time.start` / `end` (ISO 8601) in epoch seconds."""
+def _window(run: Mapping[str, Any], assumptions: list[str]) -> tuple[float | None, float | None]:
+    """`run.time.start` / `end` (ISO 8601) in epoch seconds; a time that cannot be read leaves
+    the point without a window (said)."""
     time = run.get("time")
     if not isinstance(time, Mapping):
         return None, None
-    bounds = []
+    bounds: list[float | None] = []
     for key in ("start", "end"):
         value = time.get(key)
-        bounds.append(None if value in (None, "") else epoch_seconds(value, f"run.time.{key}")[0])
+        if value in (None, ""):
+            bounds.append(None)
+            continue
+        found = epoch_seconds(value)
+        if found is None:
+            assumptions.append(no_window(f"run.time.{key}", value))
+            return None, None
+        bounds.append(found[0])
     return bounds[0], bounds[1]
 
 

@@ -27,7 +27,8 @@ order; a result that cannot be read names its place (`results[2]: …`, `line 3:
 `request_rate` (a number, or "inf" = unlimited) and `max_concurrency` (InferenceX rows: `conc`);
 a result with neither is a point of unknown load. `failed` → failed requests. The point's window
 ends at `date` (written when the result was saved, local time without a zone: read as UTC) and
-starts `duration` seconds earlier.
+starts `duration` seconds earlier (a `date` that cannot be read leaves the point without a
+window, said in the assumptions).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from benchmarks_app.converters.base import (
     head_text,
     json_error_sentence,
     metadata_from,
+    no_window,
     number_list,
     rate_text,
     relative_starts,
@@ -162,17 +164,20 @@ def _load_point(record: Mapping[str, Any], concurrency_key: str) -> Load:
     )
 
 
-def _window(record: Mapping[str, Any], duration: float | None) -> tuple[float | None, float | None]:
+def _window(
+    record: Mapping[str, Any], duration: float | None, assumptions: list[str]
+) -> tuple[float | None, float | None]:
     """(start, end) in epoch seconds from `date` (the save time, "%Y%m%d-%H%M%S", local time
     without a zone: read as UTC, as nvidia-smi timestamps are) and the duration; (None, None)
-    when either is missing."""
+    when either is missing, or when `date` cannot be read (said)."""
     date = record.get("date")
     if not isinstance(date, str) or not date.strip() or duration is None:
         return None, None
     try:
         saved = datetime.strptime(date.strip(), "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
     except ValueError:
-        raise ArtifactError(f"`date` is {date!r}, not a YYYYMMDD-HHMMSS time") from None
+        assumptions.append(no_window("date", date, "a YYYYMMDD-HHMMSS time"))
+        return None, None
     ended = saved.timestamp()
     return ended - duration, ended
 
@@ -218,7 +223,7 @@ def _convert_result(record: Mapping[str, Any], assumptions: list[str]) -> Benchm
     if failures:
         assumptions.append(failures)
     duration = to_float(record["duration"], "duration")
-    started, ended = _window(record, duration)
+    started, ended = _window(record, duration, assumptions)
     load = _load_point(record, "max_concurrency")
     return BenchmarkArtifact(
         tool=TOOL,

@@ -157,3 +157,15 @@ def test_a_report_without_rate_or_concurrency_has_an_unknown_load() -> None:
     del standardized["rate_qps"], standardized["concurrency"]
     artifact = convert(json.dumps(report).encode(), filename="report.json")
     assert (artifact.label, artifact.load_known, artifact.request_rate) == ("stage 3", False, None)
+
+
+def test_an_unreadable_run_time_leaves_the_point_without_a_window_and_says_so() -> None:
+    data = real(PATH).replace(b"end: '2025-11-05T18:17:03Z'", b"end: 'soon'", 1)
+    assert data != real(PATH)
+    artifact = convert(data, filename=NAME)
+    assert (artifact.started_at_s, artifact.ended_at_s) == (None, None)
+    assert artifact.reported["ttft_p95_ms"] == approx(45.246614259667695)
+    assert (
+        "`run.time.end` is 'soon', not an ISO 8601 date-time, so the point has no time window."
+        in artifact.assumptions
+    )

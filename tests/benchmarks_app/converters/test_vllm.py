@@ -368,7 +368,11 @@ def test_multinode_inferencex_row_divides_by_decode_gpus() -> None:
     assert artifact.reported["ttft_p50_ms"] == approx(100.0)
 
 
-def test_an_unreadable_date_names_the_field() -> None:
-    with pytest.raises(ArtifactError) as error:
-        convert(_result(date="yesterday"), filename="r.json")
-    assert str(error.value) == "`date` is 'yesterday', not a YYYYMMDD-HHMMSS time"
+def test_an_unreadable_date_leaves_the_point_without_a_window_and_says_so() -> None:
+    # The window only picks the point's telemetry: the result is still read.
+    artifact = convert(_result(date="9999-99-99"), filename="r.json")
+    assert (artifact.started_at_s, artifact.ended_at_s) == (None, None)
+    assert artifact.reported["output_tokens_per_s"] == 10.0
+    assert artifact.assumptions[-1] == (
+        "`date` is '9999-99-99', not a YYYYMMDD-HHMMSS time, so the point has no time window."
+    )
