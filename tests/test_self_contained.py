@@ -64,6 +64,14 @@ REAL_SAMPLES = {
         1_457,
         "fd4762534f521f4c",
     ),
+    "benchmarks/vllm/inferencex_multinode_gpt-oss-120b_conc8_gpus16_ctx8_gen8.json": (
+        1_456,
+        "ed56d24295d849c0",
+    ),
+    "benchmarks/vllm/inferencex_multinode_gpt-oss-120b_conc32_gpus16_ctx8_gen8.json": (
+        1_475,
+        "6d74a41fff9f834b",
+    ),
     "benchmarks/inferencex/agg_kimik2.5_1k1k_int4_vllm_tp8_conc4_mi355x.json": (
         1_534,
         "98ac6c14aaf966ac",
@@ -93,6 +101,22 @@ REAL_SAMPLES = {
     ),
     "benchmarks/llmperf/vllm_Yi-1.5-34B-Chat_cur_4.json": (806, "34863885cf837c1e"),
     "benchmarks/llmperf/vllm-01-ai_Yi-1.5-34B-Chat_sweep.csv": (3_003, "b32be99d2921b393"),
+    "benchmarks/llmperf/hosted/bedrock_llama-2-70b-chat_summary.json": (
+        4_495,
+        "9b57938ac2bacb2a",
+    ),
+    "benchmarks/llmperf/hosted/bedrock_llama-2-13b-chat_summary.json": (
+        4_497,
+        "8f8471456a802843",
+    ),
+    "benchmarks/llmperf/hosted/lepton_llama-2-70b-chat_summary.json": (
+        4_501,
+        "475b3f39407ffbc5",
+    ),
+    "benchmarks/llmperf/hosted/lepton_llama-2-70b-chat_individual_responses.json": (
+        48_931,
+        "74c6418c7248c7ba",
+    ),
     "benchmarks/mlperf/llama2-70b-99_Server_mlperf_log_summary.txt": (3_144, "36629989e5d7585f"),
     "benchmarks/mlperf/llama2-70b-99_Interactive_mlperf_log_summary.txt": (
         3_120,

@@ -30,13 +30,19 @@ from typing import Any
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
 from benchmarks_app.converters.base import (
+    UNKNOWN_LOAD,
+    Load,
     ToolConverter,
     check_per_second,
     decode_text,
+    epoch_seconds,
+    failure_assumption,
     has_json_key,
     head_text,
     load_json,
     ms_per_unit,
+    no_window,
+    rate_text,
     require_object,
     to_float,
     to_int,
@@ -174,6 +180,43 @@ def _split_display_name(cell: str) -> tuple[str, str | None]:
 
 def _artifact(tool: str, export: Mapping[str, Any], table: Mapping[str, Any]) -> BenchmarkArtifact:
     assumptions: list[str] = []
+    reported = _reported(tool, table, assumptions)
+    found = export.get("input_config")
+    config: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    completed = _single_int(table, "request_count")
+    failed = _failures(export, table)
+    failures = failure_assumption(failed, completed)
+    if failures:
+        assumptions.append(failures)
+    metadata = _data_metadata(config)
+    utilization = _gpu_utilization(export.get("telemetry_stats"))
+    if utilization is not None:
+        metadata["gpu_utilization_pct"] = f"{utilization:.2f}"
+    load = _load(config, assumptions)
+    started, ended = _window(export, assumptions)
+    return BenchmarkArtifact(
+        tool=tool,
+        tool_version=str(export.get("aiperf_version") or ""),
+        model=_model(config),
+        duration_s=_duration_s(table),
+        completed_requests=completed,
+        failed_requests=failed,
+        total_input_tokens=_single_int(table, "total_isl"),
+        total_output_tokens=_single_int(table, "total_osl", "total_output_tokens"),
+        request_rate=load.request_rate,
+        max_concurrency=load.max_concurrency,
+        reported=reported,
+        metadata=metadata,
+        assumptions=tuple(assumptions),
+        label=load.label,
+        load_known=load.known,
+        started_at_s=started,
+        ended_at_s=ended,
+    )
+
+
+def _reported(tool: str, table: Mapping[str, Any], assumptions: list[str]) -> dict[str, float]:
+    """The latency statistics in ms and the two rates per second."""
     reported: dict[str, float] = {}
     unitless = []
     for name, metric in LATENCY_METRICS.items():
@@ -212,31 +255,140 @@ def _artifact(tool: str, export: Mapping[str, Any], table: Mapping[str, Any]) ->
         value = to_float(entry.get("avg"), f"{name}.avg")
         if value is not None:
             reported[key] = value
+    return reported
 
-    config = export.get("input_config")
-    config = config if isinstance(config, Mapping) else {}
+
+def _failures(export: Mapping[str, Any], table: Mapping[str, Any]) -> int | None:
+    """`error_request_count`, else the sum of `error_summary[].count` (an empty summary = 0)."""
     failed = _single_int(table, "error_request_count")
-    if failed is None and export.get("error_summary") == []:
-        failed = 0
-    metadata = {}
-    utilization = _gpu_utilization(export.get("telemetry_stats"))
-    if utilization is not None:
-        metadata["gpu_utilization_pct"] = f"{utilization:.2f}"
-    return BenchmarkArtifact(
-        tool=tool,
-        tool_version=str(export.get("aiperf_version") or ""),
-        model=_model(config),
-        duration_s=_duration_s(table),
-        completed_requests=_single_int(table, "request_count"),
-        failed_requests=failed,
-        total_input_tokens=_single_int(table, "total_isl"),
-        total_output_tokens=_single_int(table, "total_osl", "total_output_tokens"),
-        request_rate=_load_setting(config, "request_rate", to_float),
-        max_concurrency=_load_setting(config, "concurrency", to_int),
-        reported=reported,
-        metadata=metadata,
-        assumptions=tuple(assumptions),
-    )
+    summary = export.get("error_summary")
+    if failed is not None or not isinstance(summary, list):
+        return failed
+    total = 0
+    for index, item in enumerate(summary):
+        entry = require_object(item, f"`error_summary[{index}]`")
+        count = to_int(entry.get("count"), f"error_summary[{index}].count")
+        if count is None:
+            raise ArtifactError(f"`error_summary[{index}].count` is missing")
+        total += count
+    return total
+
+
+def _load(config: Mapping[str, Any], assumptions: list[str]) -> Load:
+    """The load from the export's input config: AIPerf ≥ 0.8 `phases` (the profiling ones), else
+    `loadgen` / `runtime` (AIPerf), `perf_analyzer.stimulus` or the top level (GenAI-Perf)."""
+    phases = config.get("phases")
+    if isinstance(phases, list):
+        profiling = [
+            (index, phase)
+            for index, phase in enumerate(phases)
+            if isinstance(phase, Mapping) and (phase.get("kind") or phase.get("name")) != "warmup"
+        ]
+        if len(profiling) > 1:
+            assumptions.append(
+                f"The run has {len(profiling)} profiling phases; the load of the first is shown."
+            )
+        if profiling:
+            index, phase = profiling[0]
+            return _phase_load(phase, f"input_config.phases[{index}]")
+    for path in (("loadgen",), ("runtime",), ("perf_analyzer", "stimulus"), ()):
+        holder: Any = config
+        for part in path:
+            holder = holder.get(part) if isinstance(holder, Mapping) else None
+        if not isinstance(holder, Mapping):
+            continue
+        where = ".".join(("input_config", *path))
+        rate = to_float(holder.get("request_rate"), f"{where}.request_rate")
+        concurrency = to_int(holder.get("concurrency"), f"{where}.concurrency")
+        if rate is not None:
+            mode = str(holder.get("request_rate_mode") or "").lower()
+            label = f"{mode} {rate_text(rate)} req/s" if mode else f"{rate_text(rate)} req/s"
+            return Load(label=label, request_rate=rate, max_concurrency=concurrency)
+        if concurrency is not None:
+            return Load(label=f"concurrency {concurrency}", max_concurrency=concurrency)
+    return UNKNOWN_LOAD
+
+
+def _phase_load(phase: Mapping[str, Any], where: str) -> Load:
+    """One AIPerf phase: `concurrency` type → its concurrency; poisson / gamma / constant /
+    user_centric → `rate` req/s (`concurrency` is then a cap); fixed_schedule replays a trace."""
+    kind = str(phase.get("type") or "")
+    concurrency = to_int(phase.get("concurrency"), f"{where}.concurrency")
+    if kind == "concurrency":
+        concurrency = 1 if concurrency is None else concurrency  # AIPerf's default
+        return Load(label=f"concurrency {concurrency}", max_concurrency=concurrency)
+    rate = to_float(phase.get("rate"), f"{where}.rate")
+    if rate is not None:
+        label = f"{kind.replace('_', ' ')} {rate_text(rate)} req/s".strip()
+        return Load(label=label, request_rate=rate, max_concurrency=concurrency)
+    return Load(label=kind.replace("_", " "), known=False, max_concurrency=concurrency)
+
+
+def _data_metadata(config: Mapping[str, Any]) -> dict[str, str]:
+    """`dataset`, `input_len`, `output_len` from the data settings: AIPerf ≥ 0.8 `datasets[0]`
+    (synthetic `prompts.isl` / `osl`, a file `path`, a public `dataset`), older AIPerf
+    `input.prompt.input_tokens.mean` / `output_tokens.mean`, `input.public_dataset` / `file`,
+    GenAI-Perf `synthetic_input_tokens_mean` / `output_tokens_mean` (−1 = not set)."""
+    datasets = config.get("datasets")
+    if isinstance(datasets, list) and datasets and isinstance(datasets[0], Mapping):
+        first = datasets[0]
+        if first.get("type") == "synthetic":
+            prompts = first.get("prompts")
+            prompts = prompts if isinstance(prompts, Mapping) else {}
+            lengths = {
+                "input_len": _mean_length(prompts.get("isl"), "datasets[0].prompts.isl"),
+                "output_len": _mean_length(prompts.get("osl"), "datasets[0].prompts.osl"),
+            }
+            return {"dataset": "synthetic", **{k: v for k, v in lengths.items() if v}}
+        name = first.get("path") or first.get("dataset")
+        return {"dataset": str(name)} if name else {}
+    section = config.get("input")
+    section = section if isinstance(section, Mapping) else {}
+    prompt = section.get("prompt")
+    prompt = prompt if isinstance(prompt, Mapping) else {}
+    found = {
+        "dataset": section.get("public_dataset")
+        or section.get("file")
+        or config.get("input_dataset"),
+        "input_len": _mean_length(prompt.get("input_tokens"), "input.prompt.input_tokens")
+        or _mean_length(config.get("synthetic_input_tokens_mean"), "synthetic_input_tokens_mean"),
+        "output_len": _mean_length(prompt.get("output_tokens"), "input.prompt.output_tokens")
+        or _mean_length(config.get("output_tokens_mean"), "output_tokens_mean"),
+    }
+    return {key: str(value) for key, value in found.items() if value}
+
+
+def _mean_length(value: Any, field: str) -> str | None:
+    """A configured token length: a number or `{"mean": …}`; None when absent or not set (< 0)."""
+    if isinstance(value, Mapping):
+        value, field = value.get("mean"), f"{field}.mean"
+    number = to_float(value, field)
+    return None if number is None or number < 0 else f"{number:g}"
+
+
+def _window(export: Mapping[str, Any], assumptions: list[str]) -> tuple[float | None, float | None]:
+    """`start_time` / `end_time` in epoch seconds. AIPerf writes them without a time zone (the
+    machine's local time); those are read as UTC, as nvidia-smi timestamps are, and said. A time
+    that cannot be read leaves the point without a window, said too."""
+    times: list[float | None] = []
+    naive = False
+    for key in ("start_time", "end_time"):
+        value = export.get(key)
+        if value in (None, ""):
+            times.append(None)
+            continue
+        found = epoch_seconds(value)
+        if found is None:
+            assumptions.append(no_window(key, value))
+            return None, None
+        times.append(found[0])
+        naive = naive or not found[1]
+    if naive:
+        assumptions.append(
+            "start_time / end_time carry no time zone (AIPerf writes the machine's local time); "
+            "they were read as UTC."
+        )
+    return times[0], times[1]
 
 
 def _single_int(table: Mapping[str, Any], *names: str) -> int | None:
@@ -271,23 +423,6 @@ def _model(config: Mapping[str, Any]) -> str:
         if isinstance(names, list) and names:
             return str(names[0])
     return ""
-
-
-def _load_setting(config: Mapping[str, Any], key: str, coerce: Any) -> Any:
-    """`concurrency` / `request_rate` from the places AIPerf and GenAI-Perf keep them."""
-    phases = config.get("phases")
-    holders: list[Any] = []
-    if isinstance(phases, list):
-        holders.extend(p for p in phases if isinstance(p, Mapping) and p.get("name") != "warmup")
-    for path in (("runtime",), ("loadgen",), ("perf_analyzer", "stimulus"), ()):
-        holder: Any = config
-        for part in path:
-            holder = holder.get(part) if isinstance(holder, Mapping) else None
-        holders.append(holder)
-    for holder in holders:
-        if isinstance(holder, Mapping) and holder.get(key) is not None:
-            return coerce(holder[key], f"input_config…{key}")
-    return None
 
 
 def _gpu_utilization(telemetry: Any) -> float | None:

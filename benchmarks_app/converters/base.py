@@ -8,6 +8,10 @@ one sentence naming the field or line when it cannot. Conventions fixed here for
   "", "N/A" and NaN mean "not in the file", never zero.
 - Times convert by an explicit unit (`ns`, `us`, `ms`, `s`); a unit the code does not know is an
   error, never a guess.
+- A file holding several load points (a sweep) gives one artifact per point; a point that cannot
+  be read names its place in the file (`benchmarks[2].metrics …`, `line 3: …`).
+- Requests that failed are counted in `failed_requests` and said in one sentence
+  (`failure_assumption`); the latencies are those of the requests that completed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
@@ -251,3 +256,58 @@ def relative_starts(starts: Sequence[float]) -> tuple[float, ...]:
 def fmt(number: float) -> str:
     """A number for an assumption sentence: 6 significant digits, thousands separated."""
     return f"{number:.6g}" if abs(number) < 1000 else f"{number:,.0f}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Load points
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Load:
+    """The load one point ran at: `label` as the tool names it, `known` False when the file
+    records neither a rate nor a concurrency, `request_rate` None = unlimited (when known)."""
+
+    label: str
+    known: bool = True
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+
+
+UNKNOWN_LOAD = Load(label="", known=False)
+
+
+def rate_text(rate: float) -> str:
+    """A request rate for a label: 4.0 → "4", 2.5 → "2.5"."""
+    return f"{rate:g}"
+
+
+def failure_assumption(failed: int | None, completed: int | None) -> str | None:
+    """The sentence said when requests failed, e.g. "49 of 150 requests failed (32.7 %);
+    latencies are over the 101 that completed."; None when none failed or a count is unknown."""
+    if not failed or completed is None:
+        return None
+    total = failed + completed
+    share = f"{failed} of {total} requests failed ({100.0 * failed / total:.1f} %)"
+    if not completed:
+        return f"{share}; no request completed, so there are no latencies."
+    return f"{share}; latencies are over the {completed} that completed."
+
+
+def epoch_seconds(text: Any) -> tuple[float, bool] | None:
+    """An ISO 8601 date-time as seconds since the epoch, and whether it carried a time zone (one
+    without is read as UTC, as nvidia-smi timestamps are); None when the text is not one."""
+    value = str(text).strip()
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC).timestamp(), False
+    return moment.timestamp(), True
+
+
+def no_window(field: str, value: Any, expected: str = "an ISO 8601 date-time") -> str:
+    """The sentence said when a point's start or end time cannot be read: the window is only
+    used to pick the point's telemetry, so the file is still read, without one."""
+    return f"`{field}` is {value!r}, not {expected}, so the point has no time window."

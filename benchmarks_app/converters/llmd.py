@@ -18,6 +18,12 @@ fraction) → `gpu_utilization_pct` (mean over the components that report it).
 
 llm-d copies TPOT / ITL by name from the source tool without reconciling definitions, so the
 source tool is named in an assumption.
+
+A report describes one stage of a run (`scenario.load.standardized.stage`): one load point, at
+`rate_qps` req/s and/or `concurrency` (`.inf` = no cap), labelled with its stage; `run.time.start`
+/ `end` are its window. Several reports in one file (a YAML stream of `---` documents, or a JSON
+list) give one point each, and a report that cannot be read names its place (`document 2: …`,
+`reports[1]: …`). `requests.failures` → failed requests, said in one sentence.
 """
 
 from __future__ import annotations
@@ -31,11 +37,17 @@ import yaml
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
 from benchmarks_app.converters.base import (
+    UNKNOWN_LOAD,
+    Load,
     decode_text,
+    epoch_seconds,
+    failure_assumption,
     has_json_key,
     head_text,
     load_json,
     ms_per_unit,
+    no_window,
+    rate_text,
     require_object,
     to_float,
     to_int,
@@ -65,7 +77,7 @@ EXAMPLE_NOTE = (
 
 def sniff(data: bytes, filename: str) -> bool:
     head = head_text(data)
-    if head.startswith("{"):
+    if head.startswith(("{", "[")):
         return has_json_key(head, "request_performance") or (
             has_json_key(head, "scenario") and has_json_key(head, "observability")
         )
@@ -79,7 +91,25 @@ def sniff(data: bytes, filename: str) -> bool:
 
 
 def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
-    report = require_object(_load(data), "the Benchmark Report")
+    """The file's first report (`convert_points` gives every one)."""
+    return convert_points(data, filename=filename)[0]
+
+
+def convert_points(data: bytes, *, filename: str) -> tuple[BenchmarkArtifact, ...]:
+    """One artifact per Benchmark Report of the file (one stage each)."""
+    reports = _load(data)
+    points = []
+    for report, where in reports:
+        try:
+            points.append(_report_point(require_object(report, "the Benchmark Report"), filename))
+        except ArtifactError as error:
+            if len(reports) == 1:
+                raise
+            raise ArtifactError(f"{where}: {error}") from None
+    return tuple(points)
+
+
+def _report_point(report: Mapping[str, Any], filename: str) -> BenchmarkArtifact:
     version = str(report.get("version") or "")
     if not version.startswith("0.2"):
         raise ArtifactError(
@@ -109,6 +139,9 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
         )
 
     completed, failed = _requests(aggregate.get("requests"), assumptions)
+    failures = failure_assumption(failed, completed)
+    if failures:
+        assumptions.append(failures)
     scenario = require_object(report.get("scenario") or {}, "`scenario`")
     load = _standardized(scenario.get("load"))
     model, metadata = _stack(scenario.get("stack"), assumptions)
@@ -131,9 +164,10 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
     if _is_example(report, filename):
         assumptions.append(EXAMPLE_NOTE)
 
-    concurrency = to_float(load.get("concurrency"), "load.concurrency")
     found = report.get("run")
     run: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    point = _load_point(load)
+    started, ended = _window(run, assumptions)
     return BenchmarkArtifact(
         tool=TOOL,
         tool_version=version,
@@ -141,27 +175,74 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
         duration_s=_duration(run),
         completed_requests=completed,
         failed_requests=failed,
-        request_rate=to_float(load.get("rate_qps"), "load.rate_qps"),
-        max_concurrency=(
-            None if concurrency is None or math.isinf(concurrency) else int(concurrency)
-        ),
+        request_rate=point.request_rate,
+        max_concurrency=point.max_concurrency,
         reported=reported,
         metadata=metadata,
         assumptions=tuple(assumptions),
+        label=point.label,
+        load_known=point.known,
+        started_at_s=started,
+        ended_at_s=ended,
     )
 
 
-def _load(data: bytes) -> Any:
+def _load_point(load: Mapping[str, Any]) -> Load:
+    """`rate_qps` and `concurrency` (`.inf` = no cap) of the stage, labelled with the stage."""
+    rate = to_float(load.get("rate_qps"), "load.rate_qps")
+    concurrency = to_float(load.get("concurrency"), "load.concurrency")
+    stage = to_int(load.get("stage"), "load.stage")
+    if rate is None and concurrency is None:
+        return UNKNOWN_LOAD if stage is None else Load(label=f"stage {stage}", known=False)
+    finite = None if concurrency is None or math.isinf(concurrency) else int(concurrency)
+    parts = [] if stage is None else [f"stage {stage}"]
+    if rate is not None:
+        parts.append(f"{rate_text(rate)} req/s")
+    if finite is not None:
+        parts.append(f"concurrency {finite}")
+    elif rate is None:
+        parts.append("unlimited rate")
+    return Load(label=", ".join(parts), request_rate=rate, max_concurrency=finite)
+
+
+def _window(run: Mapping[str, Any], assumptions: list[str]) -> tuple[float | None, float | None]:
+    """`run.time.start` / `end` (ISO 8601) in epoch seconds; a time that cannot be read leaves
+    the point without a window (said)."""
+    time = run.get("time")
+    if not isinstance(time, Mapping):
+        return None, None
+    bounds: list[float | None] = []
+    for key in ("start", "end"):
+        value = time.get(key)
+        if value in (None, ""):
+            bounds.append(None)
+            continue
+        found = epoch_seconds(value)
+        if found is None:
+            assumptions.append(no_window(f"run.time.{key}", value))
+            return None, None
+        bounds.append(found[0])
+    return bounds[0], bounds[1]
+
+
+def _load(data: bytes) -> list[tuple[Any, str]]:
+    """Every report of the file with its place: a JSON object or list, or a YAML stream."""
     text = decode_text(data).lstrip()
     if text.startswith(("{", "[")):
-        return load_json(data)
+        value = load_json(data)
+        if isinstance(value, list) and value:
+            return [(item, f"reports[{index}]") for index, item in enumerate(value)]
+        return [(value, "")]
     try:
-        return yaml.safe_load(text)
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or "unreadable"
         raise ArtifactError(f"not valid YAML{where}: {problem}") from None
+    if not documents:
+        raise ArtifactError("the file holds no llm-d Benchmark Report")
+    return [(doc, f"document {index}") for index, doc in enumerate(documents, start=1)]
 
 
 def _latencies(latency: Any) -> dict[str, float]:

@@ -13,6 +13,11 @@ a file has no 95th-percentile line the p95 keys stay absent and an assumption sa
 rate in the Server scenario only. The summary names no model: it is taken from the file name
 (the submission layout `<model>/<scenario>/…`, e.g. `llama2-70b-99_Server_mlperf_log_summary.txt`).
 In Offline the "latency" is that of the one query holding every sample, so it is not read as e2e.
+
+The file is one load point: Server (and Interactive, which LoadGen runs as Server) at
+`target_qps` req/s; Offline sends every sample at once (an unlimited rate); SingleStream sends
+one query at a time (concurrency 1); any other scenario, or a Server run without `target_qps`, is
+a point of unknown load. The summary counts no requests and records no wall-clock times.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import re
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
-from benchmarks_app.converters.base import decode_text, fmt, head_text, to_float
+from benchmarks_app.converters.base import Load, decode_text, fmt, head_text, rate_text, to_float
 
 TOOL = "mlperf"
 MARKERS = ("MLPerf Results Summary", "SUT name")
@@ -71,26 +76,40 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
             f"The file has no 95th percentile for {', '.join(missing_p95)}; MLPerf's p99 was "
             "kept as p99 and not used as p95."
         )
-    request_rate = None
     target_qps = _float_field(fields, "target_qps")
-    if target_qps is not None:
-        if offline:
-            assumptions.append(
-                f"Offline target_qps {fmt(target_qps)} only sizes the query; all samples are "
-                "sent at once, so no request rate was asked for."
-            )
-        else:
-            request_rate = target_qps
+    if target_qps is not None and offline:
+        assumptions.append(
+            f"Offline target_qps {fmt(target_qps)} only sizes the query; all samples are "
+            "sent at once, so no request rate was asked for."
+        )
     assumptions.extend(_test_parameter_assumptions(fields, offline=offline))
     model = _model_from(filename)
     assumptions.extend(_file_name_assumptions(filename, scenario=scenario, model=model))
+    load = _load(scenario, _scenario_from(filename), target_qps)
     return BenchmarkArtifact(
         tool=TOOL,
         model=model,
-        request_rate=request_rate,
+        request_rate=load.request_rate,
+        max_concurrency=load.max_concurrency,
         reported=reported,
         assumptions=tuple(assumptions),
+        label=load.label,
+        load_known=load.known,
     )
+
+
+def _load(scenario: str, named: str, target_qps: float | None) -> Load:
+    """The load of the run's scenario (see the module docstring); an Interactive run, which
+    LoadGen writes as Server, keeps the name its file gives it."""
+    shown = named if named.lower() == "interactive" and scenario.lower() == "server" else scenario
+    kind = scenario.lower()
+    if kind == "server" and target_qps is not None:
+        return Load(label=f"{shown} {rate_text(target_qps)} req/s", request_rate=target_qps)
+    if kind == "offline":
+        return Load(label=f"{shown} (all samples at once)")
+    if kind == "singlestream":
+        return Load(label=shown, max_concurrency=1)
+    return Load(label=shown, known=False)
 
 
 def _rates(fields: dict[str, str]) -> dict[str, float]:

@@ -20,6 +20,15 @@ against vLLM, SGLang and TensorRT-LLM servers):
 
 vLLM writes p95 only with `--metric-percentiles 95` (default: p99 only); a missing p95 stays
 missing (never taken from p99).
+
+Load points: a file holding several results (a JSON list of results or InferenceX rows, or
+`--append-result` lines, e.g. one per concurrency) gives one artifact per result, in the file's
+order; a result that cannot be read names its place (`results[2]: …`, `line 3: …`). The load is
+`request_rate` (a number, or "inf" = unlimited) and `max_concurrency` (InferenceX rows: `conc`);
+a result with neither is a point of unknown load. `failed` → failed requests. The point's window
+ends at `date` (written when the result was saved, local time without a zone: read as UTC) and
+starts `duration` seconds earlier (a `date` that cannot be read leaves the point without a
+window, said in the assumptions).
 """
 
 from __future__ import annotations
@@ -29,17 +38,23 @@ import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, PerRequest
 from benchmarks_app.converters.base import (
+    UNKNOWN_LOAD,
+    Load,
     decode_text,
+    failure_assumption,
     fmt,
     has_json_key,
     head_text,
     json_error_sentence,
     metadata_from,
+    no_window,
     number_list,
+    rate_text,
     relative_starts,
     require_object,
     to_float,
@@ -66,10 +81,24 @@ def sniff(data: bytes, filename: str) -> bool:
 
 
 def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
-    record, assumptions = _load_result(data)
-    if "output_tput_per_gpu" in record or "tput_per_gpu" in record:
-        return _convert_inferencex_row(record, assumptions)
-    return _convert_result(record, assumptions)
+    """The file's first result (`convert_points` gives every one)."""
+    return convert_points(data, filename=filename)[0]
+
+
+def convert_points(data: bytes, *, filename: str) -> tuple[BenchmarkArtifact, ...]:
+    """One artifact per result of the file, in the file's order."""
+    points = []
+    for record, where in _load_results(data):
+        try:
+            if "output_tput_per_gpu" in record or "tput_per_gpu" in record:
+                points.append(_convert_inferencex_row(record, []))
+            else:
+                points.append(_convert_result(record, []))
+        except ArtifactError as error:
+            if not where:
+                raise
+            raise ArtifactError(f"{where}: {error}") from None
+    return tuple(points)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,8 +106,10 @@ def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
 # ---------------------------------------------------------------------------------------------
 
 
-def _load_result(data: bytes) -> tuple[Mapping[str, Any], list[str]]:
-    """The first result of the file. `--append-result` writes one JSON object per line."""
+def _load_results(data: bytes) -> list[tuple[Mapping[str, Any], str]]:
+    """Every result of the file with its place ("" when the file is one result). A JSON list
+    holds several (InferenceX concatenates its rows into `agg_bmk.json`); `--append-result`
+    writes one JSON object per line."""
     text = decode_text(data)
     try:
         value = json.loads(text)
@@ -89,33 +120,66 @@ def _load_result(data: bytes) -> tuple[Mapping[str, Any], list[str]]:
             raise ArtifactError(json_error_sentence(error, text)) from None
         return _load_appended(text)
     if isinstance(value, list):
-        # InferenceX concatenates aggregated rows into one array (`agg_bmk.json`).
         if not value:
             raise ArtifactError("the file is an empty JSON list; expected a vLLM result object")
-        assumptions = []
-        if len(value) > 1:
-            assumptions.append(f"The file holds {len(value)} results; the first was converted.")
-        return require_object(value[0], "the first result"), assumptions
-    return require_object(value, "the file"), []
+        if len(value) == 1:
+            return [(require_object(value[0], "the first result"), "")]
+        return [
+            (require_object(item, f"`results[{index}]`"), f"results[{index}]")
+            for index, item in enumerate(value)
+        ]
+    return [(require_object(value, "the file"), "")]
 
 
-def _load_appended(text: str) -> tuple[Mapping[str, Any], list[str]]:
+def _load_appended(text: str) -> list[tuple[Mapping[str, Any], str]]:
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            records.append(require_object(json.loads(line), f"line {number}"))
+            records.append((require_object(json.loads(line), f"line {number}"), f"line {number}"))
         except RecursionError:
             raise ArtifactError(f"line {number}: not valid JSON: nested too deeply") from None
         except json.JSONDecodeError as error:
             raise ArtifactError(f"line {number}: {json_error_sentence(error, line)}") from None
-    assumptions = []
-    if len(records) > 1:
-        assumptions.append(
-            f"The file holds {len(records)} results (--append-result); the first was converted."
-        )
-    return records[0], assumptions
+    return records
+
+
+def _load_point(record: Mapping[str, Any], concurrency_key: str) -> Load:
+    """A result's load: `request_rate` (a number or "inf") and the concurrency."""
+    rate = to_float(record.get("request_rate"), "request_rate")  # "inf" = unlimited
+    concurrency = to_int(record.get(concurrency_key), concurrency_key)
+    if rate is None and concurrency is None:
+        return UNKNOWN_LOAD
+    unlimited = rate is not None and math.isinf(rate)
+    parts = []
+    if rate is not None and not unlimited:
+        parts.append(f"{rate_text(rate)} req/s")
+    if concurrency is not None:
+        parts.append(f"concurrency {concurrency}")
+    return Load(
+        label=", ".join(parts) or "unlimited rate",
+        request_rate=None if unlimited else rate,
+        max_concurrency=concurrency,
+    )
+
+
+def _window(
+    record: Mapping[str, Any], duration: float | None, assumptions: list[str]
+) -> tuple[float | None, float | None]:
+    """(start, end) in epoch seconds from `date` (the save time, "%Y%m%d-%H%M%S", local time
+    without a zone: read as UTC, as nvidia-smi timestamps are) and the duration; (None, None)
+    when either is missing, or when `date` cannot be read (said)."""
+    date = record.get("date")
+    if not isinstance(date, str) or not date.strip() or duration is None:
+        return None, None
+    try:
+        saved = datetime.strptime(date.strip(), "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        assumptions.append(no_window("date", date, "a YYYYMMDD-HHMMSS time"))
+        return None, None
+    ended = saved.timestamp()
+    return ended - duration, ended
 
 
 def _stat_value(record: Mapping[str, Any], key: str, scale: float) -> float | None:
@@ -155,22 +219,31 @@ def _convert_result(record: Mapping[str, Any], assumptions: list[str]) -> Benchm
             )
 
     failed = _failed(record, completed, assumptions)
-    request_rate = to_float(record.get("request_rate"), "request_rate")  # "inf" = unlimited
+    failures = failure_assumption(failed, completed)
+    if failures:
+        assumptions.append(failures)
+    duration = to_float(record["duration"], "duration")
+    started, ended = _window(record, duration, assumptions)
+    load = _load_point(record, "max_concurrency")
     return BenchmarkArtifact(
         tool=TOOL,
         tool_version=str(record.get("vllm_version") or ""),
         model=str(record.get("model_id") or record.get("model") or ""),
-        duration_s=to_float(record["duration"], "duration"),
+        duration_s=duration,
         completed_requests=completed,
         failed_requests=failed,
         total_input_tokens=to_int(record.get("total_input_tokens"), "total_input_tokens"),
         total_output_tokens=to_int(record.get("total_output_tokens"), "total_output_tokens"),
-        request_rate=None if request_rate is None or math.isinf(request_rate) else request_rate,
-        max_concurrency=to_int(record.get("max_concurrency"), "max_concurrency"),
         reported=reported,
         per_request=per_request,
         metadata=metadata_from(record),
         assumptions=tuple(assumptions),
+        label=load.label,
+        load_known=load.known,
+        request_rate=load.request_rate,
+        max_concurrency=load.max_concurrency,
+        started_at_s=started,
+        ended_at_s=ended,
     )
 
 
@@ -403,13 +476,17 @@ def _convert_inferencex_row(record: Mapping[str, Any], assumptions: list[str]) -
     framework = record.get("framework")
     if framework and framework != TOOL:
         assumptions.append(f"The server was {framework}; the client was InferenceX's vLLM one.")
+    load = _load_point(record, "conc")
     return BenchmarkArtifact(
         tool=TOOL,
         model=str(record.get("model") or ""),
-        max_concurrency=to_int(record.get("conc"), "conc"),
         reported=reported,
         metadata=metadata,
         assumptions=tuple(assumptions),
+        label=load.label,
+        load_known=load.known,
+        request_rate=load.request_rate,
+        max_concurrency=load.max_concurrency,
     )
 
 

@@ -4,14 +4,16 @@ unit rules of `converters.aiperf`."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from benchmarks_app.artifacts import ArtifactError
-from benchmarks_app.converters import convert
+from benchmarks_app.converters import convert, convert_points
 from tests.benchmarks_app.converters.files import local, real
 
 approx = pytest.approx
+REAL = "aiperf/audit_baseline-chat_bare_profile_export_aiperf.json"
 
 
 def test_real_non_streaming_run_has_no_ttft() -> None:
@@ -23,8 +25,20 @@ def test_real_non_streaming_run_has_no_ttft() -> None:
     assert artifact.tool_version == "0.8.0"
     assert artifact.model == "mock-model"  # input_config.models.items[0].name
     assert artifact.max_concurrency == 4  # input_config.phases[0].concurrency
+    assert (artifact.label, artifact.load_known, artifact.request_rate) == (
+        "concurrency 4",
+        True,
+        None,
+    )
     assert artifact.completed_requests == 64  # request_count.avg
     assert artifact.failed_requests == 0  # error_summary: []
+    # input_config.datasets[0]: type synthetic, prompts.isl.mean 550 (no osl configured)
+    assert artifact.metadata == {"dataset": "synthetic", "input_len": "550"}
+    # start_time "2026-04-30T09:16:38.957302", end_time "…09:16:38.996646", no zone: read as UTC
+    start = datetime(2026, 4, 30, 9, 16, 38, 957302, tzinfo=UTC).timestamp()
+    assert artifact.started_at_s == approx(start)
+    assert artifact.ended_at_s == approx(start + 0.039344)
+    assert any("read as UTC" in sentence for sentence in artifact.assumptions)
     # benchmark_duration {"unit": "sec", "avg": 0.034502655}
     assert artifact.duration_s == approx(0.034502655)
     # total_isl 35200, total_osl 35277
@@ -51,6 +65,11 @@ def test_synthetic_streaming_shape() -> None:
     )
     assert artifact.model == "llama3-8b"
     assert artifact.max_concurrency == 128  # input_config.runtime.concurrency
+    assert artifact.label == "concurrency 128"
+    # "2026-04-22T10:00:00Z" … "2026-04-22T10:05:00Z": zoned, so no assumption about it
+    assert artifact.started_at_s == datetime(2026, 4, 22, 10, tzinfo=UTC).timestamp()
+    assert artifact.ended_at_s - artifact.started_at_s == 300.0
+    assert not any("UTC" in sentence for sentence in artifact.assumptions)
     reported = artifact.reported
     assert reported["ttft_mean_ms"] == 150.0  # time_to_first_token.avg, unit ms
     assert reported["ttft_p50_ms"] == 142.5
@@ -84,6 +103,8 @@ def test_genai_perf_csv() -> None:
     # Metric,Value block: "Output Token Throughput (per sec)",2345.67
     assert reported["output_tokens_per_s"] == approx(2345.67)
     assert reported["requests_per_s"] == approx(18.32)
+    # The CSV carries no input config: the load is unknown.
+    assert (artifact.label, artifact.load_known) == ("", False)
 
 
 def test_aiperf_csv_is_detected_and_read() -> None:
@@ -175,3 +196,112 @@ def test_a_csv_row_with_an_unquoted_thousands_separator_names_its_line() -> None
     data = b"Metric,avg,min\nRequest Latency (ms),1,234.56,900.00\n"
     with pytest.raises(ArtifactError, match="line 2: 4 cells under a 3-column header"):
         convert(data, filename="profile_export_genai_perf.csv")
+
+
+def _real_export(**changes: object) -> dict:
+    export = json.loads(real(REAL))
+    export.update(changes)
+    return export
+
+
+def test_a_rate_phase_after_a_warmup_gives_the_rate_and_the_concurrency_cap() -> None:
+    export = _real_export()
+    export["input_config"]["phases"] = [
+        {"name": "warmup", "kind": "warmup", "type": "concurrency", "concurrency": 2},
+        {"name": "profiling", "type": "poisson", "rate": 12.5, "concurrency": 64},
+    ]
+    export["input_config"]["datasets"][0]["prompts"]["osl"] = {"mean": 150, "stddev": 10}
+    artifact = convert(json.dumps(export).encode(), filename="profile_export_aiperf.json")
+    assert (artifact.label, artifact.request_rate, artifact.max_concurrency) == (
+        "poisson 12.5 req/s",
+        12.5,
+        64,
+    )
+    assert artifact.metadata == {"dataset": "synthetic", "input_len": "550", "output_len": "150"}
+
+
+def test_a_concurrency_phase_without_a_value_runs_at_aiperfs_default_of_one() -> None:
+    export = _real_export()
+    export["input_config"]["phases"] = [{"name": "profiling", "type": "concurrency"}]
+    artifact = convert(json.dumps(export).encode(), filename="profile_export_aiperf.json")
+    assert (artifact.label, artifact.max_concurrency) == ("concurrency 1", 1)
+
+
+def test_a_fixed_schedule_replay_has_no_load_setting() -> None:
+    export = _real_export()
+    export["input_config"]["phases"] = [{"name": "profiling", "type": "fixed_schedule"}]
+    artifact = convert(json.dumps(export).encode(), filename="profile_export_aiperf.json")
+    assert (artifact.label, artifact.load_known) == ("fixed schedule", False)
+
+
+def test_error_counts_become_failed_requests_and_are_said() -> None:
+    export = _real_export(error_request_count={"unit": "requests", "avg": 16.0})
+    artifact = convert(json.dumps(export).encode(), filename="profile_export_aiperf.json")
+    # 16 failed + 64 completed = 80; 16 / 80 = 20.0 %
+    assert (artifact.completed_requests, artifact.failed_requests) == (64, 16)
+    assert "16 of 80 requests failed (20.0 %); latencies are over the 64 that completed." in (
+        artifact.assumptions
+    )
+    summary = [
+        {"error_details": {"code": 429, "type": "RateLimit"}, "count": 3},
+        {"error_details": {"code": 500, "type": "Server"}, "count": 2},
+    ]
+    artifact = convert(
+        json.dumps(_real_export(error_summary=summary)).encode(), filename="x_aiperf.json"
+    )
+    assert artifact.failed_requests == 5  # 3 + 2, error_request_count absent
+    bad = _real_export(error_summary=[{"error_details": {}, "count": "many"}])
+    with pytest.raises(
+        ArtifactError, match=r"^`error_summary\[0\].count` is 'many', not a number$"
+    ):
+        convert(json.dumps(bad).encode(), filename="x_aiperf.json")
+
+
+def test_older_aiperf_loadgen_and_prompt_settings() -> None:
+    export = _real_export()
+    export["input_config"] = {
+        "loadgen": {"request_rate": 8.0, "request_rate_mode": "constant", "concurrency": 32},
+        "input": {"prompt": {"input_tokens": {"mean": 1024}, "output_tokens": {"mean": 128}}},
+    }
+    artifact = convert(json.dumps(export).encode(), filename="profile_export_aiperf.json")
+    assert (artifact.label, artifact.request_rate, artifact.max_concurrency) == (
+        "constant 8 req/s",
+        8.0,
+        32,
+    )
+    assert artifact.metadata == {"input_len": "1024", "output_len": "128"}
+
+
+def test_genai_perf_flat_config_lengths_and_rate() -> None:
+    data = json.dumps(
+        {
+            "request_latency": {"unit": "ms", "avg": 100.0},
+            "input_config": {
+                "model_names": ["llama"],
+                "synthetic_input_tokens_mean": 550,
+                "output_tokens_mean": -1,  # GenAI-Perf's "not set"
+                "input_dataset": "openorca",
+                "perf_analyzer": {"stimulus": {"request_rate": 4}},
+            },
+        }
+    ).encode()
+    artifact = convert(data, filename="profile_export_genai_perf.json")
+    assert artifact.tool == "genai-perf"
+    assert (artifact.label, artifact.request_rate, artifact.max_concurrency) == (
+        "4 req/s",
+        4.0,
+        None,
+    )
+    assert artifact.metadata == {"dataset": "openorca", "input_len": "550"}
+    assert len(convert_points(data, filename="profile_export_genai_perf.json")) == 1
+
+
+def test_an_unreadable_start_time_leaves_the_point_without_a_window_and_says_so() -> None:
+    export = _real_export(start_time="last tuesday")
+    artifact = convert(json.dumps(export).encode(), filename="profile_export_aiperf.json")
+    assert (artifact.started_at_s, artifact.ended_at_s) == (None, None)
+    assert artifact.completed_requests == 64
+    assert (
+        "`start_time` is 'last tuesday', not an ISO 8601 date-time, so the point has no time "
+        "window." in artifact.assumptions
+    )

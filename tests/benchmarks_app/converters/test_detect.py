@@ -12,6 +12,8 @@ DETECTION_TABLE = [
     # (folder, file, expected format)
     ("real", "vllm/inferencex_kimik2.5_1k1k_int4_vllm_tp8_conc4_mi355x.json", "vllm"),
     ("real", "vllm/inferencex_multinode_gpt-oss-120b_conc4_gpus16_ctx8_gen8.json", "vllm"),
+    ("real", "vllm/inferencex_multinode_gpt-oss-120b_conc8_gpus16_ctx8_gen8.json", "vllm"),
+    ("real", "vllm/inferencex_multinode_gpt-oss-120b_conc32_gpus16_ctx8_gen8.json", "vllm"),
     ("real", "inferencex/agg_kimik2.5_1k1k_int4_vllm_tp8_conc4_mi355x.json", "vllm"),
     ("real", "inferencex/slo_variant_glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json", "vllm"),
     ("real", "guidellm/v2_report_guidellm-0.8.0.dev18.json", "guidellm"),
@@ -21,7 +23,9 @@ DETECTION_TABLE = [
     ("real", "aiperf/SYNTHETIC_operator_ui_fixture_c128_profile_export_aiperf.json", "aiperf"),
     ("real", "llmperf/vllm_Yi-1.5-34B-Chat_conc4_550_150_summary.json", "llmperf"),
     ("real", "llmperf/vllm_Yi-1.5-34B-Chat_conc4_550_150_individual_responses.json", "llmperf"),
-    # Recognised so that convert can say what to upload instead.
+    ("real", "llmperf/hosted/bedrock_llama-2-70b-chat_summary.json", "llmperf"),
+    ("real", "llmperf/hosted/lepton_llama-2-70b-chat_individual_responses.json", "llmperf"),
+    # PR-42 leaderboard files: a concurrency-4 row and a sweep table.
     ("real", "llmperf/vllm_Yi-1.5-34B-Chat_cur_4.json", "llmperf"),
     ("real", "llmperf/vllm-01-ai_Yi-1.5-34B-Chat_sweep.csv", "llmperf"),
     ("real", "mlperf/llama2-70b-99_Server_mlperf_log_summary.txt", "mlperf"),

@@ -39,6 +39,14 @@ def test_server() -> None:
     assert reported["e2e_mean_ms"] == approx(43579.602295)
     assert reported["e2e_p99_ms"] == approx(136069.232834)
     assert artifact.request_rate == approx(83.5)  # target_qps
+    assert (artifact.label, artifact.load_known, artifact.max_concurrency) == (
+        "Server 83.5 req/s",
+        True,
+        None,
+    )
+    # The summary counts no requests and has no wall-clock times.
+    assert (artifact.completed_requests, artifact.failed_requests) == (None, None)
+    assert (artifact.started_at_s, artifact.ended_at_s) == (None, None)
     text = " ".join(artifact.assumptions)
     assert "scenario Server" in text and "result VALID" in text
     # ttft_latency (ns) 2000000000 → 2,000 ms; tpot_latency (ns) 200000000 → 200 ms
@@ -57,7 +65,9 @@ def test_interactive() -> None:
     assert reported["tpot_p99_ms"] == approx(39.507635)
     # Mean First Token latency (ns) 201330486 → 201.330486 ms
     assert reported["ttft_mean_ms"] == approx(201.330486)
-    assert artifact.request_rate == approx(29.5)
+    assert artifact.request_rate == approx(29.5)  # target_qps : 29.5
+    # LoadGen writes scenario Server; the point keeps the name its file gives it.
+    assert (artifact.label, artifact.load_known) == ("Interactive 29.5 req/s", True)
     text = " ".join(artifact.assumptions)
     # ttft_latency (ns) 450000000 → 450 ms; tpot_latency (ns) 40000000 → 40 ms
     assert "p99 TTFT ≤ 450 ms, p99 TPOT ≤ 40 ms" in text
@@ -73,6 +83,12 @@ def test_offline() -> None:
         "requests_per_s": approx(92.1544),
     }
     assert artifact.request_rate is None  # target_qps 93 only sizes the single query
+    # Every sample at once: an unlimited rate, a known load.
+    assert (artifact.label, artifact.load_known, artifact.max_concurrency) == (
+        "Offline (all samples at once)",
+        True,
+        None,
+    )
     text = " ".join(artifact.assumptions)
     assert "scenario Offline" in text and "result VALID" in text
     assert "not used as end-to-end request latency" in text
@@ -95,6 +111,21 @@ def test_p99_without_p95_stays_p99_and_says_so() -> None:
     assert "result INVALID" in text
     assert "no 95th percentile for TTFT, TPOT" in text and "not used as p95" in text
     assert artifact.model == ""
+    # A Server run without target_qps: the load is not recorded.
+    assert (artifact.label, artifact.load_known, artifact.request_rate) == ("Server", False, None)
+
+
+def test_single_stream_is_one_query_at_a_time() -> None:
+    data = (
+        b"MLPerf Results Summary\nSUT name : X\nScenario : SingleStream\nMode : PerformanceOnly\n"
+        b"Samples per second: 2.5\nResult is : VALID\n"
+    )
+    artifact = convert(data, filename="mlperf_log_summary.txt")
+    assert (artifact.label, artifact.load_known, artifact.max_concurrency) == (
+        "SingleStream",
+        True,
+        1,
+    )
 
 
 @pytest.mark.parametrize("name", [SERVER, INTERACTIVE, OFFLINE])

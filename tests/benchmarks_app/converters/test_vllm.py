@@ -1,17 +1,20 @@
-"""vLLM bench serve results: the real InferenceX files, the hand-made current-format file, the
-baseline/candidate pair, and the unit and alignment rules of `converters.vllm`."""
+"""vLLM bench serve results: the real InferenceX files (and a concurrency sweep built from three
+of them), the hand-made current-format file, the baseline/candidate pair, and the unit,
+alignment and load-point rules of `converters.vllm`."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from benchmarks_app.artifacts import ArtifactError
-from benchmarks_app.converters import convert
+from benchmarks_app.converters import convert, convert_points
 from tests.benchmarks_app.converters.files import local, real
 
 approx = pytest.approx
+GPT_OSS = "vllm/inferencex_multinode_gpt-oss-120b_conc{}_gpus16_ctx8_gen8.json"
 
 
 # --- real files ------------------------------------------------------------------------------
@@ -31,6 +34,11 @@ def test_inferencex_kimi_legacy_result() -> None:
     assert (artifact.total_input_tokens, artifact.total_output_tokens) == (37068, 36709)
     assert artifact.request_rate is None  # "request_rate": "inf"
     assert artifact.max_concurrency == 4
+    assert (artifact.label, artifact.load_known) == ("concurrency 4", True)
+    # "date": "20260527-075026" (saved at the end, read as UTC) minus duration 165.7859344901517 s
+    end = datetime(2026, 5, 27, 7, 50, 26, tzinfo=UTC).timestamp()
+    assert artifact.ended_at_s == end
+    assert artifact.started_at_s == approx(end - 165.7859344901517)
     reported = artifact.reported
     # Stats are already ms in the file (`_ms` keys): copied as they are.
     assert reported["ttft_mean_ms"] == approx(317.0863160688896)
@@ -118,6 +126,12 @@ def test_inferencex_aggregated_row_is_read_as_vllm_derived() -> None:
         "num_gpus": "8",
     }
     assert artifact.duration_s is None and artifact.completed_requests is None
+    assert (artifact.label, artifact.load_known, artifact.request_rate) == (
+        "concurrency 4",
+        True,
+        None,
+    )
+    assert artifact.started_at_s is None  # the row has no date
 
 
 # --- hand-made current-format file -----------------------------------------------------------
@@ -130,6 +144,7 @@ def test_current_format_with_arrays_metadata_and_a_failed_request() -> None:
     assert artifact.duration_s == 1.25
     assert artifact.request_rate == 5.0
     assert artifact.max_concurrency == 8
+    assert artifact.label == "5 req/s, concurrency 8"
     assert (artifact.total_input_tokens, artifact.total_output_tokens) == (1500, 20)
     # The metadata names of the contract are copied as strings; `team` is not one of them.
     assert artifact.metadata == {
@@ -167,7 +182,11 @@ def test_current_format_with_arrays_metadata_and_a_failed_request() -> None:
     assert artifact.reported["itl_mean_ms"] == approx(350 / 15)
     assert artifact.reported["e2e_p99_ms"] == 346.0
     assert artifact.reported["output_tokens_per_s"] == 16.0  # 20 tokens / 1.25 s
-    assert artifact.assumptions == ()
+    # 2025-03-10 14:00:00 UTC = 1741615200; the run started 1.25 s earlier.
+    assert (artifact.started_at_s, artifact.ended_at_s) == (1741615198.75, 1741615200.0)
+    assert artifact.assumptions == (
+        "1 of 6 requests failed (16.7 %); latencies are over the 5 that completed.",
+    )
 
 
 def test_baseline_and_candidate_pair_same_model_candidate_better_everywhere() -> None:
@@ -235,11 +254,73 @@ def test_flattened_itls_are_accepted() -> None:
     assert artifact.per_request.itl_ms == approx((10.0, 20.0, 30.0))
 
 
-def test_append_result_file_converts_the_first_result() -> None:
+def test_append_result_file_gives_one_point_per_line() -> None:
     data = _result(duration=2.0) + b"\n" + _result(duration=3.0) + b"\n"
-    artifact = convert(data, filename="r.json")
-    assert artifact.duration_s == 2.0
-    assert any("2 results" in sentence for sentence in artifact.assumptions)
+    assert convert(data, filename="r.json").duration_s == 2.0  # convert: the first point
+    points = convert_points(data, filename="r.json")
+    assert [p.duration_s for p in points] == [2.0, 3.0]
+    assert not any("first was converted" in s for p in points for s in p.assumptions)
+
+
+def _gpt_oss_sweep() -> list[dict]:
+    return [json.loads(real(GPT_OSS.format(concurrency))) for concurrency in (4, 8, 32)]
+
+
+@pytest.mark.parametrize("layout", ["append-result lines", "JSON list"])
+def test_a_concurrency_sweep_gives_one_point_per_result(layout: str) -> None:
+    # Three real InferenceX results of one gpt-oss-120b deployment at concurrency 4, 8 and 32,
+    # put in one file as `--append-result` writes it, or as a JSON list.
+    files = [real(GPT_OSS.format(concurrency)).strip() for concurrency in (4, 8, 32)]
+    data = b"\n".join(files) if layout == "append-result lines" else b"[" + b",".join(files) + b"]"
+    points = convert_points(data, filename="sweep.json")
+    results = _gpt_oss_sweep()  # read independently of the converter
+    assert [p.label for p in points] == ["concurrency 4", "concurrency 8", "concurrency 32"]
+    assert [p.max_concurrency for p in points] == [4, 8, 32]
+    assert all(p.load_known and p.request_rate is None for p in points)  # "request_rate": "inf"
+    for point, result in zip(points, results, strict=True):
+        assert point.completed_requests == result["completed"] == result["num_prompts"]
+        assert point.failed_requests == 0  # num_prompts − completed (no `failed` key)
+        assert point.reported["output_tokens_per_s"] == result["output_throughput"]
+        assert point.reported["ttft_p50_ms"] == result["median_ttft_ms"]
+        assert point.duration_s == result["duration"]
+        end = datetime.strptime(result["date"], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+        assert point.ended_at_s == end.timestamp()
+        assert point.started_at_s == approx(end.timestamp() - result["duration"])
+    # By hand from the concurrency-32 file: 320 completed, 2985.561049824788 output tok/s.
+    assert points[2].completed_requests == 320
+    assert points[2].reported["output_tokens_per_s"] == approx(2985.561049824788)
+
+
+def test_a_result_of_a_sweep_that_cannot_be_read_names_its_place() -> None:
+    first, second = _result(), _result(completed="x")
+    with pytest.raises(ArtifactError) as error:
+        convert_points(first + b"\n" + second + b"\n", filename="r.json")
+    assert str(error.value) == "line 2: `completed` is 'x', not a number"
+    listed = b"[" + first + b"," + first + b',{"duration": 1.0, "output_throughput": 2.0}]'
+    with pytest.raises(ArtifactError) as error:
+        convert_points(listed, filename="r.json")
+    assert str(error.value).startswith("results[2]: `completed` is missing")
+
+
+def test_failed_requests_are_counted_and_said() -> None:
+    artifact = convert(_result(completed=101, failed=49), filename="r.json")
+    assert (artifact.completed_requests, artifact.failed_requests) == (101, 49)
+    # 49 / 150 = 32.666… % → 32.7 %
+    assert artifact.assumptions[-1] == (
+        "49 of 150 requests failed (32.7 %); latencies are over the 101 that completed."
+    )
+
+
+def test_a_result_without_rate_or_concurrency_has_an_unknown_load() -> None:
+    artifact = convert(_result(), filename="r.json")
+    assert (artifact.label, artifact.load_known) == ("", False)
+    assert (artifact.request_rate, artifact.max_concurrency) == (None, None)
+    unlimited = convert(_result(request_rate="inf"), filename="r.json")
+    assert (unlimited.label, unlimited.load_known, unlimited.request_rate) == (
+        "unlimited rate",
+        True,
+        None,
+    )
 
 
 def test_an_array_that_cannot_be_aligned_is_left_out_and_said() -> None:
@@ -285,3 +366,13 @@ def test_multinode_inferencex_row_divides_by_decode_gpus() -> None:
     assert artifact.reported["output_tokens_per_s"] == approx(57.4 * 8)  # decode GPUs only
     assert artifact.metadata["num_gpus"] == "16"
     assert artifact.reported["ttft_p50_ms"] == approx(100.0)
+
+
+def test_an_unreadable_date_leaves_the_point_without_a_window_and_says_so() -> None:
+    # The window only picks the point's telemetry: the result is still read.
+    artifact = convert(_result(date="9999-99-99"), filename="r.json")
+    assert (artifact.started_at_s, artifact.ended_at_s) == (None, None)
+    assert artifact.reported["output_tokens_per_s"] == 10.0
+    assert artifact.assumptions[-1] == (
+        "`date` is '9999-99-99', not a YYYYMMDD-HHMMSS time, so the point has no time window."
+    )
