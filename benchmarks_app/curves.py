@@ -294,10 +294,11 @@ NO_SLO = Slo()
 
 
 def operating_point(points: Sequence[CurvePoint], slo: Slo = NO_SLO) -> CurvePoint | None:
-    """The highest-throughput measured point meeting the SLO; None when none does."""
-    eligible = [
-        p for p in points if p.metrics.decode_tokens_per_s is not None and slo.met_by(p.metrics)
-    ]
-    if not eligible:
-        return None
-    return max(eligible, key=lambda p: (p.metrics.decode_tokens_per_s or 0.0, -p.index))
+    """The highest-throughput measured point meeting the SLO; None when none does (a single
+    eligible point without a decode tok/s is still chosen)."""
+    eligible = [p for p in points if slo.met_by(p.metrics)]
+    measured = [p for p in eligible if p.metrics.decode_tokens_per_s is not None]
+    if measured:
+        return max(measured, key=lambda p: (p.metrics.decode_tokens_per_s or 0.0, -p.index))
+    # No throughput to rank by: a lone eligible point is still the operating point.
+    return eligible[0] if len(eligible) == 1 else None
