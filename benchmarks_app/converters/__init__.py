@@ -1,6 +1,7 @@
 """Benchmark-artifact converters: one module per tool, registered in one table.
 
-Every converter has the same two functions:
+Every converter has the same two functions (and, when one file can hold a sweep,
+`convert_points(data, *, filename) -> tuple[BenchmarkArtifact, ...]`, one artifact per load point):
 - `sniff(data: bytes, filename: str) -> bool`: does the file look like this tool's result?
   (It reads the first 64 KiB only.)
 - `convert(data: bytes, *, filename: str) -> BenchmarkArtifact`: read the whole file into the
