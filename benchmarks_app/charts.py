@@ -92,34 +92,6 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
     return figure_to_dict(figure)
 
 
-def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Every run of the model: cost per 1M tokens against p95 TPOT (lower-left is better)."""
-    figure = go.Figure(
-        go.Scatter(
-            name="Runs",
-            x=[_number(p["tpot_p95_ms"]) for p in points],
-            y=[_number(p["usd_per_million"]) for p in points],
-            mode="markers+text",
-            text=plotly_texts([p["label"] for p in points]),
-            textposition="top center",
-        )
-    )
-    figure.update_layout(
-        **{**BASE_LAYOUT, "hovermode": "closest"},
-        title={"text": f"Cost vs {METRIC_LABELS['tpot_p95_ms']}, runs of this model"},
-        xaxis={
-            "title": {"text": f"{METRIC_LABELS['tpot_p95_ms']} (ms)"},
-            "rangemode": "nonnegative",
-        },
-        yaxis={
-            "title": {"text": "USD per 1M output tokens"},
-            "tickprefix": "$",
-            "rangemode": "nonnegative",
-        },
-    )
-    return figure_to_dict(figure)
-
-
 def build_run_curve_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A run's curve: decode tok/s against p95 TPOT, one marker per load point, joined in
     order of TPOT (points lacking either value are left out)."""

@@ -8,7 +8,6 @@ from decimal import Decimal
 from audit_app.reporting.charts import is_empty
 from benchmarks_app.charts import (
     build_cost_by_mode_figure,
-    build_cost_vs_tpot_figure,
     build_latency_distribution_figure,
     build_pareto_figure,
     build_run_curve_figure,
@@ -41,24 +40,6 @@ def test_cost_by_mode_without_costs_is_empty() -> None:
     assert not is_empty(build_cost_by_mode_figure(cost_by_mode=zero))
 
 
-def test_cost_vs_tpot_figure() -> None:
-    figure = build_cost_vs_tpot_figure(
-        points=[{"label": "run 1", "tpot_p95_ms": 21.5, "usd_per_million": Decimal("0.75")}]
-    )
-    [trace] = figure["data"]
-    assert (trace["name"], trace["x"], trace["y"], trace["text"]) == (
-        "Runs",
-        [21.5],
-        [0.75],
-        ["run 1"],
-    )
-    assert figure["layout"]["xaxis"]["title"]["text"] == "p95 TPOT (ms)"
-    assert figure["layout"]["yaxis"]["title"]["text"] == "USD per 1M output tokens"
-    assert figure["layout"]["xaxis"]["rangemode"] == "nonnegative"
-    assert figure["layout"]["yaxis"]["rangemode"] == "nonnegative"
-    assert is_empty(build_cost_vs_tpot_figure(points=[]))
-
-
 def test_run_figures() -> None:
     distribution = build_latency_distribution_figure(ttft_ms=[120.0, 130.0], tpot_ms=[])
     assert [t["name"] for t in distribution["data"]] == ["TTFT (ms)", "TPOT (ms)"]
@@ -77,13 +58,6 @@ def test_run_figures() -> None:
     assert telemetry["layout"]["yaxis2"]["title"]["text"] == "Watts"
     assert not is_empty(telemetry)
     assert is_empty(build_telemetry_figure(seconds=[0], utilization=[None], power=[None]))
-
-
-def test_cost_vs_tpot_labels_are_escaped() -> None:
-    figure = build_cost_vs_tpot_figure(
-        points=[{"tpot_p95_ms": 20, "usd_per_million": "1.5", "label": '<a href="x">run</a>'}]
-    )
-    assert figure["data"][0]["text"] == ["&lt;a href=&#34;x&#34;&gt;run&lt;/a&gt;"]
 
 
 def _row(
