@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from audit_app.costs.costing import ScalingMode
 from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
-from benchmarks_app.metrics import METRIC_LABELS
+from benchmarks_app.metrics import METRIC_LABELS, SERVING_HOSTED
 
 
 def build_latency_distribution_figure(
@@ -92,32 +92,149 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
     return figure_to_dict(figure)
 
 
-def build_cost_vs_tpot_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Every run of the model: cost per 1M tokens against p95 TPOT (lower-left is better)."""
+def build_run_curve_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A run's curve: decode tok/s against p95 TPOT, one marker per load point, joined in
+    order of TPOT (points lacking either value are left out)."""
+    known = sorted(
+        (
+            (x, y, str(p.get("label") or ""))
+            for p in points
+            if (x := _number(p.get("tpot_p95_ms"))) is not None
+            and (y := _number(p.get("decode_tokens_per_s"))) is not None
+        ),
+        key=lambda row: row[0],
+    )
     figure = go.Figure(
         go.Scatter(
-            name="Runs",
-            x=[_number(p["tpot_p95_ms"]) for p in points],
-            y=[_number(p["usd_per_million"]) for p in points],
-            mode="markers+text",
-            text=plotly_texts([p["label"] for p in points]),
-            textposition="top center",
+            name="Load points",
+            x=[x for x, _, _ in known],
+            y=[y for _, y, _ in known],
+            mode="lines+markers",
+            text=plotly_texts([label for _, _, label in known]),
+            hovertemplate="%{text}<br>p95 TPOT %{x:.1f} ms<br>%{y:,.1f} tok/s<extra></extra>",
         )
     )
     figure.update_layout(
         **{**BASE_LAYOUT, "hovermode": "closest"},
-        title={"text": f"Cost vs {METRIC_LABELS['tpot_p95_ms']}, runs of this model"},
+        title={"text": f"Decode tok/s vs {METRIC_LABELS['tpot_p95_ms']} across the points"},
         xaxis={
             "title": {"text": f"{METRIC_LABELS['tpot_p95_ms']} (ms)"},
-            "rangemode": "nonnegative",
+            "rangemode": "tozero",
         },
+        yaxis={"title": {"text": "Decode tok/s"}, "rangemode": "tozero"},
+    )
+    return figure_to_dict(figure)
+
+
+# The Pareto chart's axes: interactivity across, throughput per accelerator (or per dollar when
+# a side is a hosted API, which has no accelerators of its own) up.
+PARETO_X_TITLE = "Interactivity: tok/s per user (1000 / p95 TPOT)"
+PARETO_Y_ACCELERATOR = "Output tok/s per accelerator"
+PARETO_Y_DOLLAR = "Output tokens per dollar"
+PARETO_TITLE = "Throughput per accelerator vs interactivity (Pareto)"
+PARETO_TITLE_DOLLAR = "Tokens per dollar vs interactivity (Pareto; a side is a hosted API)"
+# plotly's first two colours, as the cost-by-mode chart draws the two sides on the same page.
+SIDE_COLOURS = {"baseline": "#636efa", "candidate": "#EF553B"}
+SLO_COLOUR = "#1b1f24"
+
+
+def pareto_uses_dollars(serving: Mapping[str, str]) -> bool:
+    """True when either side is a hosted API: the chart then plots tokens per dollar."""
+    return any(value == SERVING_HOSTED for value in serving.values())
+
+
+def build_pareto_figure(
+    *,
+    curves: Mapping[str, Sequence[Mapping[str, Any]]],
+    slo: Mapping[str, Any] | None,
+    serving: Mapping[str, str],
+) -> dict[str, Any]:
+    """A gate's throughput–interactivity trade-off, from its recorded `curves`: one line per
+    side through its points in order of interactivity (1000 / p95 TPOT), the SLO's p95 TPOT as
+    a vertical line at 1000 / limit, and each side's operating point as a star."""
+    dollars = pareto_uses_dollars(serving)
+    y_key = "tokens_per_dollar" if dollars else "per_accelerator"
+    figure = go.Figure()
+    stars: list[tuple[float, float, str, str]] = []
+    for side in ("baseline", "candidate"):
+        rows = sorted(
+            (
+                (x, y, str(row.get("label") or ""), bool(row.get("operating")))
+                for row in curves.get(side) or ()
+                if (x := _number(row.get("interactivity"))) is not None
+                and (y := _number(row.get(y_key))) is not None
+            ),
+            key=lambda row: row[0],
+        )
+        figure.add_trace(
+            go.Scatter(
+                name=side.capitalize(),
+                x=[x for x, _, _, _ in rows],
+                y=[y for _, y, _, _ in rows],
+                mode="lines+markers",
+                line={"color": SIDE_COLOURS[side]},
+                text=plotly_texts([label for _, _, label, _ in rows]),
+            )
+        )
+        stars.extend((x, y, side, label) for x, y, label, operating in rows if operating)
+    if stars:
+        figure.add_trace(
+            go.Scatter(
+                name="operating point",
+                x=[x for x, _, _, _ in stars],
+                y=[y for _, y, _, _ in stars],
+                mode="markers",
+                marker={
+                    "symbol": "star",
+                    "size": 18,
+                    "color": [SIDE_COLOURS[side] for _, _, side, _ in stars],
+                    "line": {"width": 1, "color": "#1b1f24"},
+                },
+                text=plotly_texts(
+                    [f"{side.capitalize()} operating point: {label}" for _, _, side, label in stars]
+                ),
+            )
+        )
+    _pareto_slo_line(figure, slo)
+    figure.update_layout(
+        **{**BASE_LAYOUT, "hovermode": "closest"},
+        title={"text": PARETO_TITLE_DOLLAR if dollars else PARETO_TITLE},
+        xaxis={"title": {"text": PARETO_X_TITLE}, "rangemode": "tozero"},
         yaxis={
-            "title": {"text": "USD per 1M output tokens"},
-            "tickprefix": "$",
-            "rangemode": "nonnegative",
+            "title": {"text": PARETO_Y_DOLLAR if dollars else PARETO_Y_ACCELERATOR},
+            "rangemode": "tozero",
         },
     )
     return figure_to_dict(figure)
+
+
+def _pareto_slo_line(figure: go.Figure, slo: Mapping[str, Any] | None) -> None:
+    """A p95 TPOT limit of N ms is a vertical line at 1000 / N tok/s per user: points right of
+    it are fast enough for each user."""
+    limit = _number((slo or {}).get("tpot_ms"))
+    if not limit or limit <= 0:
+        return
+    figure.add_shape(
+        type="line",
+        x0=1000 / limit,
+        x1=1000 / limit,
+        xref="x",
+        y0=0,
+        y1=1,
+        yref="paper",
+        line={"color": SLO_COLOUR, "dash": "dash", "width": 2},
+    )
+    figure.add_annotation(
+        x=1000 / limit,
+        xref="x",
+        y=1,
+        yref="paper",
+        text=f"SLO p95 TPOT ≤ {limit:g} ms",
+        showarrow=False,
+        xanchor="center",
+        yanchor="bottom",  # above the plot, clear of the points
+        font={"color": SLO_COLOUR},
+    )
 
 
 def _number(value: Any) -> float | None:

@@ -49,11 +49,90 @@ def meta_from_pairs(pairs: Sequence[str] | None) -> dict[str, str]:
     return meta
 
 
+# How the pages name each run field (`metrics.RunFields`): lower case, to sit in a sentence
+# ("Run 4 updated: quantization → int4"); tables and forms capitalise the first letter.
+RUN_FIELD_LABELS: Mapping[str, str] = {
+    "model": "model",
+    "canonical_model": "canonical model (matched across providers)",
+    "model_hash": "model hash",
+    "quantization": "quantization",
+    "serving": "serving",
+    "provider": "API provider",
+    "usd_per_million_input": "$ per 1M input tokens (hosted API)",
+    "usd_per_million_output": "$ per 1M output tokens (hosted API)",
+    "batch_size": "server max batch size",
+    "num_gpus": "accelerators per replica",
+    "gpu_type": "accelerator type",
+    "usd_per_gpu_hour": "$ per accelerator-hour",
+    "gpu_utilization_pct": "GPU utilization % (stated, when no telemetry)",
+    "watts_per_gpu": "watts per accelerator (stated, when no telemetry)",
+    "usd_per_kwh": "$ per kWh",
+    "dataset": "dataset",
+    "input_len": "input length (tokens)",
+    "output_len": "output length (tokens)",
+    "request_rate": "request rate (req/s; empty = unlimited)",
+    "concurrency": "client concurrency",
+}
+SERVING_CHOICES = [
+    ("", "Not stated (self-hosted unless an API provider is named)"),
+    ("self-hosted", "Self-hosted (own accelerators)"),
+    ("hosted", "Hosted API (priced per token)"),
+]
+
+
+def field_label(key: str) -> str:
+    """A run field's label as a form or table shows it ("Quantization", "$ per kWh")."""
+    label = RUN_FIELD_LABELS.get(key, key.replace("_", " "))
+    return label[:1].upper() + label[1:]
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (`<input type="file" multiple>`): cleans to a list, each file
+    checked as a single FileField would check it (an error names the file when there are
+    several)."""
+
+    widget = MultipleFileInput
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        files = [f for f in (data if isinstance(data, list | tuple) else [data]) if f]
+        if not files:
+            return [super().clean(None, initial)]  # "This field is required."
+        cleaned = []
+        for each in files:
+            try:
+                cleaned.append(super().clean(each, initial))
+            except forms.ValidationError as exc:
+                if len(files) == 1:
+                    raise
+                name = getattr(each, "name", "") or "a file"
+                raise forms.ValidationError([f"{name}: {m}" for m in exc.messages]) from None
+        return cleaned
+
+
 class RunForm(forms.Form):
-    file = forms.FileField(label="Result file")
+    file = MultipleFileField(
+        label="Result files",
+        help_text="One file, or several (a sweep: one file per load, AIPerf folders' exports) "
+        "imported together as one run; pick them all at once.",
+    )
     telemetry = forms.FileField(label="GPU telemetry CSV (optional)", required=False)
     format = forms.ChoiceField(label="Format", choices=[(f, f) for f in BENCHMARK_FORMATS])
     name = forms.CharField(label="Name", required=False)
+    serving = forms.ChoiceField(label="Serving", choices=SERVING_CHOICES, required=False)
+    provider = forms.CharField(label="API provider (hosted API)", required=False)
+    usd_per_million_input = forms.CharField(
+        label="$ per 1M input tokens (hosted API)", required=False
+    )
+    usd_per_million_output = forms.CharField(
+        label="$ per 1M output tokens (hosted API)", required=False
+    )
+    canonical_model = forms.CharField(
+        label="Canonical model (to match another provider's spelling)", required=False
+    )
     model_hash = forms.CharField(label="Model hash", required=False)
     quantization = forms.CharField(label="Quantization", required=False)
     batch_size = forms.CharField(label="Server max batch size", required=False)
@@ -66,6 +145,36 @@ class RunForm(forms.Form):
     dataset = forms.CharField(label="Dataset", required=False)
     input_len = forms.CharField(label="Input length", required=False)
     output_len = forms.CharField(label="Output length", required=False)
+
+
+class RunEditForm(forms.Form):
+    """A stored run's name and every run field, shown with its current value; `changes` gives
+    only the fields whose value was changed (an emptied field clears it)."""
+
+    name = forms.CharField(label="Name", max_length=200)
+
+    def __init__(self, *args: Any, run: BenchmarkRun, **kwargs: Any) -> None:
+        self.current = {key: _shown_value(run.fields.get(key)) for key in EDITABLE_KEYS}
+        kwargs.setdefault("initial", {**self.current, "name": run.name})
+        super().__init__(*args, **kwargs)
+        for key in EDITABLE_KEYS:
+            if key == "serving":
+                self.fields[key] = forms.ChoiceField(
+                    label=field_label(key), choices=SERVING_CHOICES, required=False
+                )
+            else:
+                self.fields[key] = forms.CharField(label=field_label(key), required=False)
+
+    def changes(self) -> dict[str, str]:
+        return {
+            key: self.cleaned_data.get(key) or ""
+            for key in EDITABLE_KEYS
+            if (self.cleaned_data.get(key) or "") != self.current[key]
+        }
+
+
+def _shown_value(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 class GateForm(forms.Form):
@@ -84,6 +193,13 @@ class GateForm(forms.Form):
     traffic_workload = forms.CharField(
         label="Or price on a workload's last 30 days (workload name)", required=False
     )
+    slo_ttft_ms = forms.FloatField(
+        label="p95 TTFT limit (ms)",
+        required=False,
+        help_text="Optional SLO: each side's operating point is its highest-throughput point "
+        "within the limits.",
+    )
+    slo_tpot_ms = forms.FloatField(label="p95 TPOT limit (ms)", required=False)
     recommendation = forms.ModelChoiceField(
         queryset=Recommendation.objects.all(),
         required=False,

@@ -31,7 +31,8 @@ def _run(name: str, **metrics: Any) -> BenchmarkRun:
         name=name,
         tool="vllm",
         model="llama-70b",
-        fields={"usd_per_gpu_hour": "4.00", "num_gpus": "8"},
+        # As the import stores them (`jsonable(RunFields)`): Decimals as text, counts as numbers.
+        fields={"model": "llama-70b", "usd_per_gpu_hour": "4.00", "num_gpus": 8},
     )
     BenchmarkPoint.objects.create(
         run=run,
@@ -111,7 +112,9 @@ def test_gate_page_reads_in_units_and_an_empty_cost_chart_says_so(
     # No side has a cost per mode: a sentence, no chart data.
     assert "No cost per 1M output tokens: neither run states its $ per accelerator-hour" in html
     assert 'id="cost-by-mode-data"' not in html
-    assert 'id="cost-vs-tpot-data"' in html  # both runs have a TPOT and a cost
+    # A gate recorded without curves has no Pareto chart to draw: a sentence instead.
+    assert 'id="pareto-data"' not in html
+    assert "No point has both a p95 TPOT and a throughput per accelerator" in html
 
 
 def test_metric_text_by_unit() -> None:
