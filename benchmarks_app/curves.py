@@ -92,9 +92,9 @@ class CurvePoint:
         base = self.load.text() if self.load is not None else (self.label or f"point {self.index}")
         lengths = []
         if self.input_len is not None:
-            lengths.append(f"input {self.input_len}")
+            lengths.append(f"input {self.input_len:,}")
         if self.output_len is not None:
-            lengths.append(f"output {self.output_len}")
+            lengths.append(f"output {self.output_len:,}")
         return f"{base}, {' / '.join(lengths)}" if lengths else base
 
     def describe(self) -> dict[str, Any]:

@@ -83,6 +83,7 @@ __all__ = [
     "MetricCheck",
     "Side",
     "Slo",
+    "point_usd_per_million",
     "single_point_side",
     "REQUIRED_METRICS",
     "ScalingMode",
@@ -381,18 +382,49 @@ def hosted_usd_per_million(fields: RunFields, metrics: RunMetrics) -> Decimal | 
     return (Decimal(tokens_in) * price_in + Decimal(tokens_out) * price_out) / Decimal(tokens_out)
 
 
+def point_usd_per_million(
+    fields: RunFields,
+    metrics: RunMetrics,
+    *,
+    usd_per_kwh: Decimal | None = None,
+    cold_start_seconds: float = 0.0,
+) -> Decimal | None:
+    """A point's cost per 1M output tokens with no traffic profile: a hosted API's per-token
+    prices over the point's token mix, or a self-hosted run's accelerators fully busy at the
+    point's decode tok/s (the busy-only figure, with energy when known). None when a price, an
+    accelerator count or a rate is missing. The run page and the gate both use this one."""
+    if fields.hosted:
+        return hosted_usd_per_million(fields, metrics)
+    deployment = _deployment(
+        fields,
+        metrics,
+        _Pricing(
+            demand_per_hour=None,
+            mode=ScalingMode.ALWAYS_ON,
+            cold_start_seconds=cold_start_seconds,
+            usd_per_kwh=usd_per_kwh,
+        ),
+    )
+    return None if deployment is None else busy_only_usd_per_million(deployment)
+
+
 def _point_costs(side: Side, metrics: RunMetrics, pricing: _Pricing) -> dict[str, Decimal | None]:
     """Cost per 1M output tokens of one point in every serving mode (a hosted API's is the
     same in all of them)."""
     if side.fields.hosted:
         hosted = hosted_usd_per_million(side.fields, metrics)
         return {m.value: hosted for m in ScalingMode}
+    if pricing.demand_per_hour is None:
+        busy = point_usd_per_million(
+            side.fields,
+            metrics,
+            usd_per_kwh=pricing.usd_per_kwh,
+            cold_start_seconds=pricing.cold_start_seconds,
+        )
+        return {m.value: busy for m in ScalingMode}
     deployment = _deployment(side.fields, metrics, pricing)
     if deployment is None:
         return {m.value: None for m in ScalingMode}
-    if pricing.demand_per_hour is None:
-        busy = busy_only_usd_per_million(deployment)
-        return {m.value: busy for m in ScalingMode}
     return {
         m.value: cost_on_profile(
             deployment=deployment, demand_per_hour=pricing.demand_per_hour, mode=m

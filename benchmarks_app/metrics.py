@@ -491,7 +491,7 @@ def _put_rates(found: _Found, fields: RunFields, decode_how: str) -> None:
         decode * SECONDS_PER_HOUR / fields.num_gpus
         if decode is not None and fields.num_gpus
         else None,
-        "decode tok/s × 3600 / num_gpus",
+        "decode tok/s × 3600 / accelerators",
         per_gpu_how,
     )
 

@@ -42,6 +42,7 @@ __all__ = [
     "benchmark_run_update",
     "gate_evaluate",
     "gate_side",
+    "hosted_prices",
     "jsonable",
     "run_fields",
     "run_metrics",
@@ -157,13 +158,15 @@ def gate_side(run: BenchmarkRun) -> GateSide:
     fields = run_fields(run)
     prices = ""
     if fields.hosted:
-        fields, prices = _hosted_prices(fields)
+        fields, prices = hosted_prices(fields)
     return GateSide(
         side=gating.Side(fields=fields, points=curve_points(run, fields)), prices=prices
     )
 
 
-def _hosted_prices(fields: metrics.RunFields) -> tuple[metrics.RunFields, str]:
+def hosted_prices(fields: metrics.RunFields) -> tuple[metrics.RunFields, str]:
+    """A hosted run's fields with token prices (stated, else the provider's price card for the
+    model valid today), and a sentence saying where they came from."""
     if fields.usd_per_million_input is not None and fields.usd_per_million_output is not None:
         return fields, (
             f"stated: ${fields.usd_per_million_input} input, "

@@ -21,7 +21,6 @@ from django.urls import reverse
 from django.views import View
 
 from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
-from audit_app.costs.costing import Deployment, busy_only_usd_per_million
 from audit_app.lib import formatting
 from benchmarks_app import charts, curves, gating
 from benchmarks_app.forms import (
@@ -43,6 +42,7 @@ from benchmarks_app.services import (
     benchmark_run_import,
     benchmark_run_update,
     gate_evaluate,
+    hosted_prices,
 )
 
 SIDES = ("baseline", "candidate")
@@ -50,25 +50,17 @@ NOT_APPLICABLE = "not applicable"
 ENGINEERS_ONLY = "Only engineers import runs, edit them and create gates."
 
 
+def priced_fields(fields: RunFields) -> RunFields:
+    """A hosted run's fields with the token prices a gate would use (stated, else the
+    provider's price card); a self-hosted run's as they are. Resolved once per page."""
+    return hosted_prices(fields)[0] if fields.hosted else fields
+
+
 def point_usd_per_million(fields: RunFields, metrics: RunMetrics) -> Decimal | None:
     """Busy-only cost per 1M output tokens of one point, the one figure every benchmark page
-    shows: a hosted API's per-token prices over the point's token mix, or a self-hosted run's
-    accelerators fully busy at the point's decode tok/s (with energy when a power figure and a
-    $ per kWh are known). None when a price, an accelerator count or a rate is missing."""
-    if fields.hosted:
-        return gating.hosted_usd_per_million(fields, metrics)
-    tokens = metrics.decode_tokens_per_s
-    if not tokens or tokens <= 0 or fields.usd_per_gpu_hour is None or not fields.num_gpus:
-        return None
-    return busy_only_usd_per_million(
-        Deployment(
-            tokens_per_second=float(tokens),
-            accelerators_per_replica=fields.num_gpus,
-            usd_per_accelerator_hour=fields.usd_per_gpu_hour,
-            watts_per_accelerator=metrics.power_w_per_gpu,
-            usd_per_kwh=fields.usd_per_kwh,
-        )
-    )
+    shows: `gating.point_usd_per_million`, as a gate prices a point with no traffic profile.
+    `fields` come from `priced_fields`."""
+    return gating.point_usd_per_million(fields, metrics)
 
 
 def _forbidden(request: HttpRequest) -> HttpResponse:
@@ -249,13 +241,14 @@ class RunDetailView(RoleRequiredMixin, View):
         self, request: HttpRequest, run: BenchmarkRun, form: RunEditForm, status: int = 200
     ) -> HttpResponse:
         fields = run_fields(run)
+        priced = priced_fields(fields)
         points = list(run.points.defer("artifact").select_related("upload").order_by("index"))
         selected = _selected_point(run, points, request.GET.get("point"))
         context: dict[str, Any] = {
             "run": run,
             "fields": fields,
             "serving": _serving_text(fields),
-            "point_rows": [_point_row(run, p, fields, selected) for p in points],
+            "point_rows": [_point_row(run, p, priced, selected) for p in points],
             "failures": [s for p in points if (s := _failure_sentence(p))],
             "files": list({p.upload_id: p.upload for p in points}.values()) or [run.upload],
             "field_rows": _field_rows([run.fields]),
@@ -263,7 +256,7 @@ class RunDetailView(RoleRequiredMixin, View):
             "can_write": has_role(request.user, [Role.ENGINEER]),
         }
         if selected is not None:
-            context.update(_selected_context(selected, fields))
+            context.update(_selected_context(selected, priced))
         if len(points) > 1:
             context["curve_figure"] = charts.build_run_curve_figure(
                 points=[

@@ -114,7 +114,7 @@ def test_two_files_at_the_same_load_are_refused_naming_both() -> None:
                 (io.BytesIO(_point_file(8, 1.1)), "again.json"),
             ]
         )
-    assert "duplicate point at concurrency 8, input 1024 / output 128" in str(refused.value)
+    assert "duplicate point at concurrency 8, input 1,024 / output 128" in str(refused.value)
     assert "of first.json and point 2" in str(refused.value)
     assert "of again.json" in str(refused.value)
 
