@@ -1,12 +1,14 @@
 """Gate speed over curves: two 8-point vLLM sweeps with 100,000 per-request records a point.
 
 The 16 result files (`vllm bench serve` JSON with per-request `ttfts`, `latencies`,
-`input_lens`, `output_lens`) are written to a temporary directory. A fresh Python with a fresh
-SQLite database there (DEBUG off; BENCH_GATE_DATABASE_URL for another, empty, database) imports
-each side as one run through `benchmark_run_import` (timed apart, and printed), then times what a
-user waits for: `manage.py gate --baseline ID --candidate ID --slo-ttft-ms 1000 --slo-tpot-ms
-60 --json` end to end (`call_command`, its JSON captured), the first call and the median of
-three. Target: 3 s. BENCH_GATE_REQUESTS sets another number of records a point.
+`input_lens`, `output_lens`) are written to a temporary directory. A fresh Python (DEBUG off)
+with a fresh database (`audit_bench_gate` on the local PostgreSQL, created for the run and
+dropped after it, else SQLite in the temporary directory; BENCH_GATE_DATABASE_URL for another,
+empty, database) imports each side as one run through `benchmark_run_import` (timed apart, and
+printed), then times what a user waits for: `manage.py gate --baseline ID --candidate ID
+--slo-ttft-ms 1000 --slo-tpot-ms 60 --json` end to end (`call_command`, its JSON captured), the
+first call and the median of three. Target: 3 s. BENCH_GATE_REQUESTS sets another number of
+records a point.
 
 Yardstick, measured in the same process: `json.loads` of the 16 files, the least a gate
 recomputing its figures from the raw files would pay. The gate reads each point's stored metrics
@@ -30,6 +32,8 @@ import numpy as np
 from bench.ingest import run_child
 
 REPO = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = "postgresql://postgres:postgres@127.0.0.1:5432/postgres"
+PG_DATABASE = "audit_bench_gate"
 REQUESTS = 100_000
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128)
 TARGET_S = 3.0
@@ -131,15 +135,38 @@ def vllm_file(*, seed: int, speed: float, concurrency: int, requests: int = REQU
     return json.dumps(body).encode()
 
 
-def _env(directory: Path) -> dict[str, str]:
+def _postgres(action: str) -> bool:
+    """Drop (and with ``create``, create) the benchmark's database on the local PostgreSQL;
+    False when PostgreSQL does not answer."""
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
+            if action == "create":
+                conn.execute(f"CREATE DATABASE {PG_DATABASE}")
+        return True
+    except Exception:  # no PostgreSQL here: SQLite instead, said in the first line
+        return False
+
+
+def _database_url(directory: Path) -> str:
+    configured = os.environ.get("BENCH_GATE_DATABASE_URL")
+    if configured:
+        return configured
+    if _postgres("create"):
+        return f"postgres://postgres:postgres@127.0.0.1:5432/{PG_DATABASE}"
+    return f"sqlite:///{directory / 'gate.sqlite3'}"
+
+
+def _env(directory: Path, database_url: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
             "DJANGO_SETTINGS_MODULE": "config.settings.base",
             "DJANGO_DEBUG": "false",
             "DJANGO_SECRET_KEY": "bench-only-" + "x" * 50,
-            "DATABASE_URL": os.environ.get("BENCH_GATE_DATABASE_URL")
-            or f"sqlite:///{directory / 'gate.sqlite3'}",
+            "DATABASE_URL": database_url,
             "DJANGO_VAR_DIR": str(directory / "var"),
             "DJANGO_LOG_LEVEL": "WARNING",
             "PYTHONPATH": str(REPO),
@@ -175,15 +202,21 @@ def run() -> list[str]:
         started = time.perf_counter()
         sides, mib = write_sweeps(directory, requests=requests)
         written = time.perf_counter() - started
-        env = _env(directory)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
-            cwd=REPO,
-            env=env,
-            check=True,
-        )
-        result: Any = run_child(CHILD, str(directory), json.dumps(sides), json.dumps(SLO), env=env)
-    backend = "SQLite" if env["DATABASE_URL"].startswith("sqlite") else "PostgreSQL"
+        database_url = _database_url(directory)
+        env = _env(directory, database_url)
+        try:
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
+                cwd=REPO,
+                env=env,
+                check=True,
+            )
+            args = (str(directory), json.dumps(sides), json.dumps(SLO))
+            result: Any = run_child(CHILD, *args, env=env)
+        finally:
+            if PG_DATABASE in database_url and "BENCH_GATE_DATABASE_URL" not in os.environ:
+                _postgres("drop")
+    backend = "SQLite" if database_url.startswith("sqlite") else "PostgreSQL"
     gate_s = float(result["gate_first"])
     baseline_id, candidate_id = result["runs"]
     return [

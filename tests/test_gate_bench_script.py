@@ -54,11 +54,13 @@ def test_the_sweeps_are_eight_points_a_side(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_small_run_gates_the_two_curves(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_small_run_gates_the_two_curves(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("BENCH_GATE_REQUESTS", "2000")
-    monkeypatch.delenv("BENCH_GATE_DATABASE_URL", raising=False)
+    # Its own SQLite file: the suite never touches the benchmark's PostgreSQL database.
+    monkeypatch.setenv("BENCH_GATE_DATABASE_URL", f"sqlite:///{tmp_path / 'gate.sqlite3'}")
     lines = gate_bench.run()
     assert lines[0].startswith("gate: 2 curves x 8 points x 2,000 per-request records")
+    assert lines[0].endswith(", SQLite")
     assert "--slo-ttft-ms 1000 --slo-tpot-ms 60 --json` end to end:" in lines[2]
     assert "target <= 3 s: met" in lines[2]
     # The candidate is 10 % faster everywhere at the same price: a pass at all 8 points.
