@@ -1,4 +1,5 @@
-"""Demo accounts for the embedded default: one user per role, plus an administrator."""
+"""The embedded default's demo: one user per role plus an administrator, a month of logs and
+its bill, and a benchmark sweep pair with its gate (`audit_app.demo.benchmarks`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.access.permissions import Role
+from audit_app.demo.benchmarks import DemoBenchmarks, demo_benchmarks_load
 from audit_app.demo.billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
 from audit_app.demo.traffic import generate_requests
 from audit_app.demo.workloads import DEFAULT_WORKLOADS
@@ -65,6 +67,7 @@ class DemoDataResult:
     uploads: list[Upload]
     skipped: bool  # demo data was already loaded
     planted: PlantedDiscrepancy | None = None  # the bill line made to disagree with the logs
+    benchmarks: DemoBenchmarks | None = None  # the sweep pair and its gate
 
 
 def demo_data_load(
@@ -79,10 +82,19 @@ def demo_data_load(
     """Write a demo organisation's logs in the real formats and ingest them like uploads.
 
     API traffic goes into a LiteLLM spend-log CSV; the self-hosted vLLM pools' traffic into an
-    OpenTelemetry JSONL file. Runs once: later calls find the demo uploads and do nothing.
+    OpenTelemetry JSONL file. Then the benchmark sweep pair and its gate
+    (`demo_benchmarks_load`). Each part runs once: a later call finds the demo uploads (of logs
+    and bills) and the demo runs, and loads only what is not there yet.
     """
-    if Upload.objects.filter(original_name__startswith=DEMO_PREFIX).exists():
-        return DemoDataResult(uploads=[], skipped=True)
+    logs_loaded = (
+        Upload.objects.filter(original_name__startswith=DEMO_PREFIX)
+        .exclude(kind=Upload.Kind.BENCHMARK)
+        .exists()
+    )
+    if logs_loaded:
+        return DemoDataResult(
+            uploads=[], skipped=True, benchmarks=demo_benchmarks_load(directory=directory)
+        )
     specs = list(DEFAULT_WORKLOADS if workloads is None else DEFAULT_WORKLOADS[:workloads])
     end_day = today or timezone.now().date()
     start = datetime.combine(end_day - timedelta(days=days), time.min, tzinfo=UTC)
@@ -120,7 +132,12 @@ def demo_data_load(
     # Classes and recommendations once everything is in (logs, the bill and its pools), before
     # the command returns.
     derived_refresh()
-    return DemoDataResult(uploads=uploads, skipped=False, planted=summary.discrepancy)
+    return DemoDataResult(
+        uploads=uploads,
+        skipped=False,
+        planted=summary.discrepancy,
+        benchmarks=demo_benchmarks_load(directory=directory),
+    )
 
 
 def _ingest_file(path: Path, *, kind: str) -> Upload:

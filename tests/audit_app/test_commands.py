@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
@@ -20,14 +21,22 @@ def test_seed_demo_creates_one_user_per_role_and_prints_credentials() -> None:
     text = out.getvalue()
     assert "username: finops    password: finops-demo" in text
     assert "username: manager   password: manager-demo" in text
+    # The benchmark sweep pair: two runs of four points and the gate over them.
+    assert re.search(r"Demo benchmark run \d+ Demo: Llama 3.3 70B on 8 × H100 .*: 4 points", text)
+    assert re.search(
+        r"Demo benchmark run \d+ Demo: Llama 3.3 70B on 16 × Trainium2 .*: 4 points", text
+    )
+    assert re.search(r"Demo gate \d+: pass - Pass: ", text), text
     user_model = get_user_model()
     assert user_roles(user_model.objects.get(username="finops")) == {"finops"}
     assert user_roles(user_model.objects.get(username="engineer")) == {"engineer"}
     assert user_roles(user_model.objects.get(username="manager")) == {"manager"}
     assert user_model.objects.get(username="admin").is_superuser
     assert user_model.objects.get(username="finops").check_password("finops-demo")
-    # Running it again reuses the accounts.
-    call_command("seed_demo", stdout=StringIO())
+    # Running it again reuses the accounts and loads nothing twice.
+    again = StringIO()
+    call_command("seed_demo", stdout=again)
+    assert again.getvalue().endswith("Demo data already loaded.\n")
     assert (
         user_model.objects.filter(username__in=["finops", "engineer", "manager", "admin"]).count()
         == 4

@@ -1,4 +1,5 @@
-"""Load demo data for the embedded default: demo accounts and a month of realistic logs.
+"""Load demo data for the embedded default: demo accounts, a month of realistic logs, and a
+benchmark sweep pair (H100 against Trainium2) with its gate.
 
 Only with DEBUG on: the accounts have published passwords.
 """
@@ -11,13 +12,15 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.demo.benchmarks import DemoBenchmarks
 from audit_app.demo.seed import demo_data_load, demo_users_ensure
 
 
 class Command(BaseCommand):
     help = (
         "Create one demo user per role, and (once) write a demo organisation's LiteLLM and "
-        "OpenTelemetry logs and ingest them through the upload path. DEBUG only."
+        "OpenTelemetry logs and ingest them through the upload path, and a vLLM benchmark sweep "
+        "pair imported as two runs with a gate over them. DEBUG only."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -57,6 +60,7 @@ class Command(BaseCommand):
         )
         if result.skipped:
             self.stdout.write("Demo data already loaded.")
+            self._benchmarks(result.benchmarks)
             return
         for upload in result.uploads:
             unit = "billing lines" if upload.kind == upload.Kind.BILLING else "requests"
@@ -70,3 +74,16 @@ class Command(BaseCommand):
                 f"{result.planted.model} on {result.planted.day} is billed "
                 f"{result.planted.factor} x its logged cost."
             )
+        self._benchmarks(result.benchmarks)
+
+    def _benchmarks(self, loaded: DemoBenchmarks | None) -> None:
+        """The benchmark runs and gate this call loaded (nothing when they were there before)."""
+        if loaded is None or loaded.gate is None:
+            return
+        for run in (loaded.baseline, loaded.candidate):
+            if run is not None:
+                self.stdout.write(
+                    f"Demo benchmark run {run.pk} {run.name}: {run.points.count()} points"
+                )
+        gate = loaded.gate
+        self.stdout.write(f"Demo gate {gate.pk}: {gate.verdict} - {gate.result.get('summary', '')}")

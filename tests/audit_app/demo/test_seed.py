@@ -1,5 +1,5 @@
 """The demo organisation end to end: logs and bill ingested, the planted discrepancy flagged,
-the pools' books balanced."""
+the pools' books balanced, the benchmark sweep pair gated."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from audit_app.costs.pricing import normalize_model
 from audit_app.demo.seed import demo_data_load
 from audit_app.models import ServingPool, Upload
 from audit_app.reporting.selectors import data_date_range
+from benchmarks_app.models import BenchmarkRun, Gate
 
 pytestmark = pytest.mark.django_db
 
@@ -22,6 +23,11 @@ def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
     result = demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
     assert [u.status for u in result.uploads] == [Upload.Status.SUCCEEDED] * 3
     assert [u.kind for u in result.uploads] == ["token_log", "token_log", "billing"]
+    # The benchmark sweep pair and its gate (tests/audit_app/demo/test_demo_benchmarks.py).
+    assert result.benchmarks is not None and result.benchmarks.gate is not None
+    assert result.benchmarks.gate.verdict == Gate.Verdict.PASS
+    assert result.benchmarks.baseline.points.count() == 4
+    assert result.benchmarks.candidate.points.count() == 4
     assert result.uploads[2].rows_rejected == 0
     assert result.planted is not None
     assert set(ServingPool.objects.values_list("name", flat=True)) == {"h100-pool", "trn1-pool"}
@@ -71,4 +77,24 @@ def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
     assert all(r.savings_monthly_usd > 0 for r in Recommendation.objects.all())
 
     # Loading again does nothing.
-    assert demo_data_load(days=30, scale=0.02, directory=tmp_path).skipped
+    again = demo_data_load(days=30, scale=0.02, directory=tmp_path)
+    assert again.skipped and again.benchmarks is not None and again.benchmarks.skipped
+    assert (BenchmarkRun.objects.count(), Gate.objects.count()) == (2, 1)
+
+
+def test_a_demo_loaded_before_the_benchmarks_gets_them_on_the_next_seed(tmp_path: Path) -> None:
+    demo_data_load(days=7, scale=0.005, directory=tmp_path, today=date(2026, 11, 20))
+    # As a database seeded before the sweep pair existed: the logs and bill, no runs.
+    Gate.objects.all().delete()
+    BenchmarkRun.objects.all().delete()
+    Upload.objects.filter(kind=Upload.Kind.BENCHMARK).delete()
+    logs = set(Upload.objects.values_list("pk", flat=True))
+    assert len(logs) == 3
+
+    result = demo_data_load(days=7, scale=0.005, directory=tmp_path)
+    assert result.skipped and result.uploads == []  # the logs are not loaded twice
+    assert (
+        set(Upload.objects.exclude(kind=Upload.Kind.BENCHMARK).values_list("pk", flat=True)) == logs
+    )
+    assert result.benchmarks is not None and not result.benchmarks.skipped
+    assert (BenchmarkRun.objects.count(), Gate.objects.count()) == (2, 1)
