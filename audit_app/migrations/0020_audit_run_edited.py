@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit_app', '0019_upload_notes'),
+        ("audit_app", "0019_upload_notes"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('upload_created', 'Uploaded a file'), ('upload_deleted', 'Deleted an upload'), ('workload_override', "Set a workload's class"), ('recommendation_decision', 'Decided on a recommendation'), ('gate_created', 'Ran a benchmark gate'), ('run_edited', "Edited a benchmark run's fields")], max_length=32),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("upload_created", "Uploaded a file"),
+                    ("upload_deleted", "Deleted an upload"),
+                    ("workload_override", "Set a workload's class"),
+                    ("recommendation_decision", "Decided on a recommendation"),
+                    ("gate_created", "Ran a benchmark gate"),
+                    ("run_edited", "Edited a benchmark run's fields"),
+                ],
+                max_length=32,
+            ),
         ),
     ]
