@@ -55,6 +55,7 @@ from audit_app.costs.costing import (
     busy_only_usd_per_million,
     cost_on_profile,
 )
+from audit_app.lib.formatting import money_unit
 from benchmarks_app.curves import (
     NO_SLO,
     CurvePoint,
@@ -687,12 +688,12 @@ def _decide(
         summary += (
             f"; at the SLO ({operating.slo.text()}) the operating points are "
             f"{_op_text(points.get('baseline'))} → {_op_text(points.get('candidate'))}, "
-            f"cost per 1M output tokens ${_money(cost['baseline'])} → ${_money(cost['candidate'])}."
+            f"cost per 1M output tokens {_money(cost['baseline'])} → {_money(cost['candidate'])}."
         )
     else:
         summary += (
-            f"; cost per 1M output tokens ${_money(cost['baseline'])} → "
-            f"${_money(cost['candidate'])} ({mode.value})."
+            f"; cost per 1M output tokens {_money(cost['baseline'])} → "
+            f"{_money(cost['candidate'])} ({mode.value})."
         )
     return "pass", summary
 
@@ -854,4 +855,5 @@ def _regression(check: MetricCheck, tolerances: Tolerances) -> str:
 
 
 def _money(value: Decimal | None) -> str:
-    return "?" if value is None else f"{value:.4f}"
+    """As every page shows a price: `$20.04`, `$0.075` (`audit_app.lib.formatting`)."""
+    return "?" if value is None else money_unit(value)
