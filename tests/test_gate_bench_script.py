@@ -63,5 +63,6 @@ def test_a_small_run_gates_the_two_curves(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert lines[0].endswith(", SQLite")
     assert "--slo-ttft-ms 1000 --slo-tpot-ms 60 --json` end to end:" in lines[2]
     assert "target <= 3 s: met" in lines[2]
+    assert "(import both sweeps, then gate) end to end:" in lines[3]
     # The candidate is 10 % faster everywhere at the same price: a pass at all 8 points.
-    assert lines[4].startswith("gate:   verdict pass over 8 matched points; operating points")
+    assert lines[5].startswith("gate:   verdict pass over 8 matched points; operating points")

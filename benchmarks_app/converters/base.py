@@ -22,7 +22,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact
 
@@ -210,6 +212,12 @@ def number_list(values: Any, field: str) -> list[float]:
     """A JSON list of numbers; ArtifactError naming the field and index otherwise."""
     if not isinstance(values, list):
         raise ArtifactError(f"`{field}` is not a list")
+    if values and set(map(type, values)) <= {int, float}:
+        # The common case at C speed (100k numbers a request array); a NaN falls through to
+        # the loop below, which names its index.
+        array = np.asarray(values, dtype=float)
+        if not np.isnan(array).any():
+            return cast(list[float], array.tolist())
     out = []
     for index, value in enumerate(values):
         number = to_float(value, f"{field}[{index}]")
