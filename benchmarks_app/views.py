@@ -9,6 +9,7 @@ run was edited.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -496,7 +497,7 @@ def _metric_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "value": metrics.get(key),
                 "text": metric_text(key, metrics.get(key)) if applicable else NOT_APPLICABLE,
                 "source": sources.get(key, "") if applicable else "a hosted API",
-                "missing": missing.get(key, "") if applicable else "",
+                "missing": page_sentence(missing.get(key, "")) if applicable else "",
                 "applicable": applicable,
             }
         )
@@ -676,5 +677,21 @@ class GateView(RoleRequiredMixin, View):
                 curves=result.get("curves") or {}, slo=result.get("slo"), serving=serving
             ),
             "pareto_summary": _pareto_summary(result.get("slo")),
+            "missing": [page_sentence(m) for m in result.get("missing") or []],
         }
         return render(request, self.template_name, context)
+
+
+_META_FLAGS = re.compile(r"\(((?:--meta \w+=[^)\s]*\s*)+)\)")
+_META_KEY = re.compile(r"--meta (\w+)=")
+
+
+def page_sentence(sentence: str) -> str:
+    """A gate sentence as the page says it: the command line's `(--meta num_gpus=8)` becomes
+    the run page's field, `(“Accelerators per replica” on the run page)`."""
+
+    def fields(match: re.Match[str]) -> str:
+        labels = [f"“{field_label(key)}”" for key in _META_KEY.findall(match.group(1))]
+        return f"({' and '.join(labels)} on the run page)"
+
+    return _META_FLAGS.sub(fields, sentence)

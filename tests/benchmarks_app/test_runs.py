@@ -371,3 +371,18 @@ def test_benchmark_import_takes_several_paths(tmp_path: Path, capsys: Any) -> No
     call_command("benchmark_import", *paths, "--json")
     body = json.loads(capsys.readouterr().out)
     assert [p["load"] for p in body["points"]] == [{"concurrency": c} for c in (8, 16, 32)]
+
+
+def test_the_gate_page_names_the_run_page_field_where_the_command_names_a_flag(
+    client: Client, finops_user: Any
+) -> None:
+    run = _import((8, 1.0), meta={"usd_per_gpu_hour": ""})
+    other = _import((8, 0.9), tag="cand")
+    gate = gate_evaluate(baseline=run, candidate=other)
+    assert gate.verdict == "incomplete"
+    (sentence,) = gate.result["missing"]
+    assert sentence.endswith("state usd_per_gpu_hour (--meta usd_per_gpu_hour=4.00)")
+    client.force_login(finops_user)
+    html = client.get(f"/benchmarks/gates/{gate.pk}/").content.decode()
+    assert "state usd_per_gpu_hour (“$ per accelerator-hour” on the run page)" in html
+    assert "--meta" not in html
