@@ -16,13 +16,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.db.models import Prefetch
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
 
 from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
 from audit_app.lib import formatting
+from audit_app.lib.query_params import ParameterError, QueryParams, int_param
 from benchmarks_app import charts, curves, gating
 from benchmarks_app.forms import (
     EDITABLE_KEYS,
@@ -244,8 +245,11 @@ class RunDetailView(RoleRequiredMixin, View):
         fields = run_fields(run)
         priced = priced_fields(fields)
         points = list(run.points.defer("artifact").select_related("upload").order_by("index"))
-        selected = _selected_point(run, points, request.GET.get("point"))
+        selected, point_error = _selected_point(points, request.GET)
+        if point_error:
+            status = 400
         context: dict[str, Any] = {
+            "point_error": point_error,
             "run": run,
             "fields": fields,
             "serving": _serving_text(fields),
@@ -273,17 +277,17 @@ class RunDetailView(RoleRequiredMixin, View):
 
 
 def _selected_point(
-    run: BenchmarkRun, points: Sequence[BenchmarkPoint], wanted: str | None
-) -> BenchmarkPoint | None:
-    """The point `?point=<index>` names (the first when not given); 404 for one not in the run."""
-    if wanted in (None, ""):
-        return points[0] if points else None
-    chosen = next((p for p in points if str(p.index) == wanted.strip()), None)
-    if chosen is None:
-        raise Http404(
-            f"Run {run.pk} has no point {wanted!r}; its points are 0 to {len(points) - 1}."
-        )
-    return chosen
+    points: Sequence[BenchmarkPoint], params: QueryParams
+) -> tuple[BenchmarkPoint | None, str]:
+    """The point `?point=<index>` names (the first when not given), and the sentence refusing a
+    value that names no point of the run (the first point is shown then, with a 400)."""
+    if not points:
+        return None, ""
+    try:
+        wanted = int_param(params, "point", default=0, minimum=0, maximum=len(points) - 1)
+    except ParameterError as exc:
+        return points[0], f"{exc}; showing point 0 instead."
+    return next(p for p in points if p.index == wanted), ""
 
 
 def _where(load: Mapping[str, Any] | None, label: str, index: int) -> str:

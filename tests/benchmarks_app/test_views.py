@@ -484,8 +484,14 @@ def test_the_point_query_selects_the_point_whose_metrics_are_shown(
     assert (metrics["Decode tok/s"], metrics["P95 TPOT"]) == ("4,000.0", "40.0 ms")
     assert response.context["usd_per_million"] == pytest.approx(Decimal(10_000_000) / 14_400_000)
     assert '<h2 id="point-heading">Metrics at concurrency 16</h2>' in response.content.decode()
-    for wrong in ("?point=2", "?point=first"):
-        assert _run_page(client, run, wrong).status_code == 404
+    # A point the run does not have is a 400 naming the value; the first point is shown.
+    for wrong, reason in (("2", "must be between 0 and 1"), ("first", "is not a whole number")):
+        refused = _run_page(client, run, f"?point={wrong}")
+        assert refused.status_code == 400
+        assert refused.context["point_error"] == (
+            f"point={wrong!r} {reason}; showing point 0 instead."
+        )
+        assert refused.context["selected"].index == 0
 
 
 def test_a_hosted_run_is_priced_per_token_and_has_no_accelerator_figures(

@@ -62,6 +62,7 @@ ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "api-uploads": PAGE,
     "api-benchmark-runs": PAGE,
     "api-gates": PAGE,
+    "benchmark-run": {"point": "number"},
 }
 NO_PARAMS = {
     "healthz",
@@ -77,7 +78,6 @@ NO_PARAMS = {
     "api-schema",
     "api-docs",
     "benchmarks",
-    "benchmark-run",
     "gate",
     "uploads",
     "upload-new",
@@ -120,12 +120,23 @@ def workload(db: Any) -> Workload:
 
 def _path_and_query(route: str, workload: Workload) -> tuple[str, dict[str, str]]:
     name, _, query = route.partition("?")
-    path = (
-        reverse(name, args=[workload.pk])
-        if name in ("workload-detail", "api-workload-detail")
-        else URLS[name].path
-    )
+    if name in ("workload-detail", "api-workload-detail"):
+        path = reverse(name, args=[workload.pk])
+    elif name == "benchmark-run":
+        path = reverse(name, args=[_benchmark_run().pk])
+    else:
+        path = URLS[name].path
     return path, dict(part.split("=") for part in query.split("&") if part)
+
+
+def _benchmark_run() -> Any:
+    """A run of one point to read with `?point=`."""
+    from benchmarks_app.runs import benchmark_run_import
+    from tests.support.paths import FIXTURES_DIR
+
+    path = FIXTURES_DIR / "benchmarks" / "vllm_baseline.json"
+    with path.open("rb") as source:
+        return benchmark_run_import(source=source, filename=path.name)
 
 
 def _names_the_value(response: Any, param: str) -> bool:
