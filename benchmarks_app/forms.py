@@ -119,7 +119,10 @@ class RunForm(forms.Form):
         help_text="One file, or several (a sweep: one file per load, AIPerf folders' exports) "
         "imported together as one run; pick them all at once.",
     )
-    telemetry = forms.FileField(label="GPU telemetry CSV (optional)", required=False)
+    telemetry = forms.FileField(
+        label="Accelerator telemetry: nvidia-smi CSV, DCGM text or neuron-monitor JSON (optional)",
+        required=False,
+    )
     format = forms.ChoiceField(label="Format", choices=[(f, f) for f in BENCHMARK_FORMATS])
     name = forms.CharField(label="Name", required=False)
     serving = forms.ChoiceField(label="Serving", choices=SERVING_CHOICES, required=False)

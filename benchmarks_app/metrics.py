@@ -64,7 +64,10 @@ ACCELERATOR_METRICS = (
 SERVING_HOSTED = "hosted"
 SERVING_SELF_HOSTED = "self-hosted"
 
-TELEMETRY_HOW = "attach accelerator telemetry for the run (nvidia-smi, DCGM or neuron-monitor CSV)"
+TELEMETRY_HOW = (
+    "attach accelerator telemetry for the run "
+    "(nvidia-smi CSV, DCGM exporter text or neuron-monitor JSON)"
+)
 
 
 @dataclass(frozen=True, kw_only=True)

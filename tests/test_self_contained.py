@@ -127,6 +127,11 @@ REAL_SAMPLES = {
         "d778ba07a43b8b69",
     ),
     "benchmarks/llm-d-benchmark/br_v0_2_1_example.yaml": (26_093, "1878b936901c55e2"),
+    # Extracted, not byte-copied: wandb's test held the reports as a Python literal (README.md).
+    "benchmarks/telemetry/neuron-monitor_trn1.2xlarge_wandb_3_reports.jsonl": (
+        14_798,
+        "1bb9cf5eb174dfd4",
+    ),
 }
 
 
@@ -149,6 +154,7 @@ def test_the_real_samples_are_in_the_repository_unmodified() -> None:
         "LICENSES/NOTICE_ray-project-llmperf.txt",
         "LICENSES/MIT_finopsfoundation-focus_converters.txt",
         "LICENSES/CC-BY-4.0_FOCUS-Sample-Data_license.md",
+        "LICENSES/MIT_wandb-wandb.txt",
     ):
         assert (REAL / notes).is_file(), f"{REAL / notes} is missing"
 

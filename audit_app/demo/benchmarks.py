@@ -30,11 +30,16 @@ server, seeded per side and concurrency, so every seed writes the same bytes:
 - Requests run closed-loop: `--max-concurrency c` keeps c in flight, the next starting when
   one ends; the point's duration is when the last one ends.
 
-Telemetry: the H100 sweep has `nvidia-smi --query-gpu=timestamp,index,name,driver_version,
-utilization.gpu,power.draw --format=csv -l 1` for its 8 GPUs, from just before the first point
-to just after the last (idle between points). The app reads no neuron-monitor output, so the
-Trainium2 run states its NeuronCore utilization as a run field instead (`gpu_utilization_pct`,
-the mean neuron-monitor reported over the sweep) and has no power figure.
+Telemetry, each side from just before its first point to just after its last (idle between
+points):
+
+- the H100 sweep has `nvidia-smi --query-gpu=timestamp,index,name,driver_version,
+  utilization.gpu,power.draw --format=csv -l 1` for its 8 GPUs;
+- the Trainium2 sweep has neuron-monitor's reports for the vLLM server's 64 NeuronCores (16
+  chips × 4 logical cores at the default `LNC=2`), one a second, stamped as they were recorded
+  (`neuron-monitor -c monitor.conf | jq -c --unbuffered '{timestamp: now} + .'`, with only the
+  `neuroncore_counters` group: neuron-monitor writes no time of its own). neuron-monitor reports
+  no power, so that run has no power figure.
 
 Both runs are imported with `benchmarks_app`'s own import (the demo seeds both apps, so it is
 the one part of `audit_app` that imports `benchmarks_app`), then gated with an SLO and the
@@ -102,7 +107,14 @@ GATE_TOLERANCES: Mapping[str, float] = {
 TTFT_SIGMA = 0.35  # log-sd of TTFT around its median
 GAP_SIGMA = 0.10  # log-sd of one inter-token gap around its request's TPOT
 POINT_GAP_S = 5  # between two points of a sweep (the client restarts)
-TELEMETRY_MARGIN_S = 3  # nvidia-smi runs this long before the first and after the last point
+TELEMETRY_MARGIN_S = 3  # telemetry runs this long before the first and after the last point
+NVIDIA_SMI = "nvidia-smi"
+NEURON_MONITOR = "neuron-monitor"
+# Trn2 at the default logical NeuronCore config (LNC=2): 4 logical cores a chip, each two
+# physical cores (neuron-monitor's `v3d` breakdown).
+NEURONCORES_PER_DEVICE = 4
+MODEL_PARAMETERS = 70.6e9  # Llama 3.3 70B: 2 FLOPs a parameter a token (prefill and decode)
+NEURON_PID = 48_213  # the vLLM server's process; without NEURON_PROCESS_TAG its tag is the pid
 PERF_COUNTER_BASE_S = 81_234.5  # vLLM's start times are time.perf_counter() readings
 
 
@@ -122,7 +134,9 @@ class ServerProfile:
     tail_sigma_per_request: float
     sweep_start: datetime
     seed: int
-    # nvidia-smi telemetry per concurrency (None: no nvidia-smi file)
+    # Telemetry: which tool, and its utilization (and nvidia-smi's power) per concurrency
+    # (utilization None: no telemetry file).
+    telemetry: str = NVIDIA_SMI
     utilization_pct: Mapping[int, float] | None = None
     power_w: Mapping[int, float] | None = None
     idle_power_w: float = 0.0
@@ -150,6 +164,8 @@ class ServerProfile:
         return f"{FILE_PREFIX}vllm-llama-3.3-70b-{self.key}-c{concurrency}.json"
 
     def telemetry_name(self) -> str:
+        if self.telemetry == NEURON_MONITOR:
+            return f"{FILE_PREFIX}neuron-monitor-{self.key}.jsonl"
         return f"{FILE_PREFIX}nvidia-smi-{self.key}.csv"
 
 
@@ -184,8 +200,9 @@ CANDIDATE = ServerProfile(
     tail_sigma_per_request=0.0045,
     sweep_start=datetime(2026, 11, 17, 10, 0, tzinfo=UTC),
     seed=1502,
-    # neuron-monitor's mean NeuronCore utilization over the sweep, stated (see the docstring).
-    meta={"gpu_utilization_pct": "90"},
+    # NeuronCore utilization levels off from 32, as the throughput does.
+    telemetry=NEURON_MONITOR,
+    utilization_pct={8: 85.0, 16: 90.0, 32: 93.0, 64: 94.0},
 )
 
 
@@ -316,7 +333,7 @@ def sweep(profile: ServerProfile) -> list[SweepPoint]:
 def nvidia_smi_csv(profile: ServerProfile, points: list[SweepPoint]) -> str:
     """`nvidia-smi ... --format=csv -l 1` over the sweep: one row per GPU a second, busy during
     a point at that concurrency's utilization and power, idle between points."""
-    if profile.utilization_pct is None or profile.power_w is None:
+    if profile.telemetry != NVIDIA_SMI or profile.utilization_pct is None or not profile.power_w:
         raise ValueError(f"{profile.key} has no nvidia-smi telemetry to write")
     _, gpus = profile.price()
     rng = np.random.default_rng([profile.seed, 0])
@@ -343,6 +360,104 @@ def nvidia_smi_csv(profile: ServerProfile, points: list[SweepPoint]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def neuron_monitor_jsonl(profile: ServerProfile, points: list[SweepPoint]) -> str:
+    """neuron-monitor's reports over the sweep, each stamped by jq when it was read (`timestamp`,
+    seconds since the epoch), one a line. The monitored application is the vLLM server, with
+    `monitor.conf` = `{"period": "1s", "neuron_runtimes": [{"tag_filter": ".*", "metrics":
+    [{"type": "neuroncore_counters"}]}]}`.
+
+    A report covers the `period` before it (a little over the 1 s asked for, as neuron-monitor
+    measures it). A NeuronCore's utilization is the point's level times the share of the period
+    a point was running, with noise, as the mean of its two physical cores (`v3d`); `flops` is
+    2 × the model's parameters × the point's tokens/s (prompt and output) over the cores, times
+    that share."""
+    if profile.telemetry != NEURON_MONITOR or profile.utilization_pct is None:
+        raise ValueError(f"{profile.key} has no neuron-monitor telemetry to write")
+    _, devices = profile.price()
+    cores = devices * NEURONCORES_PER_DEVICE
+    rng = np.random.default_rng([profile.seed, 0])
+    moment = (points[0].started_at - timedelta(seconds=TELEMETRY_MARGIN_S)).timestamp()
+    last = (points[-1].ended_at + timedelta(seconds=TELEMETRY_MARGIN_S)).timestamp()
+    static = _neuron_static(profile, devices)
+    lines = []
+    while moment < last:
+        period = 1.0 + float(rng.uniform(0.0001, 0.0012))
+        moment += period
+        point, share = _busy_share(points, moment - period, moment)
+        if point is None:
+            halves = np.zeros((cores, 2))
+            flops = 0
+        else:
+            level = profile.utilization_pct[point.concurrency]
+            halves = np.clip(rng.normal(level, 2.0, (cores, 2)) * share, 0.0, 100.0).round(2)
+            tokens_per_s = point.result["total_token_throughput"]
+            flops = round(2 * MODEL_PARAMETERS * tokens_per_s * share / cores)
+        in_use = {
+            str(core): {
+                "neuroncore_utilization": round(float(halves[core].mean()), 3),
+                "flops": flops,
+                "v3d": {
+                    f"nc_v3.{2 * core + half}": {
+                        "neuroncore_utilization": float(halves[core, half])
+                    }
+                    for half in (0, 1)
+                },
+            }
+            for core in range(cores)
+        }
+        counters = {"period": round(period, 9), "neuroncores_in_use": in_use, "error": ""}
+        runtime = {
+            "pid": NEURON_PID,
+            "neuron_runtime_tag": str(NEURON_PID),
+            "error": "",
+            "report": {"neuroncore_counters": counters},
+        }
+        report = {"timestamp": round(moment, 6), "neuron_runtime_data": [runtime], **static}
+        lines.append(json.dumps(report, separators=(",", ":")))
+    return "\n".join(lines) + "\n"
+
+
+def _busy_share(
+    points: list[SweepPoint], start_s: float, end_s: float
+) -> tuple[SweepPoint | None, float]:
+    """The point running during (start_s, end_s] and the share of that time it ran (None, 0.0
+    between points; the points are seconds apart, so a period meets one at most)."""
+    for point in points:
+        overlap = min(end_s, point.ended_at.timestamp()) - max(
+            start_s, point.started_at.timestamp()
+        )
+        if overlap > 0:
+            return point, overlap / (end_s - start_s)
+    return None, 0.0
+
+
+def _neuron_static(profile: ServerProfile, devices: int) -> dict[str, Any]:
+    """The `instance_info` and `neuron_hardware_info` every report carries (placeholder ids, as
+    in the neuron-monitor user guide)."""
+    return {
+        "instance_info": {
+            "instance_name": "",
+            "instance_id": "i-0011223344556677a",
+            "instance_type": profile.instance_type,
+            "instance_availability_zone": "us-east-2b",
+            "instance_availability_zone_id": "use2-az2",
+            "instance_region": "us-east-2",
+            "ami_id": "ami-0011223344556677b",
+            "subnet_id": "subnet-112233ee",
+            "error": "",
+        },
+        "neuron_hardware_info": {
+            "neuron_device_type": "trainium2",
+            "neuroncore_version": "v3d",
+            "neuron_device_count": devices,
+            "neuron_device_memory_size": 96 * 1024**3,
+            "neuroncore_per_device_count": NEURONCORES_PER_DEVICE,
+            "logical_neuroncore_config": 2,
+            "error": "",
+        },
+    }
+
+
 # --- files, import and gate -----------------------------------------------------------------
 
 
@@ -353,7 +468,7 @@ class SideFiles:
 
 
 def write_side(profile: ServerProfile, directory: Path) -> SideFiles:
-    """Write the side's result files (and its nvidia-smi CSV, when it has one) to `directory`."""
+    """Write the side's result files (and its telemetry file, when it has one) to `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     points = sweep(profile)
     results = []
@@ -364,7 +479,8 @@ def write_side(profile: ServerProfile, directory: Path) -> SideFiles:
     telemetry = None
     if profile.utilization_pct is not None:
         telemetry = directory / profile.telemetry_name()
-        telemetry.write_text(nvidia_smi_csv(profile, points), encoding="utf-8")
+        write = neuron_monitor_jsonl if profile.telemetry == NEURON_MONITOR else nvidia_smi_csv
+        telemetry.write_text(write(profile, points), encoding="utf-8")
     return SideFiles(results=results, telemetry=telemetry)
 
 

@@ -68,7 +68,7 @@ EXPECTED = (
     "GuideLLM report (`benchmarks`), an AIPerf / GenAI-Perf profile export (`request_latency` "
     "with a `unit`, or a `Metric,avg,…` CSV), an LLMPerf summary or individual responses "
     "(`results_…`, `ttft_s`), an MLPerf LoadGen `mlperf_log_summary.txt`, an llm-d benchmark "
-    "report, or GPU telemetry (nvidia-smi CSV, DCGM exporter text)"
+    "report, or accelerator telemetry (nvidia-smi CSV, DCGM exporter text, neuron-monitor JSON)"
 )
 
 

@@ -1,4 +1,5 @@
-"""GPU telemetry for utilization and power: nvidia-smi CSV or DCGM exporter text.
+"""Accelerator telemetry for utilization and power: nvidia-smi CSV, DCGM exporter text or
+neuron-monitor JSON.
 
 **nvidia-smi** — `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw
 --format=csv -l 1`: a header with units in brackets (`timestamp, index, utilization.gpu [%],
@@ -19,23 +20,62 @@ epoch, the exposition format's optional last field):
 `DCGM_FI_DEV_GPU_UTIL` (%) and `DCGM_FI_DEV_POWER_USAGE` (W) with the same `gpu` label and
 timestamp make one sample; other series and `#` lines are skipped. A sample without a timestamp
 is refused (a plain `curl …/metrics` loop loses the time of each scrape), naming its line.
+
+**neuron-monitor** (AWS Trainium / Inferentia, `aws-neuron-tools`) — one JSON report per
+period, as its user guide describes: `neuron_runtime_data[]` (one entry per Neuron application,
+e.g. the vLLM server) with `report.neuroncore_counters.neuroncores_in_use.{core}
+.neuroncore_utilization` (percent over the captured `period`), `neuron_hardware_info` and
+`instance_info`. Reports one per line (neuron-monitor's stdout), or a JSON array of reports.
+Each report gives one sample per NeuronCore (`gpu_index` = the NeuronCore index; on Trn2 the
+logical core, whose physical halves under `v3d` are not read); a core that several applications
+report in one report gets the sum of their utilizations (neuron-monitor lists every core for each
+application, 0 for the cores it does not use), capped at 100 %, said in an assumption.
+`neuron_hardware_info.neuron_device_type` fills `gpu_type`.
+
+neuron-monitor's reports carry **no time of their own** and **no power draw** (its documented
+metric groups have neither; power is only a percent of the maximum in sysfs). Each report must
+therefore be stamped when it is recorded, in a top-level `timestamp` (seconds since the epoch, or
+an ISO 8601 date-time; one without a zone is read as UTC, said):
+
+    neuron-monitor -c monitor.conf | jq -c --unbuffered '{timestamp: now} + .' > neuron.jsonl
+
+A report without it is refused, naming its line, as a DCGM sample without its time is; every
+sample's `power_w` is None.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, TelemetrySample
-from benchmarks_app.converters.base import decode_text, head_text, to_float, to_int
+from benchmarks_app.converters.base import (
+    decode_text,
+    epoch_seconds,
+    has_json_key,
+    head_text,
+    json_error_sentence,
+    require_object,
+    to_float,
+    to_int,
+)
 
 TOOL = "telemetry"
 DCGM_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 DCGM_POWER = "DCGM_FI_DEV_POWER_USAGE"
 POWER_COLUMNS = ("power.draw", "power.draw.average", "power.draw.instant")
+NEURON_RUNTIMES = "neuron_runtime_data"  # the key every neuron-monitor report has
+NEURON_TIMESTAMP = "timestamp"  # added when recording (neuron-monitor writes no time)
+NEURON_RECIPE = "neuron-monitor | jq -c --unbuffered '{timestamp: now} + .'"
+# Seconds since the epoch beyond this (the year 5138) are milliseconds, not seconds.
+LARGEST_EPOCH_S = 1e11
 
 _TIMESTAMP = re.compile(
     r"^(?P<date>\d{4}[/-]\d{2}[/-]\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<fraction>\d+))?"
@@ -52,6 +92,8 @@ _HEADER_CELL = re.compile(r"^(?P<name>[^\[]*?)\s*(?:\[(?P<unit>[^\]]*)\])?$")
 
 def sniff(data: bytes, filename: str) -> bool:
     head = head_text(data)
+    if _is_neuron_monitor(head):
+        return True
     if f"{DCGM_UTIL}" in head or f"{DCGM_POWER}" in head:
         return not head.startswith(("{", "["))
     first = head.split("\n", 1)[0].lower()
@@ -61,9 +103,16 @@ def sniff(data: bytes, filename: str) -> bool:
 def convert(data: bytes, *, filename: str) -> BenchmarkArtifact:
     text = decode_text(data)
     head = head_text(data)
+    if _is_neuron_monitor(head):
+        return _convert_neuron_monitor(text)
     if DCGM_UTIL in head or DCGM_POWER in head:
         return _convert_dcgm(text)
     return _convert_nvidia_smi(text)
+
+
+def _is_neuron_monitor(head: str) -> bool:
+    """JSON (a report, a line of reports or an array of them) with neuron-monitor's top key."""
+    return head.startswith(("{", "[")) and has_json_key(head, NEURON_RUNTIMES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,6 +324,210 @@ def _convert_dcgm(text: str) -> BenchmarkArtifact:
         for (timestamp_ms, gpu), (utilization, power) in readings.items()
     ]
     return _artifact(samples, names, drivers, [])
+
+
+# ---------------------------------------------------------------------------------------------
+# neuron-monitor (JSON reports)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _NeuronNotes:
+    """What the reports said besides utilization: why a runtime gave no counters, and which
+    cores several applications reported in one report."""
+
+    runtimes: int = 0  # `neuron_runtime_data` entries seen in all reports
+    errors: list[str] = field(default_factory=list)  # "line 3: …neuroncore_counters.error: …"
+    added: set[int] = field(default_factory=set)  # cores whose utilizations were added
+    naive_times: bool = False  # an ISO 8601 timestamp without a zone, read as UTC
+
+
+def _convert_neuron_monitor(text: str) -> BenchmarkArtifact:
+    notes = _NeuronNotes()
+    samples = []
+    device_types = set()
+    for where, report in _neuron_reports(text):
+        timestamp = _report_time(report, where, notes)
+        for core, utilization in _core_utilization(report, where, notes).items():
+            samples.append(
+                TelemetrySample(timestamp_s=timestamp, gpu_index=core, utilization_pct=utilization)
+            )
+        hardware = report.get("neuron_hardware_info")
+        if isinstance(hardware, Mapping) and str(hardware.get("neuron_device_type") or "").strip():
+            device_types.add(str(hardware["neuron_device_type"]).strip())
+    if not samples:
+        raise ArtifactError(f"no NeuronCore utilization in the file: {_no_samples_reason(notes)}")
+    assumptions = []
+    if notes.naive_times:
+        assumptions.append("neuron-monitor timestamps carry no time zone; they were read as UTC.")
+    if notes.added:
+        cores = ", ".join(str(core) for core in sorted(notes.added))
+        assumptions.append(
+            f"Several Neuron applications reported NeuronCore {cores} in one report; their "
+            "utilizations were added (at most 100 %)."
+        )
+    return _artifact(samples, device_types, set(), assumptions)
+
+
+def _neuron_reports(text: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """Every report with its place: `line N` (one report a line), `[i]` (a JSON array) or
+    `the report` (one report laid out over several lines)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ArtifactError("not valid JSON: nested too deeply") from None
+    except json.JSONDecodeError as error:
+        if error.msg != "Extra data":
+            raise ArtifactError(json_error_sentence(error, text)) from None
+        return _neuron_lines(text)
+    if isinstance(value, list):
+        if not value:
+            raise ArtifactError("the file is an empty JSON array; expected neuron-monitor reports")
+        return [
+            (f"`[{index}]`", require_object(item, f"`[{index}]`"))
+            for index, item in enumerate(value)
+        ]
+    where = "line 1" if "\n" not in text.strip() else "the report"
+    return [(where, require_object(value, "the file"))]
+
+
+def _neuron_lines(text: str) -> list[tuple[str, Mapping[str, Any]]]:
+    reports = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            reports.append((where, require_object(json.loads(line), where)))
+        except RecursionError:
+            raise ArtifactError(f"{where}: not valid JSON: nested too deeply") from None
+        except json.JSONDecodeError as error:
+            if not line[error.pos :].strip():
+                raise ArtifactError(f"{where}: the report ends early (truncated file?)") from None
+            raise ArtifactError(
+                f"{where}: not valid JSON at column {error.colno}: {error.msg}"
+            ) from None
+    return reports
+
+
+def _report_time(report: Mapping[str, Any], where: str, notes: _NeuronNotes) -> float:
+    """The report's `timestamp` in seconds since the epoch."""
+    if NEURON_TIMESTAMP not in report:
+        raise ArtifactError(
+            f"{where}: the report has no `{NEURON_TIMESTAMP}`; neuron-monitor writes no time of "
+            f"its own, so stamp each report as it is recorded: `{NEURON_RECIPE}`"
+        )
+    value = report[NEURON_TIMESTAMP]
+    expected = "expected seconds since the epoch (jq's `now`) or an ISO 8601 date-time"
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = float(value)
+        except ValueError:
+            parsed = epoch_seconds(value)
+            if parsed is not None:
+                seconds, has_zone = parsed
+                notes.naive_times = notes.naive_times or not has_zone
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise ArtifactError(f"{where}: `{NEURON_TIMESTAMP}` is {value!r}; {expected}")
+    if seconds > LARGEST_EPOCH_S:
+        raise ArtifactError(
+            f"{where}: `{NEURON_TIMESTAMP}` is {value!r}, too large for seconds since the epoch "
+            f"(milliseconds?); {expected}"
+        )
+    return seconds
+
+
+def _core_utilization(
+    report: Mapping[str, Any], where: str, notes: _NeuronNotes
+) -> dict[int, float | None]:
+    """NeuronCore index → utilization % in one report, over every application that reports it."""
+    runtimes = report.get(NEURON_RUNTIMES)
+    if not isinstance(runtimes, list):
+        state = "missing" if runtimes is None else "not a list"
+        raise ArtifactError(f"{where}: `{NEURON_RUNTIMES}` is {state}; not a neuron-monitor report")
+    readings: dict[int, list[float]] = {}
+    for position, runtime in enumerate(runtimes):
+        path = f"{NEURON_RUNTIMES}[{position}]"
+        runtime = require_object(runtime, f"{where}: `{path}`")
+        notes.runtimes += 1
+        in_use = _neuroncores_in_use(runtime, where, path, notes)
+        for key, core in in_use.items():
+            core_path = f"{path}.report.neuroncore_counters.neuroncores_in_use.{key}"
+            index = _core_index(key, where, core_path)
+            values = readings.setdefault(index, [])
+            core = require_object(core, f"{where}: `{core_path}`")
+            try:
+                value = to_float(
+                    core.get("neuroncore_utilization"), f"{core_path}.neuroncore_utilization"
+                )
+            except ArtifactError as error:
+                raise ArtifactError(f"{where}: {error}") from None
+            if value is not None and value < 0:
+                raise ArtifactError(
+                    f"{where}: `{core_path}.neuroncore_utilization` is {value:g}, below 0 %"
+                )
+            if value is not None:
+                values.append(value)
+    return {index: _added(index, values, notes) for index, values in readings.items()}
+
+
+def _neuroncores_in_use(
+    runtime: Mapping[str, Any], where: str, path: str, notes: _NeuronNotes
+) -> Mapping[str, Any]:
+    """One application's `neuroncores_in_use` ({} when its counters are absent or failed, the
+    reason kept in `notes`)."""
+    part = runtime.get("report")
+    counters = part.get("neuroncore_counters") if isinstance(part, Mapping) else None
+    if not isinstance(counters, Mapping):
+        error = str(runtime.get("error") or "").strip()
+        if error:
+            notes.errors.append(f"{where}: `{path}.error` is {error!r}")
+        return {}
+    error = str(counters.get("error") or "").strip()
+    if error:
+        notes.errors.append(f"{where}: `{path}.report.neuroncore_counters.error` is {error!r}")
+        return {}
+    in_use = counters.get("neuroncores_in_use")
+    if in_use is None:
+        return {}
+    if not isinstance(in_use, Mapping):
+        raise ArtifactError(
+            f"{where}: `{path}.report.neuroncore_counters.neuroncores_in_use` is not an object"
+        )
+    return in_use
+
+
+def _core_index(key: str, where: str, path: str) -> int:
+    if not key.isdigit():
+        raise ArtifactError(f"{where}: `{path}`: {key!r} is not a NeuronCore index")
+    return int(key)
+
+
+def _added(index: int, values: list[float], notes: _NeuronNotes) -> float | None:
+    """One core's utilization: the applications' sum, at most 100 %; None when none had one."""
+    if not values:
+        return None
+    if sum(1 for value in values if value) > 1:
+        notes.added.add(index)
+        return min(100.0, sum(values))
+    return sum(values)
+
+
+def _no_samples_reason(notes: _NeuronNotes) -> str:
+    if notes.errors:
+        return notes.errors[0]
+    if not notes.runtimes:
+        return (
+            f"`{NEURON_RUNTIMES}` is empty in every report (no Neuron application was running "
+            "while neuron-monitor recorded)"
+        )
+    return (
+        "no report has `neuroncore_counters` with a NeuronCore in use; enable that metric "
+        "group for the application in the neuron-monitor configuration"
+    )
 
 
 def _artifact(

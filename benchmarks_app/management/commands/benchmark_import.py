@@ -33,7 +33,10 @@ class Command(BaseCommand):
             help="Run fields no tool records (model_hash, quantization, "
             "batch_size, num_gpus, gpu_type, usd_per_gpu_hour, ...).",
         )
-        parser.add_argument("--telemetry", help="GPU telemetry CSV (nvidia-smi or DCGM).")
+        parser.add_argument(
+            "--telemetry",
+            help="Accelerator telemetry: nvidia-smi CSV, DCGM text or neuron-monitor JSON.",
+        )
         parser.add_argument("--name", default="")
         parser.add_argument("--json", action="store_true")
 

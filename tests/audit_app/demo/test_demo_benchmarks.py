@@ -1,6 +1,6 @@
 """The demo's benchmark sweep pair (H100 against Trainium2) and its gate: what the seed loads,
-checked against the files it wrote, read here on their own (json / csv), and the hardware
-catalog's prices."""
+checked against the files it wrote, read here on their own (json / csv / json lines), and the
+hardware catalog's prices."""
 
 from __future__ import annotations
 
@@ -81,13 +81,16 @@ def test_two_runs_of_four_points_at_the_sweep_loads(loaded: Any, tmp_path: Path)
         assert Decimal(run.fields["usd_per_gpu_hour"]) == usd_per_hour / gpus
         assert (run.fields["quantization"], run.fields["batch_size"]) == ("bf16", 64)
     assert Decimal(loaded.baseline.fields["usd_per_gpu_hour"]) == Decimal("12.29")  # 98.32 / 8
-    # The H100 sweep carries nvidia-smi telemetry; the Trainium2 run states its utilization.
+    # The H100 sweep carries nvidia-smi telemetry, the Trainium2 sweep neuron-monitor's; no
+    # utilization is stated, and neuron-monitor gives no power.
     assert loaded.baseline.telemetry_upload.original_name == "demo-nvidia-smi-h100x8.csv"
-    assert loaded.candidate.telemetry_upload is None
-    assert loaded.candidate.fields["gpu_utilization_pct"] == 90.0
-    for point in loaded.baseline.points.all():
-        assert point.metrics["sources"]["gpu_utilization_pct"] == "telemetry"
-        assert point.metrics["error_rate_pct"] == 0.0
+    assert loaded.candidate.telemetry_upload.original_name == "demo-neuron-monitor-trn2x16.jsonl"
+    for run in (loaded.baseline, loaded.candidate):
+        assert run.fields["gpu_utilization_pct"] is None
+        for point in run.points.all():
+            assert point.metrics["sources"]["gpu_utilization_pct"] == "telemetry"
+            assert point.metrics["error_rate_pct"] == 0.0
+    assert {p.metrics["power_w_per_gpu"] is None for p in loaded.candidate.points.all()} == {True}
 
 
 def test_the_gate_passes_at_the_slo_with_the_candidate_cheaper(loaded: Any, tmp_path: Path) -> None:
@@ -172,14 +175,70 @@ def _utc(text: str, layout: str) -> datetime:
     return datetime.strptime(text, layout).replace(tzinfo=UTC)
 
 
-def test_telemetry_covers_every_point_of_the_h100_sweep(tmp_path: Path) -> None:
-    files = write_side(BASELINE, tmp_path)
-    assert files.telemetry is not None
-    with files.telemetry.open(newline="") as handle:
-        rows = [
+def _window(result: dict[str, Any]) -> tuple[float, float]:
+    """A point's time window in epoch seconds: `date` is when vLLM saved the file (its end)."""
+    ended = _utc(result["date"], "%Y%m%d-%H%M%S").timestamp()
+    return ended - result["duration"], ended
+
+
+def _neuron_reports(path: Path) -> list[tuple[float, list[float]]]:
+    """Each neuron-monitor line's timestamp and its logical NeuronCores' utilization."""
+    reports = []
+    for line in path.read_text().splitlines():
+        report = json.loads(line)
+        (runtime,) = report["neuron_runtime_data"]
+        cores = runtime["report"]["neuroncore_counters"]["neuroncores_in_use"]
+        reports.append(
+            (report["timestamp"], [core["neuroncore_utilization"] for core in cores.values()])
+        )
+    return reports
+
+
+def _nvidia_smi_rows(path: Path) -> list[tuple[datetime, dict[str, str]]]:
+    with path.open(newline="") as handle:
+        return [
             (_utc(r["timestamp"], "%Y/%m/%d %H:%M:%S.%f"), r)
             for r in csv.DictReader(handle, skipinitialspace=True)
         ]
+
+
+def test_each_point_has_the_utilization_its_telemetry_reports(loaded: Any, tmp_path: Path) -> None:
+    """Per point: the mean of the samples inside its window, from the CSV (each GPU a second)
+    and from neuron-monitor's reports (each NeuronCore a report); the gate compares the two and
+    allows a 10 % drop."""
+    smi = _nvidia_smi_rows(tmp_path / BASELINE.telemetry_name())
+    neuron = _neuron_reports(tmp_path / CANDIDATE.telemetry_name())
+    at = {tuple(p["load"].items()): p for p in loaded.gate.result["points"]}
+    for index, concurrency in enumerate(CONCURRENCIES):
+        start, end = _window(_result(tmp_path, BASELINE.file_name(concurrency)))
+        base = np.mean(
+            [
+                float(r["utilization.gpu [%]"].rstrip(" %"))
+                for moment, r in smi
+                if start <= moment.timestamp() <= end
+            ]
+        )
+        start, end = _window(_result(tmp_path, CANDIDATE.file_name(concurrency)))
+        inside = [values for stamp, values in neuron if start <= stamp <= end]
+        assert all(len(values) == 64 for values in inside)
+        cand = np.mean(np.concatenate(inside))
+        candidate_point = loaded.candidate.points.get(index=index)
+        assert candidate_point.metrics["gpu_utilization_pct"] == pytest.approx(cand, rel=1e-9)
+        check = next(
+            c
+            for c in at[(("concurrency", concurrency),)]["checks"]
+            if c["metric"] == "gpu_utilization_pct"
+        )
+        assert check["baseline"] == pytest.approx(base, rel=1e-9)
+        assert check["candidate"] == pytest.approx(cand, rel=1e-9)
+        assert check["passed"] == (cand >= base * 0.9), concurrency
+        assert 75 < cand < base, concurrency  # busy, and a little under the H100s each time
+
+
+def test_telemetry_covers_every_point_of_the_h100_sweep(tmp_path: Path) -> None:
+    files = write_side(BASELINE, tmp_path)
+    assert files.telemetry is not None
+    rows = _nvidia_smi_rows(files.telemetry)
     assert {r["index"] for _, r in rows} == {str(gpu) for gpu in range(8)}
     first, last = min(t for t, _ in rows), max(t for t, _ in rows)
     assert first < BASELINE.sweep_start
@@ -205,4 +264,41 @@ def test_loading_twice_does_not_duplicate(loaded: Any, tmp_path: Path) -> None:
     assert again.skipped and again.gate is None
     assert BenchmarkRun.objects.count() == 2
     assert Gate.objects.count() == 1
-    assert Upload.objects.count() == uploads == 9  # 8 result files and one telemetry CSV
+    assert Upload.objects.count() == uploads == 10  # 8 result files and 2 telemetry files
+
+
+def test_telemetry_covers_every_point_of_the_trainium2_sweep(tmp_path: Path) -> None:
+    files = write_side(CANDIDATE, tmp_path)
+    assert files.telemetry is not None
+    lines = [json.loads(line) for line in files.telemetry.read_text().splitlines()]
+    stamps = [line["timestamp"] for line in lines]
+    assert stamps == sorted(stamps)
+    # One report a period of just over a second, its `period` the gap since the last one.
+    periods = [
+        line["neuron_runtime_data"][0]["report"]["neuroncore_counters"]["period"] for line in lines
+    ]
+    assert all(1.0 < period < 1.002 for period in periods)
+    assert np.diff(stamps) == pytest.approx(periods[1:], abs=2e-6)
+    hardware = lines[0]["neuron_hardware_info"]
+    assert (hardware["neuron_device_count"], hardware["neuroncore_per_device_count"]) == (16, 4)
+    for line in lines:
+        cores = line["neuron_runtime_data"][0]["report"]["neuroncore_counters"][
+            "neuroncores_in_use"
+        ]
+        assert list(cores) == [str(core) for core in range(64)]
+        for core in cores.values():  # a logical core is the mean of its two physical ones
+            halves = [half["neuroncore_utilization"] for half in core["v3d"].values()]
+            assert core["neuroncore_utilization"] == pytest.approx(np.mean(halves), abs=5e-4)
+    reports = _neuron_reports(files.telemetry)
+    assert reports[0][0] < CANDIDATE.sweep_start.timestamp()
+    for path in files.results:
+        start, end = _window(json.loads(path.read_text()))
+        assert reports[0][0] < start and end < reports[-1][0], path.name
+        # Reports wholly inside the point (their period too) are busy on every core.
+        busy = [min(values) for stamp, values in reports if start + 1.01 <= stamp <= end - 1]
+        assert len(busy) >= int(end - start) - 3 and min(busy) > 60, path.name
+    idle = [max(values) for stamp, values in reports if stamp < CANDIDATE.sweep_start.timestamp()]
+    assert idle and max(idle) == 0.0
+    again = write_side(CANDIDATE, tmp_path / "again")
+    assert again.telemetry is not None
+    assert again.telemetry.read_bytes() == files.telemetry.read_bytes()

@@ -12,6 +12,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 REAL = REPO / "tests" / "fixtures" / "real" / "benchmarks"
 LOCAL = REPO / "tests" / "fixtures" / "benchmarks"
+# The real telemetry sample: accelerator telemetry, not load points (test_telemetry.py reads it).
+NEURON_MONITOR_REAL = "telemetry/neuron-monitor_trn1.2xlarge_wandb_3_reports.jsonl"
 
 
 def real(relative: str) -> bytes:

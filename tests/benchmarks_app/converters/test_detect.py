@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks_app.artifacts import ArtifactError
 from benchmarks_app.converters import CONVERTERS, DETECTION_ORDER, convert, detect_format
-from tests.benchmarks_app.converters.files import REAL, local, real
+from tests.benchmarks_app.converters.files import NEURON_MONITOR_REAL, REAL, local, real
 
 DETECTION_TABLE = [
     # (folder, file, expected format)
@@ -30,12 +30,15 @@ DETECTION_TABLE = [
     ("real", "llmperf/vllm-01-ai_Yi-1.5-34B-Chat_sweep.csv", "llmperf"),
     ("real", "mlperf/llama2-70b-99_Server_mlperf_log_summary.txt", "mlperf"),
     ("real", "llm-d-benchmark/br_v0_2_1_example.yaml", "llm-d"),
+    # neuron-monitor's reports carry `"completed"` counts (execution_stats), like a vLLM result.
+    ("real", NEURON_MONITOR_REAL, "telemetry"),
     ("local", "vllm_current_5_requests.json", "vllm"),
     ("local", "vllm_baseline.json", "vllm"),
     ("local", "vllm_candidate.json", "vllm"),
     ("local", "profile_export_genai_perf.csv", "genai-perf"),
     ("local", "nvidia_smi.csv", "telemetry"),
     ("local", "dcgm_exporter.prom", "telemetry"),
+    ("local", "neuron_monitor.jsonl", "telemetry"),
 ]
 
 
@@ -74,6 +77,14 @@ def test_unsupported_files_are_refused_with_what_was_expected() -> None:
         (b'{"duration": 1.0, "completed": 1, "output_throughput": 3.5}', "x.json", "vllm"),
         (b'[{"hw": "h100", "output_tput_per_gpu": 10.0}]', "agg_bmk.json", "vllm"),
         (b"timestamp, index, power.draw [W]\n", "x.csv", "telemetry"),
+        (b'[{"timestamp": 1, "neuron_runtime_data": []}]', "x.json", "telemetry"),
+        # A vLLM result that merely mentions the name in a value is still a vLLM result.
+        (
+            b'{"duration": 1.0, "completed": 1, "output_throughput": 3.5, '
+            b'"label": "neuron_runtime_data"}',
+            "x.json",
+            "vllm",
+        ),
     ],
 )
 def test_detection_of_small_inline_files(data: bytes, filename: str, expected: str) -> None:

@@ -17,7 +17,7 @@ import yaml
 
 from benchmarks_app.artifacts import BenchmarkArtifact
 from benchmarks_app.converters import convert, convert_points
-from tests.benchmarks_app.converters.files import REAL, real
+from tests.benchmarks_app.converters.files import NEURON_MONITOR_REAL, REAL, real
 
 approx = pytest.approx
 
@@ -247,4 +247,4 @@ def test_every_real_benchmark_file_has_a_case() -> None:
         for path in REAL.rglob("*")
         if path.is_file() and path.name != "SOURCES.md"
     }
-    assert files == {case.path for case in CASES}
+    assert files == {case.path for case in CASES} | {NEURON_MONITOR_REAL}
