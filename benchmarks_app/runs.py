@@ -233,15 +233,16 @@ def benchmark_run_import(
     _check_sweep(converted)
     samples: tuple[TelemetrySample, ...] | None = None
     telemetry_upload = None
+    telemetry_notes: tuple[str, ...] = ()
     if telemetry is not None:
         telemetry_upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)
         with telemetry_upload.file.open("rb") as stored:
             try:
-                samples = converters.convert(
-                    stored.read(), filename=telemetry[1], format="telemetry"
-                ).telemetry
+                read = converters.convert(stored.read(), filename=telemetry[1], format="telemetry")
             except ArtifactError as exc:
                 raise RunRefused(f"{telemetry[1]}: {exc}", field="telemetry") from None
+        samples = read.telemetry
+        telemetry_notes = tuple(f"telemetry {telemetry[1]}: {a}" for a in read.assumptions)
     artifacts = [
         (upload, file_name, a if samples is None else dataclasses.replace(a, telemetry=samples))
         for upload, (file_name, points) in zip(uploads, converted, strict=True)
@@ -257,7 +258,7 @@ def benchmark_run_import(
         tool=first.tool,
         model=(fields.model or first.model)[:300],
         fields=jsonable(fields),
-        assumptions=_assumptions(artifacts),
+        assumptions=[*_assumptions(artifacts), *telemetry_notes],
         created_by=user if user is not None and user.is_authenticated else None,
     )
     _store_points(run, fields, [(u, f, a) for u, f, a in artifacts])

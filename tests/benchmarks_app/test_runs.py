@@ -386,3 +386,18 @@ def test_the_gate_page_names_the_run_page_field_where_the_command_names_a_flag(
     html = client.get(f"/benchmarks/gates/{gate.pk}/").content.decode()
     assert "state usd_per_gpu_hour (“$ per accelerator-hour” on the run page)" in html
     assert "--meta" not in html
+
+
+def test_the_telemetry_files_assumptions_reach_the_run() -> None:
+    # nvidia-smi writes its timestamps without a zone; the converter says it read them as UTC.
+    telemetry = FIXTURES_DIR / "benchmarks" / "nvidia_smi.csv"
+    with telemetry.open("rb") as samples:
+        run = benchmark_run_import(
+            source=io.BytesIO(_point_file(8)),
+            filename="c8.json",
+            telemetry=(samples, telemetry.name),
+        )
+    assert (
+        "telemetry nvidia_smi.csv: nvidia-smi timestamps carry no time zone; they were read as UTC."
+        in run.assumptions
+    )
