@@ -160,6 +160,23 @@ def load_json(data: bytes) -> Any:
         raise ArtifactError("not valid JSON: nested too deeply") from None
 
 
+JSON_LINES = object()  # `json_or_lines`: the text is several JSON values, one a line
+
+
+def json_or_lines(text: str) -> Any:
+    """One JSON document, or `JSON_LINES` when the text holds several values one after another
+    (JSON lines: the caller reads them a line at a time); ArtifactError naming the line for
+    anything else."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ArtifactError("not valid JSON: nested too deeply") from None
+    except json.JSONDecodeError as error:
+        if error.msg != "Extra data":
+            raise ArtifactError(json_error_sentence(error, text)) from None
+        return JSON_LINES
+
+
 def has_json_key(head: str, *keys: str) -> bool:
     """Does any of `keys` appear as a JSON object key (`"key":`) in the head?"""
     return any(re.search(rf'"{re.escape(key)}"\s*:', head) for key in keys)

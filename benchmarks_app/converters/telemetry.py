@@ -57,11 +57,12 @@ from typing import Any
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, TelemetrySample
 from benchmarks_app.converters.base import (
+    JSON_LINES,
     decode_text,
     epoch_seconds,
     has_json_key,
     head_text,
-    json_error_sentence,
+    json_or_lines,
     require_object,
     to_float,
     to_int,
@@ -372,13 +373,8 @@ def _convert_neuron_monitor(text: str) -> BenchmarkArtifact:
 def _neuron_reports(text: str) -> list[tuple[str, Mapping[str, Any]]]:
     """Every report with its place: `line N` (one report a line), `[i]` (a JSON array) or
     `the report` (one report laid out over several lines)."""
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise ArtifactError("not valid JSON: nested too deeply") from None
-    except json.JSONDecodeError as error:
-        if error.msg != "Extra data":
-            raise ArtifactError(json_error_sentence(error, text)) from None
+    value = json_or_lines(text)
+    if value is JSON_LINES:
         return _neuron_lines(text)
     if isinstance(value, list):
         if not value:

@@ -43,6 +43,7 @@ from typing import Any
 
 from benchmarks_app.artifacts import ArtifactError, BenchmarkArtifact, PerRequest
 from benchmarks_app.converters.base import (
+    JSON_LINES,
     UNKNOWN_LOAD,
     Load,
     decode_text,
@@ -51,6 +52,7 @@ from benchmarks_app.converters.base import (
     has_json_key,
     head_text,
     json_error_sentence,
+    json_or_lines,
     metadata_from,
     no_window,
     number_list,
@@ -111,13 +113,8 @@ def _load_results(data: bytes) -> list[tuple[Mapping[str, Any], str]]:
     holds several (InferenceX concatenates its rows into `agg_bmk.json`); `--append-result`
     writes one JSON object per line."""
     text = decode_text(data)
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise ArtifactError("not valid JSON: nested too deeply") from None
-    except json.JSONDecodeError as error:
-        if error.msg != "Extra data":
-            raise ArtifactError(json_error_sentence(error, text)) from None
+    value = json_or_lines(text)
+    if value is JSON_LINES:
         return _load_appended(text)
     if isinstance(value, list):
         if not value:
