@@ -3,6 +3,7 @@ state, the serving modes a gate prices, and `KEY=VALUE` pairs from the command l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -36,6 +37,27 @@ SCALING_MODES = tuple(mode.value for mode in gating.ScalingMode)
 def stated_meta(values: Mapping[str, Any]) -> dict[str, str]:
     """The run fields among ``values`` (form or request data) that were given a value."""
     return {key: str(values[key]) for key in META_KEYS if values.get(key) not in (None, "")}
+
+
+def tolerances_from_pairs(pairs: Sequence[str]) -> dict[str, float]:
+    """`METRIC=PERCENT` pairs (command-line options, or the page's lines) as the gate's allowed
+    regressions; ValueError naming the pair that is not one. The metrics themselves are checked
+    by the gate, which names the known ones."""
+    allowed: dict[str, float] = {}
+    for pair in pairs:
+        if not pair.strip():
+            continue
+        key, sep, value = pair.partition("=")
+        try:
+            pct = float(value.strip().removesuffix("%"))
+        except ValueError:
+            pct = math.nan
+        if not sep or not key.strip() or not (math.isfinite(pct) and pct >= 0):
+            raise ValueError(
+                f"expected METRIC=PERCENT (e.g. tpot_p95_ms=25), a percentage ≥ 0, got {pair!r}"
+            )
+        allowed[key.strip()] = pct
+    return allowed
 
 
 def meta_from_pairs(pairs: Sequence[str] | None) -> dict[str, str]:
@@ -203,11 +225,27 @@ class GateForm(forms.Form):
         "within the limits.",
     )
     slo_tpot_ms = forms.FloatField(label="p95 TPOT limit (ms)", required=False)
+    tolerances = forms.CharField(
+        label="Allowed regressions (one METRIC=PERCENT a line; default 0 %)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "tpot_p95_ms=25\nttft_p95_ms=10"}),
+        help_text="Metrics: "
+        + ", ".join(
+            f"{key} ({label})" for key, label in gating.LABELS.items() if key in gating.BETTER
+        )
+        + ". Error rate is in percentage points (default 0.5).",
+    )
     recommendation = forms.ModelChoiceField(
         queryset=Recommendation.objects.all(),
         required=False,
         label="For recommendation (approved for a pilot, on dedicated hardware)",
     )
+
+    def clean_tolerances(self) -> dict[str, float]:
+        try:
+            return tolerances_from_pairs(self.cleaned_data["tolerances"].splitlines())
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -119,11 +119,12 @@ class BenchmarkListView(RoleRequiredMixin, View):
                 traffic_workload=values["traffic_workload"],
                 slo_ttft_ms=values["slo_ttft_ms"],
                 slo_tpot_ms=values["slo_tpot_ms"],
+                tolerances=values["tolerances"] or None,
                 recommendation=values["recommendation"],
                 user=request.user,
             )
         except GateRefused as exc:
-            # The page's fields: traffic_csv, traffic_workload, slo_ttft_ms, slo_tpot_ms, mode.
+            # The page's fields: traffic_csv, traffic_workload, slo_*, tolerances, mode.
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
             return self._render(request, RunForm(), form, status=400)
         except GateLinkRefused as exc:

@@ -401,3 +401,40 @@ def test_the_telemetry_files_assumptions_reach_the_run() -> None:
         "telemetry nvidia_smi.csv: nvidia-smi timestamps carry no time zone; they were read as UTC."
         in run.assumptions
     )
+
+
+def test_tolerances_from_the_command_and_the_page(
+    tmp_path: Path, capsys: Any, client: Client, engineer_user: Any
+) -> None:
+    # At concurrency 8 the candidate's latencies are 10 % longer, its throughput the same: a
+    # fail at 0 %, a pass once latencies may regress 11 % (10 % and a binary rounding).
+    baseline = _import((8, 1.0))
+    candidate = _import((8, 1.1, 1.0), tag="cand")
+    ids = ["--baseline", str(baseline.pk), "--candidate", str(candidate.pk)]
+    with pytest.raises(SystemExit):
+        call_command("gate", *ids)
+    assert "p95 TTFT +10.0 % (allowed 0 %)" in capsys.readouterr().out
+    latency = [f"{m}=11" for m in ("ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms")]
+    latency += ["itl_p95_ms=11", "e2e_p95_ms=11", "per_user_decode_tokens_per_s=11"]
+    flags = [flag for pair in latency for flag in ("--tolerance", pair)]
+    call_command("gate", *ids, *flags)
+    assert "PASS" in capsys.readouterr().out
+    assert Gate.objects.latest("pk").inputs["tolerances"]["tpot_p95_ms"] == 11.0
+    with pytest.raises(CommandError, match="--tolerance: expected METRIC=PERCENT"):
+        call_command("gate", *ids, "--tolerance", "tpot_p95_ms")
+    with pytest.raises(CommandError, match="--tolerance: unknown metric"):
+        call_command("gate", *ids, "--tolerance", "speed=5")
+    client.force_login(engineer_user)
+    form = {
+        "baseline": baseline.pk,
+        "candidate": candidate.pk,
+        "mode": "always_on",
+        "cold_start_seconds": "0",
+        "tolerances": "\n".join(latency),
+    }
+    response = client.post("/benchmarks/", form)
+    assert response.status_code == 302
+    assert Gate.objects.latest("pk").verdict == "pass"
+    bad = client.post("/benchmarks/", {**form, "tolerances": "speed=5"})
+    assert bad.status_code == 400
+    assert "unknown metric(s) in tolerances: speed" in bad.content.decode()

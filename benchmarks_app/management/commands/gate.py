@@ -20,7 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.models import Recommendation
-from benchmarks_app.forms import SCALING_MODES, meta_from_pairs
+from benchmarks_app.forms import SCALING_MODES, meta_from_pairs, tolerances_from_pairs
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
     GateLinkRefused,
@@ -37,6 +37,7 @@ OPTIONS = {
     "traffic_workload": "--traffic-workload",
     "slo_ttft_ms": "--slo-ttft-ms",
     "slo_tpot_ms": "--slo-tpot-ms",
+    "tolerances": "--tolerance",
 }
 
 
@@ -92,6 +93,13 @@ class Command(BaseCommand):
             "within the SLO, and its cost per 1M output tokens is the headline comparison.",
         )
         parser.add_argument("--slo-tpot-ms", type=float, metavar="MS", help="p95 TPOT limit.")
+        parser.add_argument(
+            "--tolerance",
+            action="append",
+            metavar="METRIC=PERCENT",
+            help="Allowed regression of a metric (tpot_p95_ms=25, decode_tokens_per_s=10, …; "
+            "error_rate_pct in percentage points); default 0 %%, error rate 0.5 points.",
+        )
         parser.add_argument("--traffic", help="CSV with hour,output_tokens")
         parser.add_argument(
             "--traffic-workload",
@@ -116,6 +124,10 @@ class Command(BaseCommand):
                 raise CommandError(f"no recommendation with id {options['recommendation']}")
         baseline = _run(options["baseline"], options["meta_baseline"], "--baseline")
         candidate = _run(options["candidate"], options["meta_candidate"], "--candidate")
+        try:
+            tolerances = tolerances_from_pairs(options["tolerance"] or [])
+        except ValueError as exc:
+            raise CommandError(f"--tolerance: {exc}") from None
         traffic_csv = ""
         if options["traffic"]:
             try:
@@ -133,6 +145,7 @@ class Command(BaseCommand):
                 traffic_workload=options["traffic_workload"] or "",
                 slo_ttft_ms=options["slo_ttft_ms"],
                 slo_tpot_ms=options["slo_tpot_ms"],
+                tolerances=tolerances or None,
                 recommendation=recommendation,
             )
         except GateRefused as exc:
