@@ -681,6 +681,8 @@ class AuditEvent(models.Model):
         RECOMMENDATION_DECISION = "recommendation_decision", "Decided on a recommendation"
         GATE_CREATED = "gate_created", "Ran a benchmark gate"
         RUN_EDITED = "run_edited", "Edited a benchmark run's fields"
+        BUDGET_CHANGED = "budget_changed", "Created, changed or deleted a budget"
+        ALERT_ACKNOWLEDGED = "alert_acknowledged", "Acknowledged an alert"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -698,3 +700,123 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name or 'system'}: {self.summary}"
+
+
+class Budget(models.Model):
+    """A spending limit on one scope of the spend read model over a calendar month or quarter
+    (UTC), with the thresholds that alert and who to tell."""
+
+    class ScopeKind(models.TextChoices):
+        ALL = "all", "All spend"
+        TEAM = "team", "Team"
+        WORKLOAD = "workload", "Workload"
+        PROVIDER = "provider", "Provider"
+        MODEL = "model", "Model"
+
+    class Period(models.TextChoices):
+        MONTH = "month", "Month"
+        QUARTER = "quarter", "Quarter"
+
+    name = models.CharField(max_length=200, unique=True)
+    scope_kind = models.CharField(max_length=16, choices=ScopeKind.choices)
+    scope_value = models.CharField(max_length=200, blank=True)  # "" for all spend
+    period = models.CharField(max_length=16, choices=Period.choices, default=Period.MONTH)
+    amount_usd = models.DecimalField(max_digits=14, decimal_places=2)
+    alert_at_pct = models.JSONField(default=list)  # e.g. [80, 100]
+    on_forecast = models.BooleanField(default=True)
+    notify_emails = models.JSONField(default=list, blank=True)
+    notify_webhooks = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (${self.amount_usd} a {self.period})"
+
+
+class Alert(models.Model):
+    """One crossing or one anomaly, created once (the constraints refuse a second) and
+    acknowledged by a person with a note."""
+
+    class Kind(models.TextChoices):
+        BUDGET_ACTUAL = "budget_actual", "Budget spent"
+        BUDGET_FORECAST = "budget_forecast", "Budget forecast"
+        ANOMALY = "anomaly", "Spend anomaly"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    budget = models.ForeignKey(
+        Budget, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    period_start = models.DateField(null=True, blank=True)
+    threshold_pct = models.PositiveIntegerField(null=True, blank=True)
+    # "YYYY-MM-DD|workload|model" for an anomaly; "" for a budget alert.
+    anomaly_key = models.CharField(max_length=500, blank=True)
+    message = models.TextField()
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="acknowledged_alerts",
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledgement_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "budget", "period_start", "threshold_pct"],
+                condition=models.Q(budget__isnull=False),
+                name="alert_once_per_budget_period_threshold",
+            ),
+            models.UniqueConstraint(
+                fields=["anomaly_key"],
+                condition=models.Q(kind="anomaly"),
+                name="alert_once_per_anomaly",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.message[:60]}"
+
+
+class AlertDelivery(models.Model):
+    """One alert to one recipient (an email address or a webhook URL): each attempt counted,
+    the last error kept."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "Email"
+        WEBHOOK = "webhook", "Webhook"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=16, choices=Channel.choices)
+    target = models.CharField(max_length=2000)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["alert", "channel", "target"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["alert", "channel", "target"], name="alert_delivery_once_per_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"alert {self.alert_id} → {self.channel} {self.target}: {self.status}"
