@@ -206,7 +206,6 @@ def _stated(artifact: BenchmarkArtifact, key: str) -> str:
     return str(artifact.metadata.get(key) or "").strip()
 
 
-@transaction.atomic
 def benchmark_run_import(
     *,
     source: BinaryIO | None = None,
@@ -219,30 +218,77 @@ def benchmark_run_import(
     telemetry: tuple[BinaryIO, str] | None = None,
 ) -> BenchmarkRun:
     """Store the files (`source`/`filename`, or several `files` as one curve), convert them and
-    compute each point's metrics. RunRefused says what is wrong."""
+    compute each point's metrics. RunRefused says what is wrong.
+
+    Every file is kept as its upload whatever happens next (a refused file is marked failed
+    with the sentence, so the uploads page says why); the run and its points are written in
+    one transaction, all or nothing."""
     sources = [*([(source, filename)] if source is not None else []), *files]
     if not sources:
         raise RunRefused("no result file given")
     if len(sources) > MAX_FILES_PER_RUN:
         raise RunRefused(f"{len(sources)} files; a run takes at most {MAX_FILES_PER_RUN}")
-    uploads, converted = [], []
-    for stream, name_of_file in sources:
-        upload = _stored_upload(stream, name_of_file, format, user)
-        uploads.append(upload)
-        converted.append((name_of_file, _converted(upload, name_of_file, format)))
-    _check_sweep(converted)
-    samples: tuple[TelemetrySample, ...] | None = None
-    telemetry_upload = None
-    telemetry_notes: tuple[str, ...] = ()
-    if telemetry is not None:
-        telemetry_upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)
-        with telemetry_upload.file.open("rb") as stored:
-            try:
-                read = converters.convert(stored.read(), filename=telemetry[1], format="telemetry")
-            except ArtifactError as exc:
-                raise RunRefused(f"{telemetry[1]}: {exc}", field="telemetry") from None
-        samples = read.telemetry
-        telemetry_notes = tuple(f"telemetry {telemetry[1]}: {a}" for a in read.assumptions)
+    uploads = [_stored_upload(stream, name, format, user) for stream, name in sources]
+    try:
+        converted = [
+            (file_name, _converted(upload, file_name, format))
+            for upload, (_, file_name) in zip(uploads, sources, strict=True)
+        ]
+        _check_sweep(converted)
+        telemetry_upload, samples, notes = _telemetry(telemetry, user)
+        return _create_run(
+            uploads=uploads,
+            converted=converted,
+            meta=meta,
+            name=name[:200] or shortened_name(sources[0][1], max_bytes=RUN_NAME_MAX_BYTES),
+            user=user,
+            telemetry=(telemetry_upload, samples, notes),
+        )
+    except RunRefused as exc:
+        _mark_refused(uploads, str(exc))
+        raise
+
+
+def _telemetry(
+    telemetry: tuple[BinaryIO, str] | None, user: Actor
+) -> tuple[Upload | None, tuple[TelemetrySample, ...] | None, tuple[str, ...]]:
+    """The telemetry file kept as its upload, its samples and its assumption sentences."""
+    if telemetry is None:
+        return None, None, ()
+    upload = _stored_upload(telemetry[0], telemetry[1], "telemetry", user)
+    with upload.file.open("rb") as stored:
+        try:
+            read = converters.convert(stored.read(), filename=telemetry[1], format="telemetry")
+        except ArtifactError as exc:
+            message = f"{telemetry[1]}: {exc}"
+            Upload.objects.filter(pk=upload.pk).update(status=Upload.Status.FAILED, error=message)
+            raise RunRefused(message, field="telemetry") from None
+    notes = tuple(f"telemetry {telemetry[1]}: {a}" for a in read.assumptions)
+    return upload, read.telemetry, notes
+
+
+def _mark_refused(uploads: Sequence[Upload], message: str) -> None:
+    """A run refused as a whole (files that disagree, duplicate points, another file or the
+    telemetry unreadable): its files not yet used by another run, and not already failed with
+    their own sentence, are marked failed with the reason."""
+    for upload in uploads:
+        if not upload.benchmark_points.exists():
+            Upload.objects.filter(pk=upload.pk).exclude(status=Upload.Status.FAILED).update(
+                status=Upload.Status.FAILED, error=message[:2000]
+            )
+
+
+@transaction.atomic
+def _create_run(
+    *,
+    uploads: Sequence[Upload],
+    converted: Sequence[tuple[str, tuple[BenchmarkArtifact, ...]]],
+    meta: Mapping[str, str] | None,
+    name: str,
+    user: Actor,
+    telemetry: tuple[Upload | None, tuple[TelemetrySample, ...] | None, tuple[str, ...]],
+) -> BenchmarkRun:
+    telemetry_upload, samples, telemetry_notes = telemetry
     artifacts = [
         (upload, file_name, a if samples is None else dataclasses.replace(a, telemetry=samples))
         for upload, (file_name, points) in zip(uploads, converted, strict=True)
@@ -254,7 +300,7 @@ def benchmark_run_import(
     run = BenchmarkRun.objects.create(
         upload=uploads[0],
         telemetry_upload=telemetry_upload,
-        name=name[:200] or shortened_name(sources[0][1], max_bytes=RUN_NAME_MAX_BYTES),
+        name=name,
         tool=first.tool,
         model=(fields.model or first.model)[:300],
         fields=jsonable(fields),

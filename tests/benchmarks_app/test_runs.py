@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from audit_app.models import AuditEvent, PriceCard
+from audit_app.models import AuditEvent, PriceCard, Upload
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
     RunRefused,
@@ -438,3 +438,26 @@ def test_tolerances_from_the_command_and_the_page(
     bad = client.post("/benchmarks/", {**form, "tolerances": "speed=5"})
     assert bad.status_code == 400
     assert "unknown metric(s) in tolerances: speed" in bad.content.decode()
+
+
+def test_a_refused_file_is_kept_with_the_reason() -> None:
+    # The raw upload is kept whatever the verdict on it: a file no converter reads, and both
+    # files of a sweep refused for a duplicate point.
+    with pytest.raises(RunRefused):
+        benchmark_run_import(source=io.BytesIO(b'{"not": "a result"}'), filename="bad.json")
+    bad = Upload.objects.get(original_name="bad.json")
+    assert bad.status == Upload.Status.FAILED
+    assert bad.error.startswith("the file is not a recognised benchmark result")  # its own
+    with pytest.raises(RunRefused) as refused:
+        benchmark_run_import(
+            files=[
+                (io.BytesIO(_point_file(8)), "one.json"),
+                (io.BytesIO(_point_file(8, 1.1)), "two.json"),
+            ]
+        )
+    for name in ("one.json", "two.json"):
+        kept = Upload.objects.get(original_name=name)
+        assert (kept.status, kept.error) == (Upload.Status.FAILED, str(refused.value))
+        with kept.file.open("rb") as stored:
+            assert json.loads(stored.read())["max_concurrency"] == 8
+    assert not BenchmarkRun.objects.exists()

@@ -354,8 +354,10 @@ def test_import_of_an_unreadable_file_fails_its_upload_and_records_no_run() -> N
     assert str(refused.value).startswith("broken.json: ")
     assert refused.value.field == "file"
     assert BenchmarkRun.objects.count() == 0
-    # The import is atomic: the upload row it stored goes with the refusal.
-    assert Upload.objects.count() == 0
+    # The raw file is kept, failed with the converter's sentence (the run is all or nothing).
+    kept = Upload.objects.get()
+    assert kept.status == Upload.Status.FAILED
+    assert kept.error == str(refused.value).removeprefix("broken.json: ")
 
 
 def test_the_same_result_file_twice_is_two_runs_over_one_kept_upload() -> None:

@@ -176,7 +176,10 @@ def test_a_broken_file_is_a_sentence_not_a_traceback(client: Client, engineer_us
     assert response.status_code == 400
     message = response.context["run_form"].errors["file"][0]
     assert message.startswith("broken.json: ") and "Traceback" not in message
-    assert not Upload.objects.exists()  # the import is one transaction
+    # The raw file is kept, failed with the reason; no run was recorded.
+    kept = Upload.objects.get()
+    assert (kept.original_name, kept.status) == ("broken.json", Upload.Status.FAILED)
+    assert not BenchmarkRun.objects.exists()
 
 
 @pytest.mark.parametrize("role", ["finops_user", "manager_user", "no_role_user"])
