@@ -19,12 +19,14 @@ The method (also in the README, "Forecasts and anomalies: the method"):
 4. **Projection.** Each remaining day of the period is its weekday's level times that scale;
    the forecast is actual plus the remaining days, cumulated day by day.
 5. **Band.** σ, the robust spread (1.4826 × MAD) of the history's days around their weekday
-   level as a share of that level, floored at 5 % and at 25 % / √n with n days of history (a
-   short history gives a wide band). After k remaining days the cumulative band is
-   ±1.645 × √(Σ (σ·p_j)² + (ρ·P_k)²): each remaining day's own noise (p_j its projection) plus
-   an error of the level itself, ρ = σ / √(days spent + `PRIOR_DAYS`), on P_k, the projection of
-   those k days; a nominal 90 % band, widening with the days left. The low edge never goes
-   below what is already spent.
+   level as a share of that level (each day against the median of the *other* days of its
+   weekday: residuals around a median they helped make are too small), floored at 5 % and at
+   25 % / √n with n days of history (a short history gives a wide band). After k remaining
+   days the cumulative band is ±1.645 × √(Σ (σ·p_j)² + (ρ·P_k)²): each remaining day's own
+   noise (p_j its projection) plus an error of the level itself, ρ = σ / √(days spent +
+   `PRIOR_DAYS`), on P_k, the projection of those k days; a nominal 90 % band (it held the
+   month's total in 91 % of the stationary backtest's forecasts), widening with the days left.
+   The low edge never goes below what is already spent.
 """
 
 from __future__ import annotations
@@ -126,6 +128,26 @@ def _history(
     return [(day, daily_spend.get(day, ZERO)) for day in days]
 
 
+def _out_of_sample_residuals(
+    history: Sequence[tuple[date, Decimal]], *, weekday_aware: bool
+) -> list[Decimal]:
+    """Each day against the median of the other days of its group (its weekday, or all days
+    without a weekday shape), as a share of that median; a day alone in its group, or whose
+    group's median is 0, gives none. Left out of its own level, a day shows the spread a future
+    day will have (in-sample residuals around a median of six are too small)."""
+    groups: dict[int, list[Decimal]] = {}
+    for day, spend in history:
+        groups.setdefault(day.weekday() if weekday_aware else 0, []).append(spend)
+    residuals = []
+    for values in groups.values():
+        for index, spend in enumerate(values):
+            others = values[:index] + values[index + 1 :]
+            level = median(others) if others else ZERO
+            if level > 0:
+                residuals.append((spend - level) / level)
+    return residuals
+
+
 def _shape(history: Sequence[tuple[date, Decimal]]) -> _Shape:
     """Weekday levels (medians) and the spread of days around them."""
     n = len(history)
@@ -142,11 +164,7 @@ def _shape(history: Sequence[tuple[date, Decimal]]) -> _Shape:
     else:
         levels = (sum((spend for _, spend in history), ZERO) / n,) * 7
     mean = sum(levels, ZERO) / 7
-    relative = [
-        (spend - levels[day.weekday()]) / levels[day.weekday()]
-        for day, spend in history
-        if levels[day.weekday()] > 0
-    ]
+    relative = _out_of_sample_residuals(history, weekday_aware=weekday_aware)
     floor = max(SPREAD_FLOOR, SHORT_HISTORY_SPREAD / Decimal(n).sqrt())
     if relative:
         center = median(relative)
