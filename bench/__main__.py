@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from bench import classification, fanout, gate, histograms, ingest, scale
+from bench import classification, fanout, forecast, gate, histograms, ingest, scale
 
-BENCHMARKS = [classification, gate, histograms, ingest, fanout, scale]
+BENCHMARKS = [classification, forecast, gate, histograms, ingest, fanout, scale]
 
 
 def main(names: list[str]) -> None:
