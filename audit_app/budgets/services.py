@@ -118,8 +118,10 @@ def _scope(value: Any, *, kept: tuple[str, str] | None = None) -> tuple[str, str
     for candidate in candidates:
         if candidate in known:
             return kind, candidate
+    shown = ", ".join(known[:10]) + (f", … ({len(known)} in all)" if len(known) > 10 else "")
     raise _refuse(
-        "scope.value", f"scope.value {raw[:200]!r} names no known {kind} (none has data yet)."
+        "scope.value",
+        f"scope.value {raw[:200]!r} is not a {kind} with data; known: {shown or 'none yet'}.",
     )
 
 
