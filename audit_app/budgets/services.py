@@ -82,6 +82,8 @@ def _name(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _refuse("name", "name is required: give the budget a name.")
     name = value.strip()
+    if "\x00" in name:
+        raise _refuse("name", "name holds a NUL character; use plain text.")
     if len(name) > 200:
         raise _refuse("name", f"name is {len(name)} characters long; at most 200 are kept.")
     return name
@@ -196,8 +198,8 @@ def _text_list(value: Any, field: str) -> list[str]:
         raise _refuse(field, f"{field} holds {len(value)} entries; at most {MAX_RECIPIENTS}.")
     items = []
     for item in value:
-        if not isinstance(item, str):
-            raise _refuse(field, f"{field} holds {item!r}, which is not text.")
+        if not isinstance(item, str) or "\x00" in item:
+            raise _refuse(field, f"{field} holds {str(item)[:200]!r}, which is not plain text.")
         if item.strip() and item.strip() not in items:
             items.append(item.strip())
     return items

@@ -104,6 +104,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"name": "  "}, "name"),
     ({"name": "x" * 201}, "name"),
     ({"name": None}, "name"),
+    ({"name": "web\x00team"}, "name"),  # PostgreSQL keeps no NUL in text
     ({"amount_usd": 0}, "amount_usd"),
     ({"amount_usd": "-5"}, "amount_usd"),
     ({"amount_usd": "ten"}, "amount_usd"),
@@ -138,6 +139,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"notify": {"emails": ["not-an-address"]}}, "notify.emails"),
     ({"notify": {"emails": "ann@example.com"}}, "notify.emails"),
     ({"notify": {"emails": [3]}}, "notify.emails"),
+    ({"notify": {"webhooks": ["https://example.com/a\x00b"]}}, "notify.webhooks"),
     ({"notify": {"emails": [f"u{i}@example.com" for i in range(21)]}}, "notify.emails"),
     ({"notify": {"webhooks": ["ftp://example.com/x"]}}, "notify.webhooks"),
     ({"notify": {"webhooks": ["javascript:alert(1)"]}}, "notify.webhooks"),
