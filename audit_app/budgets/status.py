@@ -133,6 +133,11 @@ class BudgetStatus:
     forecast: Forecast
 
     @property
+    def scope(self) -> dict[str, str]:
+        """As the API writes it: {"kind": ..., "value": ...}."""
+        return {"kind": self.scope_kind, "value": self.scope_value}
+
+    @property
     def status_label(self) -> str:
         return STATUS_LABELS[self.status]
 

@@ -144,6 +144,7 @@ def test_status_hands_eight_weeks_of_history_and_reports_the_forecast(
     assert state.pct_forecast == Decimal("112.5")
     assert state.status == "forecast_over"
     assert state.status_label == "Forecast over"
+    assert state.scope == {"kind": "team", "value": "web"}
 
 
 def test_a_quarter_reads_from_its_first_day(sample: None, monkeypatch: pytest.MonkeyPatch) -> None:
