@@ -24,7 +24,12 @@ from audit_app.access.permissions import ALL_ROLES, BUDGET_WRITER_ROLES
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import MONEY
 from audit_app.budgets.services import budget_create, budget_delete, budget_update
-from audit_app.budgets.status import BudgetStatus, budget_status, default_as_of
+from audit_app.budgets.status import (
+    BUDGET_STATUSES,
+    BudgetStatus,
+    budget_status,
+    default_as_of,
+)
 from audit_app.models import Budget
 
 
@@ -97,7 +102,7 @@ class BudgetOutput(serializers.Serializer):
     high_usd = serializers.DecimalField(**MONEY)
     pct_actual = serializers.DecimalField(max_digits=12, decimal_places=1, coerce_to_string=True)
     pct_forecast = serializers.DecimalField(max_digits=12, decimal_places=1, coerce_to_string=True)
-    status = serializers.ChoiceField(choices=["ok", "warning", "forecast_over", "over"])
+    status = serializers.ChoiceField(choices=BUDGET_STATUSES)
     forecast_method = serializers.CharField()
 
 

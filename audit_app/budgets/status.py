@@ -41,6 +41,8 @@ STATUS_LABELS = {
     "forecast_over": "Forecast over",
     "over": "Over",
 }
+# The API schema's BudgetStatusEnum (settings SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]).
+BUDGET_STATUSES = tuple(STATUS_LABELS)
 ZERO = Decimal(0)
 TENTH = Decimal("0.1")
 
