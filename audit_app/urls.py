@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import audit, billing, pages, recommendations, uploads
+from audit_app.views import audit, billing, budgets, pages, recommendations, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
@@ -40,4 +40,9 @@ urlpatterns = [
         name="workload-override",
     ),
     path("reconciliation/", billing.ReconciliationView.as_view(), name="reconciliation"),
+    path("budgets/", budgets.BudgetListView.as_view(), name="budgets"),
+    path("budgets/<int:budget_id>/", budgets.BudgetDetailView.as_view(), name="budget-detail"),
+    path(
+        "budgets/<int:budget_id>/delete/", budgets.BudgetDeleteView.as_view(), name="budget-delete"
+    ),
 ]

@@ -42,6 +42,8 @@ UPLOAD_DELETE_RULE = (
     "Administrators may delete any upload; finops analysts any token log or billing export and "
     "their own benchmark artifacts; engineers only their own uploads; managers none."
 )
+# Who may create, change and delete budgets; every role reads them.
+BUDGET_WRITER_ROLES: frozenset[Role] = frozenset({Role.FINOPS, Role.MANAGER})
 
 
 def user_roles(user: Actor) -> frozenset[str]:

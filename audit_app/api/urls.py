@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import audit, billing, bills, recommendations, spend, uploads, views
+from audit_app.api import audit, billing, bills, budgets, recommendations, spend, uploads, views
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
@@ -35,4 +35,6 @@ urlpatterns = [
     path("bills/", bills.BillsApi.as_view(), name="api-bills"),
     path("uploads/", uploads.UploadListCreateApi.as_view(), name="api-uploads"),
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
+    path("budgets/", budgets.BudgetListCreateApi.as_view(), name="api-budgets"),
+    path("budgets/<int:budget_id>/", budgets.BudgetDetailApi.as_view(), name="api-budget-detail"),
 ]

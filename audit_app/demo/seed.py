@@ -1,5 +1,6 @@
 """The embedded default's demo: one user per role plus an administrator, a month of logs and
-its bill, and a benchmark sweep pair with its gate (`audit_app.demo.benchmarks`)."""
+its bill, a benchmark sweep pair with its gate (`audit_app.demo.benchmarks`) and a few budgets
+(`audit_app.demo.budgets`)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from django.utils import timezone
 from audit_app.access.permissions import Role
 from audit_app.demo.benchmarks import DemoBenchmarks, demo_benchmarks_load
 from audit_app.demo.billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
+from audit_app.demo.budgets import demo_budgets_ensure
 from audit_app.demo.traffic import generate_requests
 from audit_app.demo.workloads import DEFAULT_WORKLOADS
 from audit_app.demo.writers import write_litellm_csv, write_otel_jsonl
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
-from audit_app.models import ServingPool, Upload
+from audit_app.models import Budget, ServingPool, Upload
 from audit_app.reporting.derived import derived_refresh
 
 
@@ -68,6 +70,7 @@ class DemoDataResult:
     skipped: bool  # demo data was already loaded
     planted: PlantedDiscrepancy | None = None  # the bill line made to disagree with the logs
     benchmarks: DemoBenchmarks | None = None  # the sweep pair and its gate
+    budgets: tuple[Budget, ...] = ()  # the demo budgets this call created
 
 
 def demo_data_load(
@@ -83,8 +86,9 @@ def demo_data_load(
 
     API traffic goes into a LiteLLM spend-log CSV; the self-hosted vLLM pools' traffic into an
     OpenTelemetry JSONL file. Then the benchmark sweep pair and its gate
-    (`demo_benchmarks_load`). Each part runs once: a later call finds the demo uploads (of logs
-    and bills) and the demo runs, and loads only what is not there yet.
+    (`demo_benchmarks_load`), and the budgets sized on that spend (`demo_budgets_ensure`).
+    Each part runs once: a later call finds the demo uploads (of logs and bills), the demo
+    runs and budgets, and loads only what is not there yet.
     """
     logs_loaded = (
         Upload.objects.filter(original_name__startswith=DEMO_PREFIX)
@@ -93,7 +97,10 @@ def demo_data_load(
     )
     if logs_loaded:
         return DemoDataResult(
-            uploads=[], skipped=True, benchmarks=demo_benchmarks_load(directory=directory)
+            uploads=[],
+            skipped=True,
+            benchmarks=demo_benchmarks_load(directory=directory),
+            budgets=tuple(demo_budgets_ensure(today=today)),
         )
     specs = list(DEFAULT_WORKLOADS if workloads is None else DEFAULT_WORKLOADS[:workloads])
     end_day = today or timezone.now().date()
@@ -137,6 +144,7 @@ def demo_data_load(
         skipped=False,
         planted=summary.discrepancy,
         benchmarks=demo_benchmarks_load(directory=directory),
+        budgets=tuple(demo_budgets_ensure(today=end_day)),
     )
 
 

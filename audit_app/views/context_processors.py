@@ -26,6 +26,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("Recommendations", "recommendations"),
     ("Benchmarks", "benchmarks"),
     ("Reconciliation", "reconciliation"),
+    ("Budgets", "budgets"),
     ("API docs", "api-docs"),
 )
 

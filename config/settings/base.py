@@ -240,6 +240,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "UploadKindEnum": "audit_app.models.Upload.Kind",
         "UploadStatusEnum": "audit_app.models.Upload.Status",
+        "BudgetStatusEnum": "audit_app.budgets.status.BUDGET_STATUSES",
     },
 }
 

@@ -34,7 +34,14 @@ from django.utils import timezone
 
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
-from audit_app.models import BillingCharge, Recommendation, ServingPool, Upload, Workload
+from audit_app.models import (
+    BillingCharge,
+    Budget,
+    Recommendation,
+    ServingPool,
+    Upload,
+    Workload,
+)
 from audit_app.recommendations.services import recommendations_refresh
 from audit_app.workloads.services import workload_override
 from tests.support.api_pages import walk_pages
@@ -58,6 +65,11 @@ AGREES = {
     "api-recommendations": "the 'now' figure of each recommendation",
     "command:workloads": "workloads --json",
     "command:recommend": "recommend --json",
+    "budgets": "each budget's spent in its period",
+    "budget-detail": "the budget's spent in its period",
+    "api-budgets": "each budget's actual_usd",
+    "api-budget-detail": "the budget's actual_usd and its days",
+    "command:budgets": "budgets --json",
 }
 # Show other money, checked by their own tests.
 OTHER_MONEY = {
@@ -101,6 +113,7 @@ NO_MONEY = {
     "upload-new",
     "recommendation-decision",
     "workload-override",
+    "budget-delete",
     "command:issue_token",
     "command:serve",
 }
@@ -481,3 +494,51 @@ def test_surfaces_listed_without_money_show_none(seeded: None, admin_user: Any, 
     client.force_login(admin_user)
     body = client.get(url.path).content.decode(errors="replace")
     assert not _DOLLARS.search(body), f"{url.name} shows money: give it a row in AGREES"
+
+
+# Budgets on 30 November (the last day with data): November's spend of their scope. A provider
+# counts its serving pools whole: vllm's traffic ran on the pool "gpu" (its share and the idle
+# hours), and AWS bills that pool.
+BUDGET_SPENT = {
+    ("all", ""): API_NOVEMBER + POOL_NOVEMBER,
+    ("workload", "copilot"): GPU["copilot"],
+    ("workload", "chat"): Decimal("0.60"),
+    ("provider", "vllm"): POOL_NOVEMBER,
+    ("provider", "aws"): POOL_NOVEMBER,
+    ("team", "ml"): GPU["batch-embed"] + Decimal("0.063"),
+}
+
+
+def test_budgets_spent_is_the_read_models_month(
+    seeded: None, finops: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 12, 1, 9, tzinfo=UTC))
+    budgets = {
+        scope: Budget.objects.create(
+            name=f"{scope[0]} {scope[1]}",
+            scope_kind=scope[0],
+            scope_value=scope[1],
+            amount_usd=Decimal("1000.00"),
+            alert_at_pct=[80],
+        )
+        for scope in BUDGET_SPENT
+    }
+    # The overview's total for November is the all-spend budget's spent.
+    spend = finops.get("/api/v1/spend/?start=2026-11-01&end=2026-11-30").json()
+    assert Decimal(spend["total_usd"]) == BUDGET_SPENT[("all", "")]
+    listed = {r["id"]: r for r in walk_pages(finops, "/api/v1/budgets/?limit=2")[1]}
+    out = io.StringIO()
+    call_command("budgets", "--json", stdout=out)
+    printed = {r["id"]: r for r in json.loads(out.getvalue())}
+    page = finops.get("/budgets/").content.decode()
+    on_page = [money(m) for m in re.findall(r'data-testid="budget-actual">([^<]+)<', page)]
+    assert sorted(on_page) == sorted(money(f"${v:.2f}") for v in BUDGET_SPENT.values())
+    for scope, expected in BUDGET_SPENT.items():
+        pk = budgets[scope].pk
+        detail = finops.get(f"/api/v1/budgets/{pk}/").json()
+        assert close(Decimal(listed[pk]["actual_usd"]), expected), scope
+        assert close(Decimal(detail["actual_usd"]), expected), scope
+        assert close(Decimal(detail["days"][29]["actual_usd"]), expected), scope
+        assert close(Decimal(printed[pk]["actual_usd"]), expected), scope
+        html = finops.get(f"/budgets/{pk}/").content.decode()
+        assert close(by_testid(html, "actual"), expected, CENT), scope

@@ -1,5 +1,5 @@
-"""Load demo data for the embedded default: demo accounts, a month of realistic logs, and a
-benchmark sweep pair (H100 against Trainium2) with its gate.
+"""Load demo data for the embedded default: demo accounts, a month of realistic logs, a
+benchmark sweep pair (H100 against Trainium2) with its gate, and a few budgets.
 
 Only with DEBUG on: the accounts have published passwords.
 """
@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.demo.benchmarks import DemoBenchmarks
 from audit_app.demo.seed import demo_data_load, demo_users_ensure
+from audit_app.models import Budget
 
 
 class Command(BaseCommand):
@@ -61,6 +62,7 @@ class Command(BaseCommand):
         if result.skipped:
             self.stdout.write("Demo data already loaded.")
             self._benchmarks(result.benchmarks)
+            self._budgets(result.budgets)
             return
         for upload in result.uploads:
             unit = "billing lines" if upload.kind == upload.Kind.BILLING else "requests"
@@ -75,6 +77,14 @@ class Command(BaseCommand):
                 f"{result.planted.factor} x its logged cost."
             )
         self._benchmarks(result.benchmarks)
+        self._budgets(result.budgets)
+
+    def _budgets(self, budgets: tuple[Budget, ...]) -> None:
+        """The demo budgets this call created (nothing when they were there before)."""
+        for budget in budgets:
+            self.stdout.write(
+                f"Demo budget {budget.pk} {budget.name}: ${budget.amount_usd} a {budget.period}"
+            )
 
     def _benchmarks(self, loaded: DemoBenchmarks | None) -> None:
         """The benchmark runs and gate this call loaded (nothing when they were there before)."""

@@ -76,6 +76,11 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "recommendation-decision": (302, 403, 403, 405, 405),  # managers decide, by POST
     "workload-override": (302, 403, 405, 405, 405),  # engineers and managers, by POST
     "reconciliation": PAGE,
+    "api-budgets": API,  # finops and managers POST: tests/audit_app/budgets/test_budgets_api.py
+    "api-budget-detail": API_DETAIL,
+    "budgets": PAGE,  # the create form (POST) is for finops and managers
+    "budget-detail": PAGE_DETAIL,
+    "budget-delete": (302, 405, 403, 405, 405),  # finops and managers, by POST
 }
 
 URLS = [u for u in project_urls() if not u.is_admin]

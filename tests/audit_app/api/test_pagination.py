@@ -7,7 +7,7 @@ Seeded: 105 workloads (`w000`..`w104`, each with a gpt-4o and a gpt-4o-mini requ
 tie in groups of ten and only the name breaks the tie), 15 recommendations, 105 audit events
 (all at one time, so only the id orders them), four pool
 reports (three pools, one billed in two currencies), token charges on six days in USD and EUR,
-seven bill periods, five benchmark runs and five gates.
+seven bill periods, five benchmark runs, five gates and five budgets.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from audit_app.lib.query_params import ParameterError
 from audit_app.models import (
     AuditEvent,
     BillingCharge,
+    Budget,
     Recommendation,
     ServingPool,
     Upload,
@@ -177,6 +178,10 @@ def seeded(db: Any) -> None:
         runs.append(BenchmarkRun.objects.create(upload=upload, name=f"run {n}", tool="aiperf"))
     for n in range(5):
         Gate.objects.create(baseline=runs[0], candidate=runs[n], verdict=Gate.Verdict.PASS)
+    for n in range(5):  # named out of id order: the list is by name
+        Budget.objects.create(
+            name=f"budget {4 - n}", scope_kind="all", amount_usd=100, alert_at_pct=[80]
+        )
 
 
 def _filters() -> Any:
@@ -294,6 +299,13 @@ LIST_APIS = [
         key=lambda item: item["id"],
         whole=lambda: list(Gate.objects.values_list("id", flat=True)),
     ),
+    ListApi(
+        name="api-budgets",
+        url="/api/v1/budgets/",
+        count=5,
+        key=lambda item: item["name"],
+        whole=lambda: [f"budget {n}" for n in range(5)],
+    ),
 ]
 # API routes that answer one object, not a list.
 NOT_LISTS = {
@@ -307,6 +319,7 @@ NOT_LISTS = {
     "api-upload-detail",
     "api-benchmark-run-detail",
     "api-gate-detail",
+    "api-budget-detail",
 }
 
 

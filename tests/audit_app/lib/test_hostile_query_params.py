@@ -62,6 +62,7 @@ ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "api-uploads": PAGE,
     "api-benchmark-runs": PAGE,
     "api-gates": PAGE,
+    "api-budgets": PAGE,
     "benchmark-run": {"point": "number"},
 }
 NO_PARAMS = {
@@ -88,6 +89,10 @@ NO_PARAMS = {
     "recommendation-detail",
     "recommendation-decision",
     "workload-override",
+    "api-budget-detail",
+    "budgets",
+    "budget-detail",
+    "budget-delete",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})
 URLS = {u.name: u for u in project_urls() if not u.is_admin}

@@ -1,0 +1,211 @@
+"""Where each budget stands: spent so far in its period, where the period will land, its status.
+
+Spend is the one read model (`audit_app.reporting.spend`): the scope's daily spend over the
+period up to ``as_of``, with ``HISTORY_DAYS`` days before the period so the forecast
+(`audit_app.budgets.forecast`) learns the weekday shape. Per scope kind:
+
+- ``all``: every line and the serving pools' idle GPU cost (the overview's total);
+- ``team`` / ``workload`` / ``model``: the read model's filter of that name (API spend and the
+  GPU share of its traffic; idle cost belongs to none of them);
+- ``provider``: the traffic logged under that provider (its filter), and the whole cost of
+  *the provider's serving pools*: the pools it bills (a bill line matched to the pool names it
+  as provider, e.g. ``aws`` for EC2 GPU instances) and the pools that served its traffic (e.g.
+  ``hosted_vllm``), their traffic's GPU share and their idle cost. No line is counted twice.
+
+Status (first that holds): ``over`` when spent ≥ amount; ``forecast_over`` when the budget
+alerts on the forecast and the forecast ≥ amount; ``warning`` when spent, or (alerting on the
+forecast) the forecast, reaches the lowest ``alert_at_pct`` threshold; else ``ok``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.utils import timezone
+
+from audit_app.budgets.forecast import Forecast, forecast_period, period_bounds
+from audit_app.costs.billing import charges_in_range, pool_charges
+from audit_app.lib.results_cache import cached
+from audit_app.models import BillingCharge, Budget, ServingPool, Upload
+from audit_app.reporting.filters import SpendFilters
+from audit_app.reporting.selectors import data_date_range
+from audit_app.reporting.spend import spend_lines, spend_report
+
+HISTORY_DAYS = 56  # eight weeks before the period, for the weekday shape
+STATUS_LABELS = {
+    "ok": "OK",
+    "warning": "Warning",
+    "forecast_over": "Forecast over",
+    "over": "Over",
+}
+# The API schema's BudgetStatusEnum (settings SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]).
+BUDGET_STATUSES = tuple(STATUS_LABELS)
+ZERO = Decimal(0)
+TENTH = Decimal("0.1")
+
+
+def default_as_of(today: date | None = None) -> date:
+    """The last day with data, never after today (today when there is no data)."""
+    today = today or timezone.now().date()
+    bounds = data_date_range()
+    return min(bounds[1], today) if bounds else today
+
+
+def pool_billing_providers(
+    *, start: date | None = None, end: date | None = None
+) -> dict[str, frozenset[str]]:
+    """Serving pool -> the providers its bill lines name (``aws``, ...): the charges the
+    pool's cost is read from over start..end (`charges_in_range`), or every landed, current
+    charge when no window is given."""
+    if start is not None and end is not None:
+        charges = charges_in_range(start=start, end=end)
+    else:
+        charges = BillingCharge.objects.filter(
+            upload__status=Upload.Status.SUCCEEDED, superseded_by__isnull=True
+        )
+    return {
+        pool.name: frozenset(
+            pool_charges(pool, charges).values_list("provider", flat=True).distinct().order_by()
+        )
+        for pool in ServingPool.objects.all()
+    }
+
+
+def _days(start: date, end: date) -> list[date]:
+    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
+
+
+def _provider_daily(provider: str, start: date, end: date) -> dict[date, Decimal]:
+    lines = spend_lines(SpendFilters(start=start, end=end))
+    billing = pool_billing_providers(start=start, end=end)
+    pools = {pool for pool, providers in billing.items() if provider in providers}
+    pools |= {key.pool for key in lines.lines if key.provider == provider and key.pool}
+    daily: dict[date, Decimal] = defaultdict(Decimal)
+    for key, sums in lines.lines.items():
+        if key.provider == provider or key.pool in pools:
+            daily[key.day] += sums.spend_usd
+    for (day, pool), amount in lines.idle.items():
+        if pool in pools:
+            daily[day] += amount
+    return dict(daily)
+
+
+def scope_daily_spend(
+    *, scope_kind: str, scope_value: str, start: date, end: date
+) -> dict[date, Decimal]:
+    """The scope's spend on each day start..end (every day present, zeros included)."""
+    if scope_kind == Budget.ScopeKind.PROVIDER:
+        found = cached(
+            "budget_provider_daily",
+            f"{scope_value}|{start}|{end}",
+            lambda: _provider_daily(scope_value, start, end),
+        )
+        return {day: found.get(day, ZERO) for day in _days(start, end)}
+    filters = SpendFilters(start=start, end=end)
+    if scope_kind != Budget.ScopeKind.ALL:
+        filters = SpendFilters(start=start, end=end, **{scope_kind: scope_value})
+    daily = spend_report(filters).daily
+    return {
+        day: spent + idle
+        for day, spent, idle in zip(daily.days, daily.spend_usd, daily.idle_gpu_usd, strict=True)
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetStatus:
+    budget_id: int
+    name: str
+    scope_kind: str
+    scope_value: str
+    period: str
+    amount_usd: Decimal
+    as_of: date
+    period_start: date
+    period_end: date
+    actual_usd: Decimal
+    forecast_usd: Decimal
+    low_usd: Decimal
+    high_usd: Decimal
+    pct_actual: Decimal  # of the amount, one decimal
+    pct_forecast: Decimal
+    status: str  # ok | warning | forecast_over | over
+    forecast: Forecast
+
+    @property
+    def scope(self) -> dict[str, str]:
+        """As the API writes it: {"kind": ..., "value": ...}."""
+        return {"kind": self.scope_kind, "value": self.scope_value}
+
+    @property
+    def status_label(self) -> str:
+        return STATUS_LABELS[self.status]
+
+
+def _percent(part: Decimal, whole: Decimal) -> Decimal:
+    return (part / whole * 100).quantize(TENTH, rounding=ROUND_HALF_UP)
+
+
+def status_of(
+    *,
+    amount: Decimal,
+    actual: Decimal,
+    forecast: Decimal,
+    on_forecast: bool,
+    alert_at_pct: list[int],
+) -> str:
+    """ok | warning | forecast_over | over, by the rule in the module docstring."""
+    if actual >= amount:
+        return "over"
+    if on_forecast and forecast >= amount:
+        return "forecast_over"
+    if alert_at_pct:
+        line = amount * min(alert_at_pct) / 100
+        if actual >= line or (on_forecast and forecast >= line):
+            return "warning"
+    return "ok"
+
+
+def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
+    """The budget in the period holding ``as_of`` (default: `default_as_of`)."""
+    day = as_of or default_as_of()
+    start, end = period_bounds(budget.period, day)
+    history_start = start - timedelta(days=HISTORY_DAYS)
+    daily = scope_daily_spend(
+        scope_kind=budget.scope_kind, scope_value=budget.scope_value, start=history_start, end=day
+    )
+    forecast = forecast_period(daily, period_start=start, period_end=end, as_of=day)
+    amount = budget.amount_usd
+    return BudgetStatus(
+        budget_id=budget.pk,
+        name=budget.name,
+        scope_kind=budget.scope_kind,
+        scope_value=budget.scope_value,
+        period=budget.period,
+        amount_usd=amount,
+        as_of=day,
+        period_start=start,
+        period_end=end,
+        actual_usd=forecast.actual_usd,
+        forecast_usd=forecast.forecast_usd,
+        low_usd=forecast.low_usd,
+        high_usd=forecast.high_usd,
+        pct_actual=_percent(forecast.actual_usd, amount),
+        pct_forecast=_percent(forecast.forecast_usd, amount),
+        status=status_of(
+            amount=amount,
+            actual=forecast.actual_usd,
+            forecast=forecast.forecast_usd,
+            on_forecast=budget.on_forecast,
+            alert_at_pct=list(budget.alert_at_pct),
+        ),
+        forecast=forecast,
+    )
+
+
+def budget_statuses(as_of: date | None = None) -> list[BudgetStatus]:
+    """Every budget's status on ``as_of`` (default: `default_as_of`), by name."""
+    day = as_of or default_as_of()
+    return [budget_status(budget, as_of=day) for budget in Budget.objects.order_by("name")]

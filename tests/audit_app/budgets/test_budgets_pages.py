@@ -1,0 +1,132 @@
+"""Budgets pages per role: the list with statuses, the create form for writers, a budget's page
+with its forecast chart, edit and delete; refusals shown beside their field."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from django.utils.html import escape
+
+from audit_app.budgets.services import budget_create
+from audit_app.models import Budget
+from tests.audit_app.budgets.budget_samples import ingest_budget_sample
+
+pytestmark = pytest.mark.django_db
+FORM = {
+    "name": "Web team",
+    "scope_kind": "team",
+    "scope_value": "web",
+    "period": "month",
+    "amount_usd": "150",
+    "alert_at_pct": "80, 100",
+    "on_forecast": "on",
+    "emails": "ann@example.com\nbob@example.org",
+    "webhooks": "https://hooks.example.invalid/x",
+}
+
+
+@pytest.fixture
+def sample(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 12, 1, 9, tzinfo=UTC))
+    ingest_budget_sample()
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _budget() -> Budget:
+    return budget_create(
+        user=None,
+        data={
+            "name": "AWS <pools>",
+            "scope": {"kind": "provider", "value": "aws"},
+            "amount_usd": "25",
+            "on_forecast": False,
+        },
+    )
+
+
+@pytest.mark.parametrize("role", ["finops", "manager"])
+def test_writers_see_the_form_and_create(sample: None, request: Any, role: str) -> None:
+    client = _client(request.getfixturevalue(f"{role}_user"))
+    page = client.get("/budgets/").content.decode()
+    assert 'data-testid="budget-form"' in page
+    assert "No budget yet." in page
+    assert '<a href="/budgets/" aria-current="page">Budgets</a>' in page
+    response = client.post("/budgets/", FORM)
+    budget = Budget.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/budgets/{budget.pk}/"
+    assert budget.notify_emails == ["ann@example.com", "bob@example.org"]
+    assert (budget.alert_at_pct, budget.on_forecast) == ([80, 100], True)
+    listing = client.get("/budgets/").content.decode()
+    assert f'<a href="/budgets/{budget.pk}/">Web team</a>' in listing
+    assert "$150.00" in listing and "$122.25" in listing  # amount and spent (81.5 %)
+
+
+def test_engineers_read_but_may_not_write(sample: None, engineer_user: Any) -> None:
+    budget = _budget()
+    client = _client(engineer_user)
+    listing = client.get("/budgets/").content.decode()
+    assert 'data-testid="budget-form"' not in listing
+    assert "AWS &lt;pools&gt;" in listing
+    assert "$20.00" in listing  # the pool AWS bills
+    detail = client.get(f"/budgets/{budget.pk}/").content.decode()
+    assert 'id="budget-forecast"' in detail
+    assert 'data-testid="budget-form"' not in detail
+    assert f"/budgets/{budget.pk}/delete/" not in detail
+    assert client.post("/budgets/", FORM).status_code == 403
+    assert client.post(f"/budgets/{budget.pk}/", FORM).status_code == 403
+    assert client.post(f"/budgets/{budget.pk}/delete/").status_code == 403
+    assert Budget.objects.get().name == "AWS <pools>"
+
+
+def test_a_refusal_is_shown_beside_its_field(sample: None, finops_user: Any) -> None:
+    client = _client(finops_user)
+    cases = {
+        "scope_value": {**FORM, "scope_value": "nobody"},
+        "webhooks": {**FORM, "webhooks": "ftp://example.com/hook"},
+        "emails": {**FORM, "emails": "ann at example"},
+        "amount_usd": {**FORM, "amount_usd": "0"},
+        "alert_at_pct": {**FORM, "alert_at_pct": "80, 2000"},
+    }
+    for field, form in cases.items():
+        response = client.post("/budgets/", form)
+        assert response.status_code == 400, field
+        errors = response.context["form"].errors
+        assert list(errors) == [field], field
+        shown = f'<p class="error" role="alert">{escape(errors[field][0])}</p>'
+        assert shown in response.content.decode()
+    assert not Budget.objects.exists()
+
+
+def test_detail_page_edits_and_deletes(sample: None, manager_user: Any) -> None:
+    budget = _budget()
+    client = _client(manager_user)
+    page = client.get(f"/budgets/{budget.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="budget-forecast-data"' in html  # the chart's figure
+    assert 'value="AWS &lt;pools&gt;"' in html  # the edit form, filled in
+    figure = page.context["figure"]
+    names = [trace["name"] for trace in figure["data"]]
+    assert names == ["Low", "Forecast band (low–high)", "Forecast", "Spent", "Budget $25.00"]
+    assert figure["data"][1]["fill"] == "tonexty"
+    assert page.context["state"].actual_usd == 20  # Decimal("20.00")
+    refused = client.post(f"/budgets/{budget.pk}/", {**FORM, "period": "decade"})
+    assert refused.status_code == 400
+    assert "period" in refused.context["form"].errors
+    saved = client.post(f"/budgets/{budget.pk}/", {**FORM, "name": "Renamed"})
+    assert saved.status_code == 302
+    budget.refresh_from_db()
+    assert (budget.name, budget.scope_kind, budget.scope_value) == ("Renamed", "team", "web")
+    assert client.post(f"/budgets/{budget.pk}/delete/").status_code == 302
+    assert not Budget.objects.exists()
+    assert client.get(f"/budgets/{budget.pk}/").status_code == 404
