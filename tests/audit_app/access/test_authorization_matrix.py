@@ -45,6 +45,9 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "api-recommendations": API,
     "api-recommendation-detail": API_DETAIL,
     "api-recommendation-decision": API_POST_ONLY,
+    "api-anomalies": API,
+    "api-alerts": API,
+    "api-alert-acknowledge": API_POST_ONLY,  # every role acknowledges, by POST
     "api-audit-events": (401, 403, 403, 403, 200),
     "api-reconciliation": API,
     "api-pools": API,
@@ -76,6 +79,9 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "recommendation-decision": (302, 403, 403, 405, 405),  # managers decide, by POST
     "workload-override": (302, 403, 405, 405, 405),  # engineers and managers, by POST
     "reconciliation": PAGE,
+    "anomalies": PAGE,
+    "alerts": PAGE,
+    "alert-acknowledge": POST_ONLY_ANY_ROLE,  # every role acknowledges, by POST
 }
 
 URLS = [u for u in project_urls() if not u.is_admin]
