@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
@@ -60,3 +60,52 @@ def ingest_part(upload_id: int, spec: PartSpec) -> str:
     from audit_app.ingestion.fanout import part_ingest
 
     return part_ingest(upload_id=upload_id, spec=spec)
+
+
+@shared_task(
+    name="audit_app.deliver_alert",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=8,
+)
+def deliver_alert(self: Any, delivery_id: int) -> str:
+    """One attempt at one alert delivery (an email or a webhook); a failed attempt is retried
+    with exponential backoff up to delivery.MAX_ATTEMPTS attempts. A redelivered task never
+    sends twice: a delivery already sent is skipped (see audit_app.budgets.delivery)."""
+    from audit_app.budgets.delivery import (
+        MAX_ATTEMPTS,
+        DeliveryFailed,
+        delivery_attempt,
+        retry_countdown,
+    )
+    from audit_app.models import AlertDelivery
+
+    try:
+        return delivery_attempt(delivery_id)
+    except AlertDelivery.DoesNotExist:
+        return "deleted"
+    except DeliveryFailed as exc:
+        if exc.attempts >= MAX_ATTEMPTS:
+            return "failed"
+        # The delivery's own count of attempts stops the retries (a redelivered task keeps it);
+        # Celery's count only bounds them in case the database kept failing as well.
+        raise self.retry(
+            exc=exc, countdown=retry_countdown(exc.attempts), max_retries=2 * MAX_ATTEMPTS
+        ) from exc
+
+
+@shared_task(name="audit_app.evaluate_alerts", **_INGEST_TASK)
+def evaluate_alerts() -> int:
+    """The schedule's pass (Celery beat, every ALERT_EVALUATE_EVERY_SECONDS): create the alerts
+    due (budgets and anomalies) and queue again the deliveries whose task was lost; how many
+    alerts were created."""
+    from audit_app.budgets.alerts import alerts_evaluate
+    from audit_app.budgets.delivery import deliveries_requeue_stale
+
+    created = alerts_evaluate()
+    deliveries_requeue_stale()
+    return len(created)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import audit, billing, budgets, pages, recommendations, uploads
+from audit_app.views import alerts, audit, billing, budgets, pages, recommendations, uploads
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
@@ -38,6 +38,13 @@ urlpatterns = [
         "workloads/<int:workload_id>/class/",
         recommendations.WorkloadOverrideView.as_view(),
         name="workload-override",
+    ),
+    path("anomalies/", alerts.AnomalyListView.as_view(), name="anomalies"),
+    path("alerts/", alerts.AlertListView.as_view(), name="alerts"),
+    path(
+        "alerts/<int:alert_id>/acknowledge/",
+        alerts.AlertAcknowledgeView.as_view(),
+        name="alert-acknowledge",
     ),
     path("reconciliation/", billing.ReconciliationView.as_view(), name="reconciliation"),
     path("budgets/", budgets.BudgetListView.as_view(), name="budgets"),

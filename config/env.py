@@ -7,6 +7,7 @@ message naming the variable, instead of surfacing later as a confusing error.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from collections.abc import Mapping
 
@@ -43,6 +44,20 @@ def env_int(name: str, default: int, *, environ: Mapping[str, str] | None = None
         return int(raw.strip().replace("_", ""))
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number") from None
+
+
+def env_float(name: str, default: float, *, environ: Mapping[str, str] | None = None) -> float:
+    source = os.environ if environ is None else environ
+    raw = source.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number")
+    return value
 
 
 def env_list(

@@ -103,6 +103,12 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         assert 'id="spend-per-day-data"' in overview
         assert "support-chat" in overview  # demo spend is on the overview
         assert _processes_matching(f"embedded-{serve.pid}@"), "worker not running"
+        # The worker embeds Celery beat (the alerts' schedule) with its file in the var folder.
+        deadline = time.monotonic() + 30
+        while "beat: Starting" not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "beat: Starting" in log_path.read_text()
+        assert list(tmp_path.glob("celerybeat-schedule*")), "no beat schedule file"
 
         os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         assert serve.wait(timeout=20) == 0

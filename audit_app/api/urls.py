@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.api import audit, billing, bills, budgets, recommendations, spend, uploads, views
+from audit_app.api import (
+    alerts,
+    audit,
+    billing,
+    bills,
+    budgets,
+    recommendations,
+    spend,
+    uploads,
+    views,
+)
 
 urlpatterns = [
     path("", views.ApiRootApi.as_view(), name="api-root"),
@@ -28,6 +38,13 @@ urlpatterns = [
         "recommendations/<int:recommendation_id>/decision/",
         recommendations.RecommendationDecisionApi.as_view(),
         name="api-recommendation-decision",
+    ),
+    path("anomalies/", alerts.AnomalyListApi.as_view(), name="api-anomalies"),
+    path("alerts/", alerts.AlertListApi.as_view(), name="api-alerts"),
+    path(
+        "alerts/<int:alert_id>/acknowledge/",
+        alerts.AlertAcknowledgeApi.as_view(),
+        name="api-alert-acknowledge",
     ),
     path("audit-events/", audit.AuditEventListApi.as_view(), name="api-audit-events"),
     path("reconciliation/", billing.ReconciliationApi.as_view(), name="api-reconciliation"),

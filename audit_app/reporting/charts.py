@@ -344,3 +344,49 @@ def build_cost_comparison_figure(
         yaxis={"title": {"text": "USD per month"}, "tickprefix": "$", "rangemode": "tozero"},
     )
     return figure_to_dict(figure)
+
+
+CAUSE_COLOURS = {"Volume": "#1f77b4", "Mix": "#ff7f0e", "Price": "#2ca02c"}
+
+
+def build_anomaly_causes_figure(
+    *,
+    labels: Sequence[str],
+    volume: Sequence[Decimal],
+    mix: Sequence[Decimal],
+    price: Sequence[Decimal],
+) -> dict[str, Any]:
+    """Per anomaly (one label each), its change from the expected spend split into volume
+    (requests), mix (tokens per request) and price (cost per token): bars stacked up for a rise
+    and down for a fall, so each column's net height is the change, marked with a diamond."""
+    x = plotly_texts(labels)
+    figure = go.Figure()
+    for name, values in (("Volume", volume), ("Mix", mix), ("Price", price)):
+        figure.add_trace(
+            go.Bar(
+                name=name,
+                x=x,
+                y=_floats(list(values)),
+                marker={"color": CAUSE_COLOURS[name]},
+                hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    change = [v + m + p for v, m, p in zip(volume, mix, price, strict=True)]
+    figure.add_trace(
+        go.Scatter(
+            name="Change",
+            x=x,
+            y=_floats(change),
+            mode="markers",
+            marker={"symbol": "diamond", "size": 10, "color": "#222222"},
+            hovertemplate="%{y:$,.2f}<extra>Change from expected</extra>",
+        )
+    )
+    figure.update_layout(
+        **BASE_LAYOUT,
+        barmode="relative",
+        title={"text": "What each anomaly's change came from"},
+        xaxis={"title": {"text": "Anomaly (day, workload / model)"}, "type": "category"},
+        yaxis={"title": {"text": "Change from expected (USD)"}, "tickprefix": "$"},
+    )
+    return figure_to_dict(figure)

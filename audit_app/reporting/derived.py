@@ -10,6 +10,9 @@ The signals in `audit_app.apps` answer every change to one of those with a new d
 - from the CLI, `ingest` and `seed_demo` call `derived_refresh` themselves before they return
   (and `recommend` re-prices directly).
 
+A refresh that recomputed then evaluates alerts (`audit_app.budgets.alerts`): budgets crossing
+a threshold and new anomalies become alerts, their deliveries queued, never sent inline.
+
 `derived_refresh` recomputes only when the data version moved since the last refresh (kept in
 `DerivedState`), so a second request, a redelivered task or `manage.py recommend` right after
 changes nothing. Refreshes lock the state row: two never run at once.
@@ -87,6 +90,11 @@ def derived_refresh(*, force: bool = False) -> bool:
         warm_defaults()
     except Exception:  # a cold cache is slower, never wrong
         logger.warning("could not warm the results cache", exc_info=True)
+    # Budgets and anomalies follow the new data in the same pass; deliveries are queued, and a
+    # failed evaluation is logged, never raised (the schedule evaluates again).
+    from audit_app.budgets.alerts import alerts_after_refresh
+
+    alerts_after_refresh()
     return True
 
 

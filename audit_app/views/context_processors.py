@@ -24,6 +24,8 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("Workloads", "workloads"),
     ("Uploads", "uploads"),
     ("Recommendations", "recommendations"),
+    ("Anomalies", "anomalies"),
+    ("Alerts", "alerts"),
     ("Benchmarks", "benchmarks"),
     ("Reconciliation", "reconciliation"),
     ("Budgets", "budgets"),

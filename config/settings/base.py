@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_networks, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("DJANGO_VAR_DIR", str(BASE_DIR / "var")))
@@ -273,12 +273,48 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Alerts (audit_app.budgets.alerts) are evaluated after every ingest and by Celery beat every
+# ALERT_EVALUATE_EVERY_SECONDS; `manage.py serve` (make run) runs beat inside its worker.
+ALERT_EVALUATE_EVERY_SECONDS = env_int("ALERT_EVALUATE_EVERY_SECONDS", 15 * 60)
+CELERY_BEAT_SCHEDULE = {
+    "evaluate-alerts": {
+        "task": "audit_app.evaluate_alerts",
+        "schedule": float(ALERT_EVALUATE_EVERY_SECONDS),
+    }
+}
 # Uploads left `queued` are queued again by a sweep in every worker (audit_app.ingestion.requeue):
 # at worker start and every UPLOAD_REQUEUE_INTERVAL_SECONDS (0 turns it off), those the broker
 # could not take when they were uploaded, and those queued longer than
 # UPLOAD_REQUEUE_AFTER_SECONDS (a lost message). Duplicates are harmless: ingest is idempotent.
 UPLOAD_REQUEUE_INTERVAL_SECONDS = env_int("UPLOAD_REQUEUE_INTERVAL_SECONDS", 30)
 UPLOAD_REQUEUE_AFTER_SECONDS = env_int("UPLOAD_REQUEUE_AFTER_SECONDS", 300)
+
+# --- Alerts and email --------------------------------------------------------------------------
+# An anomaly alerts when its score reaches ALERT_ANOMALY_MIN_SCORE; anomaly alerts go to these
+# addresses and webhooks (budgets name their own). Webhooks are signed with HMAC-SHA256 keyed
+# by ALERT_WEBHOOK_SECRET (X-Audit-Signature); without it (and DEBUG off) they are not sent.
+ALERT_ANOMALY_MIN_SCORE = env_float("ALERT_ANOMALY_MIN_SCORE", 5.0)
+ALERT_ANOMALY_EMAILS = env_list("ALERT_ANOMALY_EMAILS", [])
+ALERT_ANOMALY_WEBHOOKS = env_list("ALERT_ANOMALY_WEBHOOKS", [])
+ALERT_WEBHOOK_SECRET = env_str(
+    "ALERT_WEBHOOK_SECRET", "insecure-development-webhook-secret" if DEBUG else ""
+)
+# Email: SMTP in production; in the embedded default (DEBUG) one file per message under
+# $DJANGO_VAR_DIR/mail, so `make run` sends nothing anywhere.
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.filebased.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "inference-spend-audit@localhost")
 
 # --- Caches --------------------------------------------------------------------------------
 # `default` serves API throttling (failed-login counts are not kept in a cache: see

@@ -100,6 +100,14 @@ OTHER_MONEY = {
     "command:benchmark_import": "a run's cost per 1M tokens (tests/benchmarks_app)",
     "command:seed_demo": "prints what it loaded",
     "command:classify": "prints classes; recommendations' figures come from recommend",
+    "anomalies": "a workload x model's day of read-model spend vs expected (test_anomaly_service)",
+    "api-anomalies": "the anomalies page's figures (tests/audit_app/budgets/test_anomaly_service)",
+    "command:anomalies": "the anomalies page's figures (test_anomaly_service)",
+    "alerts": "budget and anomaly figures as of their alert (tests/audit_app/budgets/test_alerts)",
+    "api-alerts": "the alerts page's figures (tests/audit_app/budgets/test_alerts)",
+    "alert-acknowledge": "an acknowledgement's answer (tests/audit_app/budgets/test_alerts)",
+    "api-alert-acknowledge": "one alert's figures (tests/audit_app/budgets/test_alerts)",
+    "command:alerts": "the alerts page's figures (tests/audit_app/budgets/test_alerts)",
 }
 # Show no money at all (checked: their pages and answers hold no dollar figure).
 NO_MONEY = {

@@ -10,7 +10,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_networks, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_networks, env_str
 from tests.support.processes import REPO_ROOT
 
 
@@ -42,6 +42,14 @@ def test_env_int() -> None:
     assert env_int("N", 5, environ={"N": "2_147_483_648"}) == 2_147_483_648
     with pytest.raises(ImproperlyConfigured, match="N='2GB' is not a whole number"):
         env_int("N", 5, environ={"N": "2GB"})
+
+
+def test_env_float() -> None:
+    assert env_float("F", 5.0, environ={}) == 5.0
+    assert env_float("F", 5.0, environ={"F": " 4.5 "}) == 4.5
+    for bad in ("high", "nan", "inf"):
+        with pytest.raises(ImproperlyConfigured, match=f"F='{bad}' is not a number"):
+            env_float("F", 5.0, environ={"F": bad})
 
 
 def test_env_networks() -> None:
@@ -181,7 +189,8 @@ def test_env_example_lists_every_variable_the_settings_read() -> None:
 
     read = set()
     for path in (REPO_ROOT / "config").rglob("*.py"):
-        found = re.findall(r'env_(?:str|bool|int|list|networks)\(\s*"([A-Z_]+)"', path.read_text())
+        pattern = r'env_(?:str|bool|int|float|list|networks)\(\s*"([A-Z_]+)"'
+        found = re.findall(pattern, path.read_text())
         read |= set(found)
     listed = set(re.findall(r"^([A-Z_]+)=", (REPO_ROOT / ".env.example").read_text(), re.M))
     assert len(read) >= 15

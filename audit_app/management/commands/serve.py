@@ -1,5 +1,9 @@
 """Serve the dashboard with a Celery worker beside it: the embedded default of `make run`.
 
+The worker embeds Celery beat (``--beat``, its schedule file in the var directory), so the
+periodic tasks of CELERY_BEAT_SCHEDULE (alert evaluation every 15 minutes) run with no third
+process. Production runs one `celery beat` process of its own instead (README).
+
 Both run as child processes; Ctrl-C (SIGINT) or SIGTERM stops both, and if either exits the
 other is stopped too, so the pair never runs half-alive.
 """
@@ -22,7 +26,7 @@ _STOP_GRACE_SECONDS = 10
 
 
 class Command(BaseCommand):
-    help = "Run the web server and a Celery worker together until Ctrl-C."
+    help = "Run the web server and a Celery worker (with beat) together until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
@@ -47,6 +51,9 @@ class Command(BaseCommand):
             str(options["concurrency"]),
             "--hostname",
             f"embedded-{os.getpid()}@%h",
+            "--beat",
+            "--schedule",
+            str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
         ]
         web_cmd = [
             sys.executable,

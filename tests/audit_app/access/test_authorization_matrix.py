@@ -45,6 +45,9 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "api-recommendations": API,
     "api-recommendation-detail": API_DETAIL,
     "api-recommendation-decision": API_POST_ONLY,
+    "api-anomalies": API,
+    "api-alerts": API,
+    "api-alert-acknowledge": API_POST_ONLY,  # every role acknowledges, by POST
     "api-audit-events": (401, 403, 403, 403, 200),
     "api-reconciliation": API,
     "api-pools": API,
@@ -81,6 +84,9 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "budgets": PAGE,  # the create form (POST) is for finops and managers
     "budget-detail": PAGE_DETAIL,
     "budget-delete": (302, 405, 403, 405, 405),  # finops and managers, by POST
+    "anomalies": PAGE,
+    "alerts": PAGE,
+    "alert-acknowledge": POST_ONLY_ANY_ROLE,  # every role acknowledges, by POST
 }
 
 URLS = [u for u in project_urls() if not u.is_admin]

@@ -24,12 +24,14 @@ import pytest
 from django.test import Client
 
 from audit_app.api.pagination import MAX_LIMIT, parse_limit, parse_offset
+from audit_app.budgets.anomaly_service import anomaly_list
 from audit_app.costs.billing import pool_reports, reconciliation
 from audit_app.costs.bills import bills_summary
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.lib.query_params import ParameterError
 from audit_app.models import (
+    Alert,
     AuditEvent,
     BillingCharge,
     Budget,
@@ -42,6 +44,7 @@ from audit_app.reporting.filters import parse_filters
 from audit_app.reporting.selectors import recommendation_groups
 from audit_app.reporting.spend import spend_report, workload_list
 from benchmarks_app.models import BenchmarkRun, Gate
+from tests.audit_app.budgets.anomaly_samples import ingest_sample
 from tests.factories import UploadFactory
 from tests.support.api_pages import walk_pages
 from tests.support.urls import project_urls
@@ -182,6 +185,9 @@ def seeded(db: Any) -> None:
         Budget.objects.create(
             name=f"budget {4 - n}", scope_kind="all", amount_usd=100, alert_at_pct=[80]
         )
+    for n in range(8):
+        Alert.objects.create(kind="anomaly", anomaly_key=f"2026-11-{n + 1:02d}|w|m", message="x")
+    Alert.objects.update(created_at=H0)  # one time for all: only the id orders them
 
 
 def _filters() -> Any:
@@ -212,6 +218,7 @@ class ListApi:
     count: int  # by hand, from the seed above
     key: Callable[[dict[str, Any]], Any]  # an item's identity in the answer
     whole: Callable[[], list[Any]]  # the same identities from the selector, unpaginated
+    seed: Callable[[], None] | None = None  # data of its own, on top of the shared seed
 
 
 LIST_APIS = [
@@ -279,6 +286,24 @@ LIST_APIS = [
         whole=lambda: [(p.provider, p.account) for p in bills_summary().periods],
     ),
     ListApi(
+        name="api-alerts",
+        url="/api/v1/alerts/",
+        count=8,
+        key=lambda item: item["id"],
+        whole=lambda: list(Alert.objects.values_list("id", flat=True)),
+    ),
+    ListApi(
+        name="api-anomalies",
+        url="/api/v1/anomalies/?start=2026-11-02&end=2026-11-08",
+        count=1,  # the sample's planted day (tests/audit_app/budgets/anomaly_samples.py)
+        key=lambda item: (item["day"], item["workload"], item["model"]),
+        whole=lambda: [
+            (r.day.isoformat(), r.workload, r.model)
+            for r in anomaly_list(date(2026, 11, 2), date(2026, 11, 8))
+        ],
+        seed=ingest_sample,
+    ),
+    ListApi(
         name="api-uploads",
         url="/api/v1/uploads/",
         count=7,  # the log, the bill, five benchmark files
@@ -320,6 +345,7 @@ NOT_LISTS = {
     "api-benchmark-run-detail",
     "api-gate-detail",
     "api-budget-detail",
+    "api-alert-acknowledge",
 }
 
 
@@ -403,6 +429,8 @@ def _check_walking_every_page(client: Client, api: ListApi, whole: list[Any]) ->
 def test_pages_of_every_list(seeded: None, admin: Client, api: ListApi) -> None:
     """The default page, a page in the middle, the last page and past it, each with its
     count and links; and walking every page gives the selector's whole list, in order."""
+    if api.seed is not None:
+        api.seed()
     whole = api.whole()
     assert len(whole) == api.count
     _check_the_first_page(admin, api, whole)

@@ -58,6 +58,9 @@ ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "api-pools": {**FILTERS, **PAGE},
     "api-audit-events": {**PAGE, "action": "choice"},
     "api-recommendations": PAGE,
+    "anomalies": {"start": "date", "end": "date"},
+    "api-anomalies": {"start": "date", "end": "date", **PAGE},
+    "api-alerts": PAGE,
     "api-bills": PAGE,
     "api-uploads": PAGE,
     "api-benchmark-runs": PAGE,
@@ -93,6 +96,9 @@ NO_PARAMS = {
     "budgets",
     "budget-detail",
     "budget-delete",
+    "alerts",
+    "alert-acknowledge",
+    "api-alert-acknowledge",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})
 URLS = {u.name: u for u in project_urls() if not u.is_admin}

@@ -1,0 +1,138 @@
+"""Anomalies and alerts API: the same services as the pages and commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
+from audit_app.api.spend import MONEY
+from audit_app.budgets.alerts import alert_acknowledge
+from audit_app.budgets.anomaly_service import anomaly_list, anomaly_payload, anomaly_window
+from audit_app.models import Alert
+
+
+class CauseOutput(serializers.Serializer):
+    volume_usd = serializers.DecimalField(**MONEY, help_text="Change from the number of requests.")
+    mix_usd = serializers.DecimalField(**MONEY, help_text="Change from tokens per request.")
+    price_usd = serializers.DecimalField(**MONEY, help_text="Change from cost per token.")
+
+
+class AnomalyOutput(serializers.Serializer):
+    day = serializers.DateField()
+    workload = serializers.CharField()
+    model = serializers.CharField()
+    spend_usd = serializers.DecimalField(**MONEY)
+    expected_usd = serializers.DecimalField(
+        **MONEY, help_text="From the same weekday of the previous weeks (median)."
+    )
+    score = serializers.FloatField(
+        allow_null=True, help_text="Robust z-score (median and MAD); null when unbounded."
+    )
+    cause = CauseOutput(help_text="volume + mix + price = spend_usd − expected_usd.")
+
+
+class AnomalyPageOutput(PageOutput):
+    start = serializers.DateField()
+    end = serializers.DateField()
+    results = AnomalyOutput(many=True)
+
+
+class AnomalyListApi(APIView):
+    """Spend anomalies per workload × model × day, newest day first, with their cause."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("start", str, description="First day, YYYY-MM-DD (UTC)."),
+            OpenApiParameter("end", str, description="Last day, YYYY-MM-DD (UTC), inclusive."),
+            *PAGE_PARAMETERS,
+        ],
+        responses=AnomalyPageOutput,
+    )
+    def get(self, request: Request) -> Response:
+        start, end = anomaly_window(request.query_params)
+        page = paginate(anomaly_list(start, end), request)
+        data = {
+            "start": start.isoformat(),
+            "end": end.isoformat(),
+            **page.envelope([anomaly_payload(row) for row in page.items]),
+        }
+        return Response(data)
+
+
+class DeliveryOutput(serializers.Serializer):
+    channel = serializers.CharField()
+    target = serializers.CharField()
+    status = serializers.CharField()
+    attempts = serializers.IntegerField()
+    last_error = serializers.CharField()
+    last_attempt_at = serializers.DateTimeField(allow_null=True)
+    sent_at = serializers.DateTimeField(allow_null=True)
+
+
+class AlertOutput(serializers.ModelSerializer):
+    budget = serializers.CharField(source="budget.name", default=None, allow_null=True)
+    acknowledged_by = serializers.CharField(
+        source="acknowledged_by.username", default=None, allow_null=True
+    )
+    deliveries = DeliveryOutput(many=True)
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id",
+            "kind",
+            "budget_id",
+            "budget",
+            "period_start",
+            "threshold_pct",
+            "anomaly_key",
+            "message",
+            "details",
+            "created_at",
+            "acknowledged_by",
+            "acknowledged_at",
+            "acknowledgement_note",
+            "deliveries",
+        ]
+
+
+class AlertPageOutput(PageOutput):
+    results = AlertOutput(many=True)
+
+
+def alerts_queryset() -> Any:
+    return Alert.objects.select_related("budget", "acknowledged_by").prefetch_related("deliveries")
+
+
+class AlertListApi(APIView):
+    """Alerts, newest first: budget crossings and anomalies, with each delivery's state."""
+
+    @extend_schema(parameters=PAGE_PARAMETERS, responses=AlertPageOutput)
+    def get(self, request: Request) -> Response:
+        page = paginate(alerts_queryset(), request)
+        return Response(AlertPageOutput(page.envelope(page.items)).data)
+
+
+class AcknowledgeInput(serializers.Serializer):
+    note = serializers.CharField(
+        allow_blank=True, default="", help_text="Required: what was done about it."
+    )
+
+
+class AlertAcknowledgeApi(APIView):
+    """Acknowledge an alert with a note (every role); 409 when it was acknowledged already."""
+
+    @extend_schema(request=AcknowledgeInput, responses=AlertOutput)
+    def post(self, request: Request, alert_id: int) -> Response:
+        alert = get_object_or_404(Alert, pk=alert_id)
+        data = AcknowledgeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        alert_acknowledge(alert=alert, user=request.user, note=data.validated_data["note"])
+        return Response(AlertOutput(alerts_queryset().get(pk=alert_id)).data)

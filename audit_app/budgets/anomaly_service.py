@@ -1,0 +1,144 @@
+"""Spend anomalies per workload × model × day, read from the one read model.
+
+Each workload × model pair is a daily series of requests, tokens (input + output) and spend,
+where spend is the read model's own figure per line (`reporting.spend.spend_lines`: API spend
+plus the GPU share, never priced a second time), grouped by (day, workload, model). Days
+without traffic are zero days. `anomalies.detect` judges each series against the same weekday
+of the previous weeks, and splits each jump into volume, mix and price.
+
+A list for one window is cached per data version, like the spend report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from audit_app.budgets.anomalies import Cause, DayUsage, detect
+from audit_app.lib.query_params import ParameterError, QueryParams, date_param
+from audit_app.lib.results_cache import cached
+from audit_app.reporting.filters import DEFAULT_DAYS, MAX_DAYS, SpendFilters
+from audit_app.reporting.selectors import data_date_range
+from audit_app.reporting.spend import spend_lines
+
+# Weeks of the same weekday each day is compared with (the contract's default of `detect`).
+HISTORY_WEEKS = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnomalyRow:
+    """One day a workload's spend on one model jumped (or fell) away from its usual."""
+
+    day: date
+    workload: str
+    model: str
+    spend_usd: Decimal
+    expected_usd: Decimal
+    score: float
+    cause: Cause
+
+    @property
+    def key(self) -> str:
+        """What names this anomaly once and for all (`Alert.anomaly_key`)."""
+        return f"{self.day.isoformat()}|{self.workload}|{self.model}"
+
+    @property
+    def change_usd(self) -> Decimal:
+        return self.spend_usd - self.expected_usd
+
+
+def anomaly_window(params: QueryParams) -> tuple[date, date]:
+    """``?start=&end=`` (YYYY-MM-DD): without them, the DEFAULT_DAYS days ending on the last day
+    with data (today when there is none). A bad value raises ParameterError naming it."""
+    start = date_param(params, "start")
+    end = date_param(params, "end")
+    if end is None:
+        bounds = data_date_range()
+        end = bounds[1] if bounds else timezone.now().date()
+    if start is None:
+        start = end - timedelta(days=DEFAULT_DAYS - 1)
+    if start > end:
+        raise ParameterError("start", f"start ({start}) is after end ({end})")
+    if (end - start).days > MAX_DAYS:
+        raise ParameterError(
+            "start", f"start ({start}) to end ({end}) is longer than {MAX_DAYS} days"
+        )
+    return start, end
+
+
+def usage_series(start: date, end: date) -> dict[tuple[str, str], list[DayUsage]]:
+    """Every workload × model with traffic or spend from ``start`` to ``end``: one DayUsage a
+    day, zero days included, oldest first."""
+    lines = spend_lines(SpendFilters(start=start, end=end)).grouped("day", "workload", "model")
+    per_pair: dict[tuple[str, str], dict[date, DayUsage]] = defaultdict(dict)
+    for (day, workload, model), row in lines.items():
+        if not (row.requests or row.spend_usd):
+            continue
+        per_pair[(workload, model)][date.fromisoformat(day)] = DayUsage(
+            day=date.fromisoformat(day),
+            requests=row.requests,
+            tokens=row.input_tokens + row.output_tokens,
+            spend_usd=row.spend_usd,
+        )
+    days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    return {
+        pair: [
+            known.get(day) or DayUsage(day=day, requests=0, tokens=0, spend_usd=Decimal(0))
+            for day in days
+        ]
+        for pair, known in sorted(per_pair.items())
+    }
+
+
+def anomaly_list(start: date, end: date) -> list[AnomalyRow]:
+    """Anomalies from ``start`` to ``end``, newest day first, the strongest first within a day
+    (cached per data version)."""
+    return cached("anomaly_list", f"{start}|{end}", lambda: _anomaly_list(start, end))
+
+
+def _anomaly_list(start: date, end: date) -> list[AnomalyRow]:
+    history_start = start - timedelta(weeks=HISTORY_WEEKS)
+    rows = []
+    for (workload, model), series in usage_series(history_start, end).items():
+        for found in detect(series, start=start, end=end, weeks=HISTORY_WEEKS):
+            rows.append(
+                AnomalyRow(
+                    day=found.day,
+                    workload=workload,
+                    model=model,
+                    spend_usd=found.spend_usd,
+                    expected_usd=found.expected_usd,
+                    score=found.score,
+                    cause=found.cause,
+                )
+            )
+    return sorted(rows, key=lambda r: (-r.day.toordinal(), -abs(r.score), r.workload, r.model))
+
+
+def usd(amount: Decimal) -> str:
+    """Money in JSON: a string with six decimals, as every command and the API print it."""
+    return str(amount.quantize(Decimal("0.000001")))
+
+
+def anomaly_payload(row: AnomalyRow) -> dict[str, Any]:
+    """The JSON shape of one anomaly (the API's rows and `manage.py anomalies --json`)."""
+    return {
+        "day": row.day.isoformat(),
+        "workload": row.workload,
+        "model": row.model,
+        "spend_usd": usd(row.spend_usd),
+        "expected_usd": usd(row.expected_usd),
+        # A score is finite unless the usual days never vary and this one does: then null.
+        "score": round(row.score, 3) if math.isfinite(row.score) else None,
+        "cause": {
+            "volume_usd": usd(row.cause.volume_usd),
+            "mix_usd": usd(row.cause.mix_usd),
+            "price_usd": usd(row.cause.price_usd),
+        },
+    }
