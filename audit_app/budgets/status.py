@@ -19,7 +19,9 @@ forecast) the forecast, reaches the lowest ``alert_at_pct`` threshold; else ``ok
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -168,6 +170,20 @@ def status_of(
     return "ok"
 
 
+def _exact_actuals(forecast: Forecast, daily: Mapping[date, Decimal]) -> Forecast:
+    """The forecast with its days through as-of carrying the read model's exact cumulative
+    spend (the forecast rounds to the cent), so the chart's last actual point is spent."""
+    running = ZERO
+    days = []
+    for entry in forecast.days:
+        if entry.actual_usd is None:
+            days.append(entry)
+            continue
+        running += daily.get(entry.day, ZERO)
+        days.append(dataclasses.replace(entry, actual_usd=running, forecast_usd=running))
+    return dataclasses.replace(forecast, days=tuple(days))
+
+
 def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
     """The budget in the period holding ``as_of`` (default: `default_as_of`)."""
     day = as_of or default_as_of()
@@ -177,6 +193,10 @@ def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
         scope_kind=budget.scope_kind, scope_value=budget.scope_value, start=history_start, end=day
     )
     forecast = forecast_period(daily, period_start=start, period_end=end, as_of=day)
+    # Spent is the read model's own sum, to the read model's precision (the forecast rounds
+    # what it returns to the cent), so the page, API and command agree with every other page.
+    actual = sum((v for d, v in daily.items() if start <= d <= day), ZERO)
+    forecast = _exact_actuals(forecast, daily)
     amount = budget.amount_usd
     return BudgetStatus(
         budget_id=budget.pk,
@@ -188,15 +208,15 @@ def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
         as_of=day,
         period_start=start,
         period_end=end,
-        actual_usd=forecast.actual_usd,
+        actual_usd=actual,
         forecast_usd=forecast.forecast_usd,
         low_usd=forecast.low_usd,
         high_usd=forecast.high_usd,
-        pct_actual=_percent(forecast.actual_usd, amount),
+        pct_actual=_percent(actual, amount),
         pct_forecast=_percent(forecast.forecast_usd, amount),
         status=status_of(
             amount=amount,
-            actual=forecast.actual_usd,
+            actual=actual,
             forecast=forecast.forecast_usd,
             on_forecast=budget.on_forecast,
             alert_at_pct=list(budget.alert_at_pct),
