@@ -15,6 +15,7 @@ from django.views import View
 
 from audit_app.access.permissions import BUDGET_WRITER_ROLES, RoleRequiredMixin, has_role
 from audit_app.budgets.charts import build_budget_forecast_figure
+from audit_app.budgets.delivery import failing_webhooks
 from audit_app.budgets.forms import BudgetForm
 from audit_app.budgets.services import (
     BudgetRefused,
@@ -70,8 +71,13 @@ class BudgetListView(RoleRequiredMixin, View):
 
     def _render(self, request: HttpRequest, form: BudgetForm, *, status: int = 200) -> HttpResponse:
         as_of = default_as_of()
+        failing = failing_webhooks()
         context = {
             "statuses": budget_statuses(as_of),
+            "failing": list(failing.values()),
+            "failing_budgets": {
+                b.pk for b in Budget.objects.all() if set(b.notify_webhooks) & set(failing)
+            },
             "as_of": as_of,
             "form": form,
             "can_write": has_role(request.user, BUDGET_WRITER_ROLES),
@@ -107,9 +113,13 @@ class BudgetDetailView(RoleRequiredMixin, View):
     ) -> HttpResponse:
         budget.refresh_from_db()  # a refused edit leaves the stored budget as it was
         state = budget_status(budget)
+        failing = failing_webhooks()
         context = {
             "budget": budget,
             "state": state,
+            "webhooks": [
+                {"url": url, "failing": failing.get(url)} for url in budget.notify_webhooks
+            ],
             "figure": build_budget_forecast_figure(
                 forecast=state.forecast, amount=budget.amount_usd
             ),

@@ -219,3 +219,30 @@ def test_lost_deliveries_are_queued_again(monkeypatch: Any) -> None:
     assert delivery_module.deliveries_requeue_stale() == 1
     assert queued == [[lost.pk]]
     assert fresh.pk not in queued[0]
+
+
+def test_the_budgets_pages_mark_a_webhook_that_keeps_failing(
+    receiver: Receiver, client: Any, manager_user: Any
+) -> None:
+    from audit_app.models import Budget
+
+    budget = Budget.objects.create(
+        name="gpu",
+        scope_kind="all",
+        amount_usd=100,
+        alert_at_pct=[80],
+        notify_webhooks=[receiver.url, "https://hooks.example.invalid/ok"],
+    )
+    receiver.statuses = [503] * MAX_ATTEMPTS
+    delivery = _delivery("webhook", receiver.url)
+    assert run_task(delivery.pk) == "failed"
+    client.force_login(manager_user)
+    listing = client.get("/budgets/").content.decode()
+    assert f"<code>{receiver.url}</code>: {MAX_ATTEMPTS} attempts" in listing
+    assert listing.count('data-testid="webhook-failing"') == 1  # the budget's row
+    detail = client.get(f"/budgets/{budget.pk}/").content.decode()
+    marked = detail[detail.index(f"<code>{receiver.url}</code>") :]
+    assert marked.split("</li>")[0].count("webhook-failing") == 1
+    assert "The webhook answered HTTP 503 Service Unavailable." in marked
+    ok = detail[detail.index("<code>https://hooks.example.invalid/ok</code>") :]
+    assert "webhook-failing" not in ok.split("</li>")[0]
