@@ -19,6 +19,7 @@ from django.db import connections
 from django.test import Client
 
 from audit_app.budgets import alerts as alerts_module
+from audit_app.budgets import delivery as delivery_module
 from audit_app.budgets.alerts import AcknowledgeRefused, alert_acknowledge, alerts_evaluate
 from audit_app.lib.errors import ErrorKind
 from audit_app.models import Alert, AlertDelivery, AuditEvent, Budget, Upload
@@ -152,6 +153,11 @@ def test_two_workers_evaluating_at_once_create_each_alert_once(
 
     monkeypatch.setattr(alerts_module, "budget_status", status_then_wait)
     monkeypatch.setattr(alerts_module, "alert_exists", lambda lookup: False)
+    # Delivery is not under test here: queued deliveries are collected, not run. (Run eagerly in
+    # two threads, Celery's eager apply would race on its process-wide "join will block" flag
+    # and leave it set for the tests after this one.)
+    queued: list[int] = []
+    monkeypatch.setattr(delivery_module, "_enqueue", queued.extend)
     results: list[int] = []
     errors: list[BaseException] = []
 
@@ -177,6 +183,7 @@ def test_two_workers_evaluating_at_once_create_each_alert_once(
         ("budget_actual", 100, ""),
     ]
     assert AlertDelivery.objects.filter(alert__budget__isnull=False).count() == 4
+    assert sorted(queued) == sorted(AlertDelivery.objects.values_list("pk", flat=True))
 
 
 @pytest.mark.django_db
