@@ -4,7 +4,9 @@ Each workload × model pair is a daily series of requests, tokens (input + outpu
 where spend is the read model's own figure per line (`reporting.spend.spend_lines`: API spend
 plus the GPU share, never priced a second time), grouped by (day, workload, model). Days
 without traffic are zero days. `anomalies.detect` judges each series against the same weekday
-of the previous weeks, and splits each jump into volume, mix and price.
+of the previous weeks, and splits each jump into volume, mix and price. The series start no
+earlier than the first day with data: a day before any data was loaded is unknown, not a zero
+day (or every pair's first weeks would be jumps from nothing).
 
 A list for one window is cached per data version, like the spend report.
 """
@@ -104,6 +106,10 @@ def anomaly_list(start: date, end: date) -> list[AnomalyRow]:
 
 def _anomaly_list(start: date, end: date) -> list[AnomalyRow]:
     history_start = start - timedelta(weeks=HISTORY_WEEKS)
+    bounds = data_date_range()
+    if bounds is None or bounds[0] > end:
+        return []
+    history_start = max(history_start, bounds[0])
     rows = []
     for (workload, model), series in usage_series(history_start, end).items():
         for found in detect(series, start=start, end=end, weeks=HISTORY_WEEKS):

@@ -1,5 +1,6 @@
-"""The embedded default's demo: one user per role plus an administrator, a month of logs and
-its bill, a benchmark sweep pair with its gate (`audit_app.demo.benchmarks`) and a few budgets
+"""The embedded default's demo: one user per role plus an administrator, a month of logs with
+one spend anomaly of each cause planted (`audit_app.demo.anomalies`) and its bill, a benchmark
+sweep pair with its gate (`audit_app.demo.benchmarks`) and a few budgets
 (`audit_app.demo.budgets`)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.access.permissions import Role
+from audit_app.demo.anomalies import PlantedAnomaly, plant_anomalies
 from audit_app.demo.benchmarks import DemoBenchmarks, demo_benchmarks_load
 from audit_app.demo.billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
 from audit_app.demo.budgets import demo_budgets_ensure
@@ -71,6 +73,7 @@ class DemoDataResult:
     planted: PlantedDiscrepancy | None = None  # the bill line made to disagree with the logs
     benchmarks: DemoBenchmarks | None = None  # the sweep pair and its gate
     budgets: tuple[Budget, ...] = ()  # the demo budgets this call created
+    anomalies: tuple[PlantedAnomaly, ...] = ()  # the spend anomalies planted in the logs
 
 
 def demo_data_load(
@@ -85,7 +88,8 @@ def demo_data_load(
     """Write a demo organisation's logs in the real formats and ingest them like uploads.
 
     API traffic goes into a LiteLLM spend-log CSV; the self-hosted vLLM pools' traffic into an
-    OpenTelemetry JSONL file. Then the benchmark sweep pair and its gate
+    OpenTelemetry JSONL file, with one spend anomaly of each cause planted in the month's last
+    week (`plant_anomalies`). Then the benchmark sweep pair and its gate
     (`demo_benchmarks_load`), and the budgets sized on that spend (`demo_budgets_ensure`).
     Each part runs once: a later call finds the demo uploads (of logs and bills), the demo
     runs and budgets, and loads only what is not there yet.
@@ -106,6 +110,9 @@ def demo_data_load(
     end_day = today or timezone.now().date()
     start = datetime.combine(end_day - timedelta(days=days), time.min, tzinfo=UTC)
     frame = generate_requests(start=start, days=days, workloads=specs, scale=scale, seed=seed)
+    frame, anomalies = plant_anomalies(
+        frame, start=start, days=days, workloads=specs, scale=scale, seed=seed
+    )
     directory.mkdir(parents=True, exist_ok=True)
     self_hosted = frame["pool"] != ""
     files: list[tuple[Path, Callable[[pd.DataFrame, Path], None], pd.DataFrame]] = [
@@ -145,6 +152,7 @@ def demo_data_load(
         planted=summary.discrepancy,
         benchmarks=demo_benchmarks_load(directory=directory),
         budgets=tuple(demo_budgets_ensure(today=end_day)),
+        anomalies=anomalies,
     )
 
 

@@ -27,6 +27,13 @@ def test_seed_demo_creates_one_user_per_role_and_prints_credentials() -> None:
         r"Demo benchmark run \d+ Demo: Llama 3.3 70B on 16 × Trainium2 .*: 4 points", text
     )
     assert re.search(r"Demo gate \d+: pass - Pass: ", text), text
+    # One spend anomaly of each cause, on weekdays of the data's last week.
+    planted = re.findall(r"Planted for the anomalies page: (\w+): ([\w-]+) on ", text)
+    assert planted == [
+        ("volume", "support-chat"),
+        ("mix", "code-assistant"),
+        ("price", "helpdesk-bot"),
+    ], text
     user_model = get_user_model()
     assert user_roles(user_model.objects.get(username="finops")) == {"finops"}
     assert user_roles(user_model.objects.get(username="engineer")) == {"engineer"}

@@ -1,5 +1,6 @@
-"""Load demo data for the embedded default: demo accounts, a month of realistic logs, a
-benchmark sweep pair (H100 against Trainium2) with its gate, and a few budgets.
+"""Load demo data for the embedded default: demo accounts, a month of realistic logs (one spend
+anomaly of each cause planted in its last week), a benchmark sweep pair (H100 against
+Trainium2) with its gate, and a few budgets.
 
 Only with DEBUG on: the accounts have published passwords.
 """
@@ -76,6 +77,8 @@ class Command(BaseCommand):
                 f"{result.planted.model} on {result.planted.day} is billed "
                 f"{result.planted.factor} x its logged cost."
             )
+        for planted in result.anomalies:
+            self.stdout.write(f"Planted for the anomalies page: {planted.describe()}.")
         self._benchmarks(result.benchmarks)
         self._budgets(result.budgets)
 

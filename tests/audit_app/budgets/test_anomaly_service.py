@@ -72,6 +72,16 @@ def test_a_window_without_the_planted_day_has_no_anomaly(sample: None) -> None:
     assert anomaly_list(date(2026, 11, 5), LAST_DAY) == []
 
 
+def test_days_before_the_first_day_with_data_are_unknown_not_zero(sample: None) -> None:
+    # The window starts with the data, so its history reaches back four weeks into days with
+    # no data at all. Were they zero days, the first two weeks (chat at $3.15 to $3.85 a day,
+    # the Sunday batch at $7.00) would each be a jump from $0; unknown, they are not judged
+    # (fewer than two references) and the planted day stays the one anomaly.
+    rows = anomaly_list(FIRST_DAY, LAST_DAY)
+    assert [(r.day, r.workload) for r in rows] == [(PLANTED_DAY, "chat")]
+    assert anomaly_list(FIRST_DAY - timedelta(days=60), FIRST_DAY - timedelta(days=1)) == []
+
+
 def test_window_defaults_and_refusals(sample: None) -> None:
     assert anomaly_window({}) == (LAST_DAY - timedelta(days=29), LAST_DAY)
     assert anomaly_window({"start": "2026-11-01"}) == (date(2026, 11, 1), LAST_DAY)
