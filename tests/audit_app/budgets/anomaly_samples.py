@@ -17,6 +17,7 @@ import io
 from datetime import date, timedelta
 from decimal import Decimal
 
+from audit_app.costs.price_cards import price_cards_seed
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Upload
@@ -52,6 +53,9 @@ def sample_csv() -> bytes:
 
 
 def ingest_sample(*, refresh: bool = False) -> Upload:
+    # The gpt-4o card comes from the catalog's data migration, which a test flushing the
+    # database (transaction=True) removes for the tests after it: seed the cards again.
+    price_cards_seed()
     upload = upload_create(
         source=io.BytesIO(sample_csv()), original_name="anomaly.csv", enqueue=False
     )
