@@ -154,11 +154,16 @@ def _anomaly_alerts(day: date) -> list[Alert]:
 def anomaly_message(row: AnomalyRow) -> str:
     cause = row.cause
     return (
-        f"{row.workload} on {row.model} spent ${usd_short(row.spend_usd)} on {row.day} against "
-        f"${usd_short(row.expected_usd)} expected (score {row.score:.1f}): volume "
-        f"${usd_short(cause.volume_usd)}, mix ${usd_short(cause.mix_usd)}, price "
-        f"${usd_short(cause.price_usd)}."
+        f"{row.workload} on {row.model} spent {_usd(row.spend_usd)} on {row.day} against "
+        f"{_usd(row.expected_usd)} expected (score {row.score:.1f}): volume "
+        f"{_usd(cause.volume_usd)}, mix {_usd(cause.mix_usd)}, price {_usd(cause.price_usd)}."
     )
+
+
+def _usd(amount: Decimal) -> str:
+    """`$1,234.56`, or `-$0.02` for a part that worked against the change."""
+    text = usd_short(abs(amount))
+    return f"-${text}" if amount < 0 and text != "0.00" else f"${text}"
 
 
 def usd_short(amount: Decimal) -> str:

@@ -357,36 +357,32 @@ def build_anomaly_causes_figure(
     price: Sequence[Decimal],
 ) -> dict[str, Any]:
     """Per anomaly (one label each), its change from the expected spend split into volume
-    (requests), mix (tokens per request) and price (cost per token): bars stacked up for a rise
-    and down for a fall, so each column's net height is the change, marked with a diamond."""
+    (requests), mix (tokens per request) and price (cost per token), as shares of the change:
+    a $3 anomaly reads as clearly as a $3,000 one beside it (the dollars are in the hover and
+    the table). Parts that worked against the change go below zero; the parts sum to 100 %."""
     x = plotly_texts(labels)
+    change = [v + m + p for v, m, p in zip(volume, mix, price, strict=True)]
     figure = go.Figure()
     for name, values in (("Volume", volume), ("Mix", mix), ("Price", price)):
+        shares = [
+            float(part / total * 100) if total else None
+            for part, total in zip(values, change, strict=True)
+        ]
         figure.add_trace(
             go.Bar(
                 name=name,
                 x=x,
-                y=_floats(list(values)),
+                y=shares,
+                customdata=_floats(list(values)),
                 marker={"color": CAUSE_COLOURS[name]},
-                hovertemplate="%{y:$,.2f}<extra>%{fullData.name}</extra>",
+                hovertemplate="%{y:.0f} %: %{customdata:$,.2f}<extra>%{fullData.name}</extra>",
             )
         )
-    change = [v + m + p for v, m, p in zip(volume, mix, price, strict=True)]
-    figure.add_trace(
-        go.Scatter(
-            name="Change",
-            x=x,
-            y=_floats(change),
-            mode="markers",
-            marker={"symbol": "diamond", "size": 10, "color": "#222222"},
-            hovertemplate="%{y:$,.2f}<extra>Change from expected</extra>",
-        )
-    )
     figure.update_layout(
         **BASE_LAYOUT,
         barmode="relative",
         title={"text": "What each anomaly's change came from"},
         xaxis={"title": {"text": "Anomaly (day, workload / model)"}, "type": "category"},
-        yaxis={"title": {"text": "Change from expected (USD)"}, "tickprefix": "$"},
+        yaxis={"title": {"text": "Share of the change"}, "ticksuffix": " %"},
     )
     return figure_to_dict(figure)

@@ -143,10 +143,10 @@ def test_page_shows_the_table_and_the_decomposition_chart(sample: None, manager_
     assert html.count('data-testid="anomaly"') == 1
     assert "$17.50" in html and "$3.50" in html and "$14.00" in html
     figure = response.context["figure"]
-    traces = {t["name"]: t["y"] for t in figure["data"]}
-    assert traces["Volume"] == [14.0]
-    assert traces["Mix"] == [0.0] and traces["Price"] == [0.0]
-    assert traces["Change"] == [14.0]
+    # Shares of the $14.00 change: all volume; the dollars ride along for the hover.
+    traces = {t["name"]: (t["y"], t["customdata"]) for t in figure["data"]}
+    assert traces["Volume"] == ([100.0], [14.0])
+    assert traces["Mix"] == ([0.0], [0.0]) and traces["Price"] == ([0.0], [0.0])
     assert figure["layout"]["barmode"] == "relative"
     bad = client.get("/anomalies/", {"end": "nonsense"})
     assert bad.status_code == 400
