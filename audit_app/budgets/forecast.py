@@ -119,7 +119,9 @@ def _history(
 ) -> list[tuple[date, Decimal]]:
     """Every day of the history window, oldest first (a day with no entry spent nothing)."""
     known = [day for day in daily_spend if day <= as_of]
-    first = min([*known, period_start]) if known or period_start <= as_of else None
+    # Before the first day the series holds, days are unknown, not $0 (data that starts
+    # mid-period); a series holding nothing is a period that has spent nothing so far.
+    first = min(known) if known else (period_start if period_start <= as_of else None)
     if first is None:
         return []
     start = max(first, as_of - timedelta(days=HISTORY_DAYS - 1))
@@ -273,7 +275,9 @@ def forecast_period(
         for offset in range((period_end - period_start).days + 1)
     ]
     spent = [(day, daily_spend.get(day, ZERO)) for day in period[:spent_count]]
-    scale = _scale(shape, spent)
+    known = [day for day in daily_spend if day <= as_of]
+    first_known = min(known) if known else period_start
+    scale = _scale(shape, [(day, spend) for day, spend in spent if day >= first_known])
     days = _actual_days(spent)
     actual = sum((spend for _, spend in spent), ZERO)
     days += _projected_days(

@@ -14,6 +14,7 @@ status (`audit_app.budgets.status`) is computed when it is read.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
@@ -39,6 +40,8 @@ MAX_RECIPIENTS = 20
 MAX_URL_LENGTH = 2000  # AlertDelivery.target
 CENT = Decimal("0.01")
 _WEBHOOK_URL = URLValidator(schemes=["http", "https"])
+
+logger = logging.getLogger(__name__)
 
 
 class BudgetRefused(DomainError):
@@ -325,6 +328,22 @@ def _audit_details(budget: Budget) -> dict[str, Any]:
     }
 
 
+def alerts_evaluate_soon() -> None:
+    """Alerts are derived from budgets too: once a budget is created or changed, evaluate them
+    (the worker's task), so a budget already past a threshold alerts now, not at the next
+    scheduled pass. A broker that is away costs nothing: the schedule evaluates again."""
+
+    def queue() -> None:
+        from audit_app.tasks import evaluate_alerts
+
+        try:
+            evaluate_alerts.apply_async(ignore_result=True)
+        except Exception:
+            logger.warning("could not queue the alert evaluation", exc_info=True)
+
+    transaction.on_commit(queue)
+
+
 @transaction.atomic
 def budget_create(*, user: Actor, data: Mapping[str, Any]) -> Budget:
     """A new budget from the API's JSON object; refused (BudgetRefused) naming the field."""
@@ -339,6 +358,7 @@ def budget_create(*, user: Actor, data: Mapping[str, Any]) -> Budget:
         summary=f"created budget {budget.name} (${budget.amount_usd} a {budget.period})",
         details={"change": "created", **_audit_details(budget)},
     )
+    alerts_evaluate_soon()
     return budget
 
 
@@ -365,6 +385,7 @@ def budget_update(*, budget: Budget, user: Actor, data: Mapping[str, Any]) -> Bu
             "after": {k: new[k] for k in changed},
         },
     )
+    alerts_evaluate_soon()
     return locked
 
 

@@ -189,6 +189,11 @@ def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
     day = as_of or default_as_of()
     start, end = period_bounds(budget.period, day)
     history_start = start - timedelta(days=HISTORY_DAYS)
+    bounds = data_date_range()
+    if bounds is not None and bounds[0] > history_start:
+        # Days before the first day with any data are unknown, not $0 days: a quarter whose
+        # data starts in its second month is projected from that month's level.
+        history_start = min(bounds[0], day)
     daily = scope_daily_spend(
         scope_kind=budget.scope_kind, scope_value=budget.scope_value, start=history_start, end=day
     )

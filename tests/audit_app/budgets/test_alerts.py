@@ -321,3 +321,20 @@ def test_alerts_command_evaluates_lists_and_delivers(
     assert [m.to for m in mailoutbox] == [["finops@example.com"]]
     call_command("alerts", "--deliver", "--as-of", "2026-11-08", stdout=io.StringIO())
     assert len(mailoutbox) == 1
+
+
+@pytest.mark.django_db
+def test_a_budget_already_past_its_threshold_alerts_when_it_is_created(
+    monkeypatch: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Alerts derive from budgets too: creating one queues an evaluation (eager in tests).
+    from audit_app.budgets.services import budget_create
+
+    monkeypatch.setattr(alerts_module, "budget_status", fake_status({"Platform": ("90", "90")}))
+    monkeypatch.setattr(delivery_module, "_enqueue", lambda ids: None)
+    with django_capture_on_commit_callbacks(execute=True):
+        budget_create(
+            user=None,
+            data={"name": "Platform", "scope": {"kind": "all"}, "amount_usd": "100"},
+        )
+    assert list(Alert.objects.values_list("kind", "threshold_pct")) == [("budget_actual", 80)]

@@ -122,7 +122,7 @@ def _budget(**kw: Any) -> Budget:
     return Budget.objects.create(**values)
 
 
-def test_status_hands_eight_weeks_of_history_and_reports_the_forecast(
+def test_status_hands_the_history_from_the_first_day_with_data_and_reports_the_forecast(
     sample: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[dict[str, Any]] = []
@@ -130,8 +130,11 @@ def test_status_hands_eight_weeks_of_history_and_reports_the_forecast(
     state = budget_status(_budget(), as_of=AS_OF)
     [call] = calls
     assert (call["start"], call["end"]) == PERIOD
-    assert call["daily"] == expected_daily("team", "web", HISTORY_START, AS_OF)
-    assert min(call["daily"]) == date(2026, 9, 6)  # 56 days before 1 November
+    # Eight weeks before the period at most, from the first day with any data (20 October in
+    # the sample): days before it are unknown, not $0 days.
+    first_data = date(2026, 10, 20)
+    assert first_data > HISTORY_START
+    assert call["daily"] == expected_daily("team", "web", first_data, AS_OF)
     assert (state.period_start, state.period_end, state.as_of) == (*PERIOD, AS_OF)
     # Spent: 10.00 + 10.00 (sales' GPU share) + 2.25; forecast 45.00 of 40.00.
     assert state.actual_usd == Decimal("22.25")
@@ -152,7 +155,7 @@ def test_a_quarter_reads_from_its_first_day(sample: None, monkeypatch: pytest.Mo
     monkeypatch.setattr(status_module, "forecast_period", _fake_forecast("1", calls))
     state = budget_status(_budget(scope_kind="all", scope_value="", period="quarter"), as_of=AS_OF)
     assert (state.period_start, state.period_end) == (date(2026, 10, 1), date(2026, 12, 31))
-    assert min(calls[0]["daily"]) == date(2026, 10, 1) - timedelta(days=HISTORY_DAYS)
+    assert min(calls[0]["daily"]) == date(2026, 10, 20)  # the first day with data
     assert state.actual_usd == Decimal("41.75")  # 4.00 in October + 37.75 in November
 
 

@@ -180,3 +180,17 @@ def test_a_quarter_projects_all_its_days() -> None:
 def test_an_inverted_period_is_refused() -> None:
     with pytest.raises(ValueError, match="period_end 2025-02-01 is before period_start 2025-03-01"):
         forecast_period({}, period_start=MARCH[0], period_end=date(2025, 2, 1), as_of=MARCH[0])
+
+
+def test_data_starting_mid_period_is_projected_from_its_own_level() -> None:
+    # A quarter whose data starts on 1 November at $100 every day: October is unknown, not a
+    # month of $0 days, so December is projected at $100 a day: 30 × 100 + 31 × 100 = $6,100.
+    daily = {date(2026, 11, 1) + timedelta(days=i): Decimal(100) for i in range(30)}
+    forecast = forecast_period(
+        daily,
+        period_start=date(2026, 10, 1),
+        period_end=date(2026, 12, 31),
+        as_of=date(2026, 11, 30),
+    )
+    assert forecast.actual_usd == Decimal("3000.00")
+    assert forecast.forecast_usd == Decimal("6100.00")
