@@ -20,12 +20,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.utils import timezone
-
 from audit_app.budgets.anomalies import Cause, DayUsage, detect
-from audit_app.lib.query_params import ParameterError, QueryParams, date_param
+from audit_app.lib.query_params import QueryParams
 from audit_app.lib.results_cache import cached
-from audit_app.reporting.filters import DEFAULT_DAYS, MAX_DAYS, SpendFilters
+from audit_app.reporting.filters import SpendFilters, date_window
 from audit_app.reporting.selectors import data_date_range
 from audit_app.reporting.spend import spend_lines
 
@@ -56,22 +54,8 @@ class AnomalyRow:
 
 
 def anomaly_window(params: QueryParams) -> tuple[date, date]:
-    """``?start=&end=`` (YYYY-MM-DD): without them, the DEFAULT_DAYS days ending on the last day
-    with data (today when there is none). A bad value raises ParameterError naming it."""
-    start = date_param(params, "start")
-    end = date_param(params, "end")
-    if end is None:
-        bounds = data_date_range()
-        end = bounds[1] if bounds else timezone.now().date()
-    if start is None:
-        start = end - timedelta(days=DEFAULT_DAYS - 1)
-    if start > end:
-        raise ParameterError("start", f"start ({start}) is after end ({end})")
-    if (end - start).days > MAX_DAYS:
-        raise ParameterError(
-            "start", f"start ({start}) to end ({end}) is longer than {MAX_DAYS} days"
-        )
-    return start, end
+    """``?start=&end=``, as every dated page reads them (`reporting.filters.date_window`)."""
+    return date_window(params)
 
 
 def usage_series(start: date, end: date) -> dict[tuple[str, str], list[DayUsage]]:

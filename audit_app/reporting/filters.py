@@ -98,9 +98,9 @@ def whole_range() -> SpendFilters:
     return SpendFilters(start=bounds[0], end=bounds[1])
 
 
-def parse_filters(params: QueryParams) -> SpendFilters:
-    """Filters from query parameters. Without dates: the 30 days ending on the last data day.
-    A bad value raises ParameterError naming it."""
+def date_window(params: QueryParams) -> tuple[date, date]:
+    """``?start=&end=`` (YYYY-MM-DD): without them, the DEFAULT_DAYS days ending on the last
+    day with data (today when there is none). A bad value raises ParameterError naming it."""
     start = date_param(params, "start")
     end = date_param(params, "end")
     if end is None:
@@ -114,6 +114,13 @@ def parse_filters(params: QueryParams) -> SpendFilters:
         raise ParameterError(
             "start", f"start ({start}) to end ({end}) is longer than {MAX_DAYS} days"
         )
+    return start, end
+
+
+def parse_filters(params: QueryParams) -> SpendFilters:
+    """Filters from query parameters. Without dates: the 30 days ending on the last data day.
+    A bad value raises ParameterError naming it."""
+    start, end = date_window(params)
     text = {name: text_param(params, name) for name in ("team", "provider", "model")}
     if text["provider"]:
         # Rollups store each provider's one name; an alias (bedrock, aws.bedrock) finds it too.
