@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
@@ -107,3 +108,23 @@ def ingest_budget_sample() -> None:
             line=2 + hour,
         )
     ServingPool.objects.create(name="gpu", resource_ids=["i-1"])
+
+
+def ingest_after_the_data(monkeypatch: Any) -> None:
+    """The sample, read on 1 December (after its last day, 12 November, which is then the day
+    counted up to), as the pages and the API see it."""
+    from datetime import UTC, datetime
+
+    from django.utils import timezone
+
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 12, 1, 9, tzinfo=UTC))
+    ingest_budget_sample()
+
+
+def logged_in(user: Any) -> Any:
+    """A test client signed in as ``user``."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client

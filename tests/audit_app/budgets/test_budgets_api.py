@@ -3,16 +3,17 @@ status figures against the hand-computed sample."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.test import Client
-from django.utils import timezone
 
 from audit_app.models import Budget
-from tests.audit_app.budgets.budget_samples import ingest_budget_sample
+from tests.audit_app.budgets.budget_samples import (
+    ingest_after_the_data,
+    logged_in,
+)
 
 pytestmark = pytest.mark.django_db
 NEW = {
@@ -25,15 +26,10 @@ NEW = {
 
 @pytest.fixture
 def sample(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Today is after the sample's last day (12 November), so that is the day counted up to.
-    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 12, 1, 9, tzinfo=UTC))
-    ingest_budget_sample()
+    ingest_after_the_data(monkeypatch)
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+_client = logged_in
 
 
 def _post(client: Client, body: Any) -> Any:

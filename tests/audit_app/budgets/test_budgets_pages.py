@@ -3,17 +3,17 @@ with its forecast chart, edit and delete; refusals shown beside their field."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.test import Client
-from django.utils import timezone
 from django.utils.html import escape
 
 from audit_app.budgets.services import budget_create
 from audit_app.models import Budget
-from tests.audit_app.budgets.budget_samples import ingest_budget_sample
+from tests.audit_app.budgets.budget_samples import (
+    ingest_after_the_data,
+    logged_in,
+)
 
 pytestmark = pytest.mark.django_db
 FORM = {
@@ -31,14 +31,10 @@ FORM = {
 
 @pytest.fixture
 def sample(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 12, 1, 9, tzinfo=UTC))
-    ingest_budget_sample()
+    ingest_after_the_data(monkeypatch)
 
 
-def _client(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+_client = logged_in
 
 
 def _budget() -> Budget:
