@@ -34,9 +34,15 @@ from benchmarks_app.forms import (
     field_label,
     stated_meta,
 )
-from benchmarks_app.metrics import METRIC_LABELS, RunFields, RunMetrics
+from benchmarks_app.metrics import (
+    METRIC_LABELS,
+    RunFields,
+    RunMetrics,
+    timeline,
+    tpot_per_request,
+)
 from benchmarks_app.models import BenchmarkPoint, BenchmarkRun, Gate
-from benchmarks_app.runs import metrics_from_json, run_fields
+from benchmarks_app.runs import artifact_from_json, metrics_from_json, run_fields
 from benchmarks_app.services import (
     GateLinkRefused,
     GateRefused,
@@ -353,23 +359,17 @@ def _selected_context(point: BenchmarkPoint, fields: RunFields) -> dict[str, Any
         "metric_rows": _metric_rows(point.metrics),
         "usd_per_million": point_usd_per_million(fields, metrics),
     }
-    per_request = artifact.get("per_request") or {}
-    if per_request.get("ttft_ms") and per_request.get("latency_ms"):
-        tpot = [
-            (e - t) / (n - 1)
-            for t, e, n in zip(
-                per_request["ttft_ms"],
-                per_request["latency_ms"],
-                per_request.get("output_tokens") or [],
-                strict=False,
-            )
-            if n and n > 1
-        ]
+    stored = artifact_from_json(artifact) if artifact else None
+    per_request = stored.per_request if stored is not None else None
+    if per_request is not None and per_request.ttft_ms and per_request.latency_ms:
         context["distribution_figure"] = charts.build_latency_distribution_figure(
-            ttft_ms=per_request["ttft_ms"], tpot_ms=tpot
+            ttft_ms=per_request.ttft_ms, tpot_ms=tpot_per_request(per_request)
         )
-    if per_request.get("start_s") and per_request.get("latency_ms"):
-        context["timeline_figure"] = _timeline(per_request)
+    spread = timeline(stored) if stored is not None else None
+    if spread is not None:
+        context["timeline_figure"] = charts.build_throughput_timeline_figure(
+            seconds=spread.bucket_start_s, tokens_per_s=spread.output_tokens_per_s
+        )
     telemetry = artifact.get("telemetry") or []
     if telemetry:
         start = min(s["timestamp_s"] for s in telemetry)
@@ -379,27 +379,6 @@ def _selected_context(point: BenchmarkPoint, fields: RunFields) -> dict[str, Any
             power=[s.get("power_w") for s in telemetry],
         )
     return context
-
-
-def _timeline(per_request: dict[str, Any]) -> dict[str, Any]:
-    """Output tokens/s per second of the run, each request's tokens spread over its duration."""
-    buckets: dict[int, float] = {}
-    for start, latency, tokens in zip(
-        per_request["start_s"],
-        per_request["latency_ms"],
-        per_request.get("output_tokens") or [],
-        strict=False,
-    ):
-        duration = max(latency / 1000, 1e-3)
-        first, last = int(start), int(start + duration)
-        for second in range(first, last + 1):
-            overlap = min(second + 1, start + duration) - max(second, start)
-            if overlap > 0:
-                buckets[second] = buckets.get(second, 0.0) + tokens * overlap / duration
-    seconds = sorted(buckets)
-    return charts.build_throughput_timeline_figure(
-        seconds=seconds, tokens_per_s=[buckets[s] for s in seconds]
-    )
 
 
 def _field_rows(sides: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
