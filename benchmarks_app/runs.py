@@ -351,27 +351,32 @@ def _assumptions(artifacts: Sequence[tuple[Upload, str, BenchmarkArtifact]]) -> 
 
 
 def stored_artifact(artifact: BenchmarkArtifact) -> dict[str, Any]:
-    """The artifact as a point stores it. The pooled inter-token gaps are kept as their
-    percentiles, not as the array: a point of 100k requests pools millions of gaps, and the
-    pages draw none of them. A recompute (an edit of the run's fields) reads the same p95."""
+    """The artifact as a point stores it, with what its metrics read and its page draws:
+    - the pooled inter-token gaps as their percentiles, not the array (a point of 100k requests
+      pools millions of gaps, and the pages draw none of them; a recompute reads the same p95);
+    - of a telemetry file shared by a sweep, only the samples in the point's own window (the
+      ones `compute_metrics` keeps), not a copy of the whole file in every point."""
+    slim = artifact
+    start, end = artifact.started_at_s, artifact.ended_at_s
+    if artifact.telemetry and start is not None and end is not None:
+        slim = dataclasses.replace(
+            slim, telemetry=tuple(t for t in artifact.telemetry if start <= t.timestamp_s <= end)
+        )
     per_request = artifact.per_request
-    if per_request is None or not per_request.itl_ms:
-        return cast(dict[str, Any], jsonable(artifact))
-    gaps = np.asarray(per_request.itl_ms, dtype=float)
-    mean, (p50, p95, p99) = (
-        float(gaps.mean()),
-        (float(v) for v in np.percentile(gaps, [50, 95, 99])),
-    )
-    reported = {
-        **artifact.reported,
-        "itl_mean_ms": mean,
-        "itl_p50_ms": p50,
-        "itl_p95_ms": p95,
-        "itl_p99_ms": p99,
-    }
-    slim = dataclasses.replace(
-        artifact, per_request=dataclasses.replace(per_request, itl_ms=()), reported=reported
-    )
+    if per_request is not None and per_request.itl_ms:
+        gaps = np.asarray(per_request.itl_ms, dtype=float)
+        p50, p95, p99 = (float(v) for v in np.percentile(gaps, [50, 95, 99]))
+        slim = dataclasses.replace(
+            slim,
+            per_request=dataclasses.replace(per_request, itl_ms=()),
+            reported={
+                **artifact.reported,
+                "itl_mean_ms": float(gaps.mean()),
+                "itl_p50_ms": p50,
+                "itl_p95_ms": p95,
+                "itl_p99_ms": p99,
+            },
+        )
     return cast(dict[str, Any], jsonable(slim))
 
 

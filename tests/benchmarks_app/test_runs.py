@@ -461,3 +461,16 @@ def test_a_refused_file_is_kept_with_the_reason() -> None:
         with kept.file.open("rb") as stored:
             assert json.loads(stored.read())["max_concurrency"] == 8
     assert not BenchmarkRun.objects.exists()
+
+
+def test_a_point_stores_only_the_telemetry_of_its_own_window() -> None:
+    from benchmarks_app.artifacts import BenchmarkArtifact, TelemetrySample
+    from benchmarks_app.runs import stored_artifact
+
+    samples = tuple(
+        TelemetrySample(timestamp_s=float(t), gpu_index=0, utilization_pct=50.0) for t in range(10)
+    )
+    point = BenchmarkArtifact(tool="vllm", telemetry=samples, started_at_s=3.0, ended_at_s=5.0)
+    assert [s["timestamp_s"] for s in stored_artifact(point)["telemetry"]] == [3.0, 4.0, 5.0]
+    unwindowed = BenchmarkArtifact(tool="vllm", telemetry=samples)
+    assert len(stored_artifact(unwindowed)["telemetry"]) == 10
