@@ -272,8 +272,14 @@ def evaluate_gate(
     matching = match_points(sides["baseline"].points, sides["candidate"].points)
     required = _required(sides)
     names = _pair_names(matching)
+    # Every point priced once, in every mode: the checks, the operating point and the chart
+    # read these.
+    prices: _Prices = {
+        name: {p.index: _point_costs(side, p.metrics, pricing) for p in side.points}
+        for name, side in sides.items()
+    }
     results = [
-        _point_result(pair, names[i], sides, pricing, tolerances, required)
+        _point_result(pair, names[i], sides, prices, pricing, tolerances, required)
         for i, pair in enumerate(matching.pairs)
     ]
     confounders, half_stated = _confounders(sides, matching)
@@ -284,7 +290,7 @@ def evaluate_gate(
     missing = [*half_stated]
     for result in results:
         missing.extend(result.missing)
-    operating = _operating(sides, slo, pricing, tolerances)
+    operating = _operating(sides, slo, prices, pricing, tolerances)
     checks = tuple(c for r in results for c in r.checks) + operating.checks
     failed = [c for c in checks if not c.passed]
     verdict, summary = _decide(
@@ -312,7 +318,10 @@ def evaluate_gate(
         operating_point=operating.described,
         not_applicable=_not_applicable(sides),
         serving={side: s.serving for side, s in sides.items()},
-        curves={side: _curve(s, pricing, slo, operating) for side, s in sides.items()},
+        curves={
+            name: _curve(side, prices[name], pricing, slo, operating)
+            for name, side in sides.items()
+        },
     )
 
 
@@ -409,6 +418,10 @@ def point_usd_per_million(
     return None if deployment is None else busy_only_usd_per_million(deployment)
 
 
+# side → point index → serving mode → $ per 1M output tokens (None: not priceable)
+_Prices = dict[str, dict[int, dict[str, Decimal | None]]]
+
+
 def _point_costs(side: Side, metrics: RunMetrics, pricing: _Pricing) -> dict[str, Decimal | None]:
     """Cost per 1M output tokens of one point in every serving mode (a hosted API's is the
     same in all of them)."""
@@ -498,6 +511,7 @@ def _point_result(
     pair: PointPair,
     where: str,
     sides: Mapping[str, Side],
+    prices: _Prices,
     pricing: _Pricing,
     tolerances: Tolerances,
     required: Sequence[str],
@@ -507,7 +521,7 @@ def _point_result(
     missing: list[str] = []
     for side_name, point in (("baseline", pair.baseline), ("candidate", pair.candidate)):
         side, metrics = sides[side_name], point.metrics
-        costs[side_name] = _point_costs(side, metrics, pricing)
+        costs[side_name] = prices[side_name][point.index]
         values[side_name] = {m: getattr(metrics, m) for m in BETTER if m != COST_METRIC}
         values[side_name][COST_METRIC] = costs[side_name][pricing.mode.value]
         for metric in required:
@@ -557,7 +571,11 @@ class _Operating:
 
 
 def _operating(
-    sides: Mapping[str, Side], slo: Slo, pricing: _Pricing, tolerances: Tolerances
+    sides: Mapping[str, Side],
+    slo: Slo,
+    prices: _Prices,
+    pricing: _Pricing,
+    tolerances: Tolerances,
 ) -> _Operating:
     """Each side's operating point and its cost; with an SLO, the cost at the operating points
     is checked too, and a side with no point inside the SLO is a failure."""
@@ -567,9 +585,7 @@ def _operating(
     failures = []
     for name, point in chosen.items():
         costs = (
-            _point_costs(sides[name], point.metrics, pricing)
-            if point is not None
-            else {m.value: None for m in ScalingMode}
+            prices[name][point.index] if point is not None else {m.value: None for m in ScalingMode}
         )
         for mode, value in costs.items():
             cost_by_mode[mode][name] = value
@@ -603,14 +619,18 @@ def _operating(
 
 
 def _curve(
-    side: Side, pricing: _Pricing, slo: Slo, operating: _Operating
+    side: Side,
+    costs: Mapping[int, Mapping[str, Decimal | None]],
+    pricing: _Pricing,
+    slo: Slo,
+    operating: _Operating,
 ) -> tuple[Mapping[str, Any], ...]:
     """Each point of a side for the Pareto chart: output tok/s per accelerator (self-hosted) and
     per dollar (from the cost), interactivity = 1000 / p95 TPOT, the SLO and operating point."""
     rows = []
     for point in side.points:
         metrics = point.metrics
-        cost = _point_costs(side, metrics, pricing)[pricing.mode.value]
+        cost = costs[point.index][pricing.mode.value]
         decode, tpot = metrics.decode_tokens_per_s, metrics.tpot_p95_ms
         gpus = side.fields.num_gpus if not side.fields.hosted else None
         rows.append(

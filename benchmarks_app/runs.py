@@ -125,12 +125,6 @@ def run_points(run: BenchmarkRun) -> list[BenchmarkPoint]:
     return list(run.points.defer("artifact").order_by("index"))
 
 
-def run_metrics(run: BenchmarkRun) -> metrics.RunMetrics:
-    """The metrics of the run's first point (a single-point run's metrics)."""
-    first = run.points.defer("artifact").order_by("index").first()
-    return metrics_from_json(first.metrics if first is not None else {})
-
-
 def curve_points(run: BenchmarkRun, fields: metrics.RunFields) -> tuple[curves.CurvePoint, ...]:
     """The run's points as the gate compares them."""
     stored = run_points(run)

@@ -26,7 +26,6 @@ from benchmarks_app.runs import (
     curve_points,
     jsonable,
     run_fields,
-    run_metrics,
 )
 from benchmarks_app.selectors import recommendation_terms
 
@@ -45,7 +44,6 @@ __all__ = [
     "hosted_prices",
     "jsonable",
     "run_fields",
-    "run_metrics",
 ]
 
 
