@@ -75,19 +75,11 @@ def deliveries_queue(delivery_ids: list[int]) -> None:
 
 
 def _enqueue(delivery_ids: Iterable[int]) -> None:
-    from audit_app.ingestion.requeue import PUBLISH_RETRY_POLICY
+    from audit_app.ingestion.requeue import publish
     from audit_app.tasks import deliver_alert
 
     for delivery_id in delivery_ids:
-        try:
-            deliver_alert.apply_async(
-                args=[delivery_id],
-                ignore_result=True,
-                retry=True,
-                retry_policy=PUBLISH_RETRY_POLICY,
-            )
-        except Exception:
-            logger.warning("could not queue alert delivery %s", delivery_id, exc_info=True)
+        publish(deliver_alert, args=[delivery_id], what=f"alert delivery {delivery_id}")
 
 
 def deliveries_requeue_stale() -> int:

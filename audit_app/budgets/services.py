@@ -333,15 +333,10 @@ def alerts_evaluate_soon() -> None:
     (the worker's task), so a budget already past a threshold alerts now, not at the next
     scheduled pass. A broker that is away costs nothing: the schedule evaluates again."""
 
-    def queue() -> None:
-        from audit_app.tasks import evaluate_alerts
+    from audit_app.ingestion.requeue import publish
+    from audit_app.tasks import evaluate_alerts
 
-        try:
-            evaluate_alerts.apply_async(ignore_result=True)
-        except Exception:
-            logger.warning("could not queue the alert evaluation", exc_info=True)
-
-    transaction.on_commit(queue)
+    transaction.on_commit(lambda: publish(evaluate_alerts, what="the alert evaluation"))
 
 
 @transaction.atomic

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,6 +45,18 @@ PUBLISH_RETRY_POLICY = {
     "interval_step": 0.5,
     "interval_max": 1,
 }
+
+
+def publish(task: Any, *, what: str, args: Sequence[Any] = ()) -> None:
+    """Queue ``task`` (with ``args``), no result to wait for, with the bounded publish retry. A
+    broker that is away is logged, never raised: the worker's sweep or the schedule asks
+    again."""
+    try:
+        task.apply_async(
+            args=list(args), ignore_result=True, retry=True, retry_policy=PUBLISH_RETRY_POLICY
+        )
+    except Exception:
+        logger.warning("could not queue %s", what, exc_info=True)
 
 
 def upload_enqueue(upload_id: int, *, queue: str | None = None) -> bool:

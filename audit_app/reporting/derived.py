@@ -111,15 +111,11 @@ def derived_refresh_request() -> None:
 
 
 def _enqueue() -> None:
-    from audit_app.ingestion.requeue import PUBLISH_RETRY_POLICY
+    from audit_app.ingestion.requeue import publish
     from audit_app.tasks import refresh_derived
 
-    try:
-        refresh_derived.apply_async(
-            ignore_result=True, retry=True, retry_policy=PUBLISH_RETRY_POLICY
-        )
-    except Exception:  # the broker is down: a worker's sweep asks again (`derived_is_stale`)
-        logger.warning("could not queue a refresh of derived results", exc_info=True)
+    # The broker is down: a worker's sweep asks again (`derived_is_stale`).
+    publish(refresh_derived, what="a refresh of derived results")
 
 
 def derived_is_stale() -> bool:
