@@ -14,7 +14,6 @@ status (`audit_app.budgets.status`) is computed when it is read.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
@@ -40,8 +39,6 @@ MAX_RECIPIENTS = 20
 MAX_URL_LENGTH = 2000  # AlertDelivery.target
 CENT = Decimal("0.01")
 _WEBHOOK_URL = URLValidator(schemes=["http", "https"])
-
-logger = logging.getLogger(__name__)
 
 
 class BudgetRefused(DomainError):
