@@ -74,6 +74,15 @@ def load_from_json(data: Mapping[str, Any] | None) -> Load | None:
     )
 
 
+def load_text(load: Mapping[str, Any] | None, label: str = "", index: int = 0) -> str:
+    """Where a stored point sits on its curve: its load ("concurrency 4"), else its label, else
+    its place ("point 3")."""
+    parsed = load_from_json(load)
+    if parsed is not None:
+        return parsed.text()
+    return label or f"point {index + 1}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class CurvePoint:
     """One measured point of a run."""

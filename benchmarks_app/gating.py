@@ -63,7 +63,7 @@ from benchmarks_app.curves import (
     Matching,
     PointPair,
     Slo,
-    load_from_json,
+    load_text,
     match_points,
     operating_point,
 )
@@ -721,12 +721,7 @@ def _decide(
 def _op_text(described: Mapping[str, Any] | None) -> str:
     if not described:
         return "none"
-    load = described.get("load")
-    if load:
-        parsed = load_from_json(load)
-        if parsed is not None:
-            return parsed.text()
-    return str(described.get("label") or "a point")
+    return load_text(described.get("load"), str(described.get("label") or "a point"))
 
 
 # --- checks and confounders -----------------------------------------------------------------

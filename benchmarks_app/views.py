@@ -273,7 +273,7 @@ class RunDetailView(RoleRequiredMixin, View):
             context["curve_figure"] = charts.build_run_curve_figure(
                 points=[
                     {
-                        "label": p.label or _where(p.load, p.label, p.index),
+                        "label": p.label or curves.load_text(p.load, p.label, p.index),
                         "tpot_p95_ms": p.metrics.get("tpot_p95_ms"),
                         "decode_tokens_per_s": p.metrics.get("decode_tokens_per_s"),
                     }
@@ -297,14 +297,6 @@ def _selected_point(
     return next(p for p in points if p.index == wanted), ""
 
 
-def _where(load: Mapping[str, Any] | None, label: str, index: int) -> str:
-    """Where a point sits on the curve: its load ("concurrency 4"), else its label."""
-    parsed = curves.load_from_json(load)
-    if parsed is not None:
-        return parsed.text()
-    return label or f"point {index + 1}"
-
-
 def _point_row(
     run: BenchmarkRun, point: BenchmarkPoint, fields: RunFields, selected: BenchmarkPoint | None
 ) -> dict[str, Any]:
@@ -319,7 +311,7 @@ def _point_row(
         "label": point.label or f"point {point.index + 1}",
         "url": f"{reverse('benchmark-run', args=[run.pk])}?point={point.index}",
         "selected": selected is not None and point.pk == selected.pk,
-        "load": _where(point.load, "", point.index) if point.load else "not recorded",
+        "load": curves.load_text(point.load, "", point.index) if point.load else "not recorded",
         "input_len": formatting.count(point.input_len),
         "output_len": formatting.count(point.output_len),
         "completed": formatting.count(metrics.get("completed_requests")),
@@ -340,7 +332,7 @@ def _failure_sentence(point: BenchmarkPoint) -> str:
     if not failed or completed is None:
         return ""
     total = failed + completed
-    where = _where(point.load, point.label, point.index)
+    where = curves.load_text(point.load, point.label, point.index)
     return (
         f"{formatting.count(failed)} of {formatting.count(total)} requests failed at {where} "
         f"({formatting.percent(failed / total * 100)})"
@@ -355,7 +347,7 @@ def _selected_context(point: BenchmarkPoint, fields: RunFields) -> dict[str, Any
     metrics = metrics_from_json(point.metrics)
     context: dict[str, Any] = {
         "selected": point,
-        "selected_where": _where(point.load, point.label, point.index),
+        "selected_where": curves.load_text(point.load, point.label, point.index),
         "metric_rows": _metric_rows(point.metrics),
         "usd_per_million": point_usd_per_million(fields, metrics),
     }
@@ -588,7 +580,7 @@ def _point_name(point: Mapping[str, Any]) -> str:
     says more than the load."""
     index = point.get("index") or 0
     label = str(point.get("label") or "")
-    where = _where(point.get("load"), label, index)
+    where = curves.load_text(point.get("load"), label, index)
     if not label or label.casefold() in where.casefold():
         return where
     return f"{label} ({where})"
@@ -601,7 +593,9 @@ def _unmatched_rows(result: Mapping[str, Any]) -> list[str]:
     rows = []
     for point in result.get("unmatched") or []:
         side = point.get("side", "")
-        where = _where(point.get("load"), point.get("label") or "", point.get("index") or 0)
+        where = curves.load_text(
+            point.get("load"), point.get("label") or "", point.get("index") or 0
+        )
         lengths = [
             f"{name} {formatting.count(point[key])}"
             for key, name in (("input_len", "input"), ("output_len", "output"))
