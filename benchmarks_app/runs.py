@@ -122,7 +122,7 @@ def metrics_from_json(data: Mapping[str, Any]) -> metrics.RunMetrics:
 
 def run_points(run: BenchmarkRun) -> list[BenchmarkPoint]:
     """The run's points without their artifacts (which can hold 100k per-request records)."""
-    return list(run.points.defer("artifact").order_by("index"))
+    return list(run.points.defer("artifact").select_related("upload").order_by("index"))
 
 
 def curve_points(run: BenchmarkRun, fields: metrics.RunFields) -> tuple[curves.CurvePoint, ...]:
