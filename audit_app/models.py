@@ -73,6 +73,17 @@ class Upload(models.Model):
     logged_cost_usd = models.DecimalField(max_digits=24, decimal_places=9, default=0)
     # Billing uploads: {"billed": {"USD": "12.34"}, "effective": {...}} as decimal strings.
     billing_totals = models.JSONField(default=dict, blank=True)
+    # A live stream (`audit_app.ingestion.live`): one upload per source and UTC day of receipt
+    # holds what that source's micro-batches landed; it has no file. Empty for a file upload.
+    stream_source = models.CharField(max_length=32, blank=True, default="")
+    stream_day = models.DateField(null=True, blank=True)
+    last_received_at = models.DateTimeField(null=True, blank=True)
+    # A billing export pulled by a scheduled source (`audit_app.ingestion.sources`), and the
+    # object it was read from (path, URL or bucket key).
+    billing_source = models.ForeignKey(
+        "BillingSource", null=True, blank=True, on_delete=models.SET_NULL, related_name="uploads"
+    )
+    source_object = models.CharField(max_length=1000, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -87,6 +98,11 @@ class Upload(models.Model):
                 violation_error_message=(
                     "Another queued, running or succeeded upload holds the same bytes (sha256)."
                 ),
+            ),
+            models.UniqueConstraint(
+                fields=["stream_source", "stream_day"],
+                condition=~models.Q(stream_source=""),
+                name="upload_one_stream_per_source_and_day",
             ),
         ]
 
@@ -820,3 +836,106 @@ class AlertDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"alert {self.alert_id} → {self.channel} {self.target}: {self.status}"
+
+
+class LiveBatch(models.Model):
+    """What one request to a live receiver carried (an OTLP export, a LiteLLM callback post):
+    its accepted records as canonical requests (`audit_app.ingestion.live.records`), kept
+    until a micro-batch lands them whole into the source's stream upload of the day."""
+
+    class Source(models.TextChoices):
+        OTLP = "otlp", "OpenTelemetry (OTLP/HTTP)"
+        LITELLM = "litellm", "LiteLLM callback"
+
+    source = models.CharField(max_length=32, choices=Source.choices)
+    received_at = models.DateTimeField(db_index=True)
+    received_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # zlib-compressed JSON (`live.records.encode_requests`).
+    records = models.BinaryField()
+    record_count = models.PositiveIntegerField(default=0)
+    # Everything the request held, what was refused (with the first rejects) and what was not
+    # an LLM call at all (a span without gen_ai attributes).
+    rows_read = models.PositiveIntegerField(default=0)
+    rows_rejected = models.PositiveIntegerField(default=0)
+    rows_ignored = models.PositiveIntegerField(default=0)
+    rejects = models.JSONField(default=list, blank=True)
+    # Set when landed: the stream upload it went into, and how many of its records were new
+    # (the others were re-sent within the de-duplication window).
+    landed_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    upload = models.ForeignKey(
+        Upload, null=True, blank=True, on_delete=models.CASCADE, related_name="live_batches"
+    )
+    records_landed = models.PositiveIntegerField(default=0)
+    records_duplicate = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.source} batch {self.pk} ({self.record_count} records)"
+
+
+class LiveRecordKey(models.Model):
+    """A live record already counted: (source, key) is the span's trace/span id or the
+    LiteLLM call id. A record re-sent with a key seen within LIVE_DEDUP_WINDOW_DAYS is landed
+    once; keys older than that are forgotten. Deleting the stream upload forgets its keys."""
+
+    source = models.CharField(max_length=32)
+    key = models.CharField(max_length=255)
+    seen_at = models.DateTimeField(db_index=True)
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "key"], name="live_record_key_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.key}"
+
+
+class BillingSource(models.Model):
+    """A place billing exports appear, polled on a schedule (`audit_app.ingestion.sources`):
+    a local or mounted folder, an HTTP(S) URL, or an S3-compatible bucket and prefix. A new or
+    changed object is ingested as a billing upload through the same pipeline as a file."""
+
+    class Kind(models.TextChoices):
+        FOLDER = "folder", "Folder"
+        HTTP = "http", "HTTP(S) URL"
+        S3 = "s3", "S3-compatible bucket"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # Folder path, URL, or bucket name.
+    location = models.CharField(max_length=1000)
+    # Folder: a file name pattern (glob, e.g. "*.csv.gz"); S3: a key prefix.
+    prefix = models.CharField(max_length=500, blank=True, default="")
+    # S3 only: another S3-compatible store's endpoint, its region, and keys (else boto3's own
+    # credential chain: environment, profile, instance role).
+    endpoint_url = models.CharField(max_length=500, blank=True, default="")
+    region = models.CharField(max_length=64, blank=True, default="")
+    access_key_id = models.CharField(max_length=200, blank=True, default="")
+    secret_access_key = models.CharField(max_length=200, blank=True, default="")
+    # Billing format name, or "auto" to detect it (`audit_app.ingestion.formats`).
+    format = models.CharField(max_length=32, default="auto")
+    poll_every_minutes = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    last_changed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    # What each object looked like when last ingested: {object name: fingerprint}.
+    seen = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"

@@ -41,6 +41,8 @@ def _api_exception(exc: DomainError) -> exceptions.APIException:
         return exceptions.NotFound(message)
     if exc.kind is ErrorKind.CONFLICT:
         return Conflict(message)
+    if exc.kind is ErrorKind.BUSY:
+        return exceptions.Throttled(wait=getattr(exc, "retry_after", None), detail=message)
     return InsufficientStorage(message)
 
 

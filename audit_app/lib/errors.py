@@ -18,6 +18,7 @@ class ErrorKind(StrEnum):
     NOT_FOUND = "not_found"  # what the input names does not exist
     CONFLICT = "conflict"  # the input is fine, the current state refuses it
     NO_SPACE = "no_space"  # the server has no room to keep what was sent
+    BUSY = "busy"  # the server cannot take it now; the client retries after `retry_after` s
 
 
 class DomainError(Exception):

@@ -280,7 +280,15 @@ CELERY_BEAT_SCHEDULE = {
     "evaluate-alerts": {
         "task": "audit_app.evaluate_alerts",
         "schedule": float(ALERT_EVALUATE_EVERY_SECONDS),
-    }
+    },
+    "land-live-records": {
+        "task": "audit_app.land_live",
+        "schedule": float(env_int("LIVE_LAND_EVERY_SECONDS", 10)),
+    },
+    "poll-billing-sources": {
+        "task": "audit_app.poll_billing_sources",
+        "schedule": float(env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)),
+    },
 }
 # Uploads left `queued` are queued again by a sweep in every worker (audit_app.ingestion.requeue):
 # at worker start and every UPLOAD_REQUEUE_INTERVAL_SECONDS (0 turns it off), those the broker
@@ -288,6 +296,22 @@ CELERY_BEAT_SCHEDULE = {
 # UPLOAD_REQUEUE_AFTER_SECONDS (a lost message). Duplicates are harmless: ingest is idempotent.
 UPLOAD_REQUEUE_INTERVAL_SECONDS = env_int("UPLOAD_REQUEUE_INTERVAL_SECONDS", 30)
 UPLOAD_REQUEUE_AFTER_SECONDS = env_int("UPLOAD_REQUEUE_AFTER_SECONDS", 300)
+
+# --- Live ingestion (audit_app.ingestion.live, audit_app.ingestion.sources) -------------------
+# Records pushed to /v1/traces (OTLP/HTTP) and /api/v1/ingest/litellm/ are kept as received and
+# landed every LIVE_LAND_EVERY_SECONDS by Celery beat; a record re-sent within
+# LIVE_DEDUP_WINDOW_DAYS (same span id / LiteLLM id) counts once. Derived results (classes,
+# recommendations, alerts) refresh after landings at most every LIVE_REFRESH_MIN_SECONDS.
+# A request body over LIVE_MAX_REQUEST_BYTES (after decompression too) is refused with 413;
+# past LIVE_MAX_PENDING_RECORDS records waiting to land, receivers answer 429 with Retry-After.
+LIVE_LAND_EVERY_SECONDS = env_int("LIVE_LAND_EVERY_SECONDS", 10)
+LIVE_DEDUP_WINDOW_DAYS = env_int("LIVE_DEDUP_WINDOW_DAYS", 7)
+LIVE_REFRESH_MIN_SECONDS = env_int("LIVE_REFRESH_MIN_SECONDS", 300)
+LIVE_MAX_REQUEST_BYTES = env_int("LIVE_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
+LIVE_MAX_PENDING_RECORDS = env_int("LIVE_MAX_PENDING_RECORDS", 2_000_000)
+# Billing sources are checked every BILLING_SOURCES_CHECK_EVERY_SECONDS; each is polled when
+# its own interval (poll_every_minutes, default hourly) has passed since its last poll.
+BILLING_SOURCES_CHECK_EVERY_SECONDS = env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)
 
 # --- Alerts and email --------------------------------------------------------------------------
 # An anomaly alerts when its score reaches ALERT_ANOMALY_MIN_SCORE; anomaly alerts go to these

@@ -1,0 +1,48 @@
+"""Live records survive storage exactly, and a re-sent record has the same key."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from audit_app.ingestion.live.records import decode_requests, encode_requests, record_key
+from audit_app.ingestion.token_logs.base import CanonicalRequest
+
+REQUEST = CanonicalRequest(
+    started_at=datetime(2026, 11, 30, 23, 59, 59, 123456, tzinfo=UTC),
+    ended_at=datetime(2026, 12, 1, 0, 0, 1, 654321, tzinfo=UTC),
+    first_token_at=datetime(2026, 12, 1, 0, 0, 0, 500000, tzinfo=UTC),
+    workload="eval-nightly",
+    team="ml",
+    end_user="u-1",
+    caller="svc",
+    provider="openai",
+    model="gpt-4o-mini",
+    operation="chat",
+    streaming=True,
+    batch_api=False,
+    input_tokens=1200,
+    output_tokens=300,
+    cached_input_tokens=200,
+    cost_usd=Decimal("0.000360000"),
+    status="success",
+    request_id="4bf92f3577b34da6a3ce929d0e0e4736/00f067aa0ba902b7",
+    pool="",
+    line=7,
+)
+
+
+def test_records_decode_to_exactly_what_was_encoded() -> None:
+    other = replace(REQUEST, first_token_at=None, streaming=None, cost_usd=None, request_id="")
+    assert decode_requests(encode_requests([REQUEST, other])) == [REQUEST, other]
+
+
+def test_a_record_is_keyed_by_its_id_else_by_what_it_says() -> None:
+    assert record_key(REQUEST) == "4bf92f3577b34da6a3ce929d0e0e4736/00f067aa0ba902b7"
+    anonymous = replace(REQUEST, request_id="")
+    assert record_key(anonymous) == record_key(replace(anonymous, line=99))
+    assert record_key(anonymous).startswith("sha256:")
+    assert record_key(anonymous) != record_key(replace(anonymous, output_tokens=301))
+    long_id = replace(REQUEST, request_id="x" * 300)
+    assert len(record_key(long_id)) == len("sha256:") + 64
