@@ -2,14 +2,13 @@
 requests, and the three log_format bodies.
 
 The real payload is tests/fixtures/real/token_logs/ (a LiteLLM proxy's payload for a call to
-its fake OpenAI endpoint, from LiteLLM's own tests; provenance in SOURCES.md there). Every
-expected value is read off that file by hand; the other records are that payload with the
-fields named in each test changed.
+its fake OpenAI endpoint, from LiteLLM's own tests; provenance in SOURCES.md there), loaded by
+tests/support/litellm_payloads.py. Every expected value is read off that file by hand; the
+other records are that payload with the fields named in each test changed.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -18,33 +17,20 @@ from typing import Any
 import pytest
 
 from audit_app.ingestion.reading import RowReject
-from audit_app.ingestion.token_logs.base import CanonicalRequest
 from audit_app.ingestion.token_logs.litellm_payload import (
     PayloadBodyError,
     read_payloads,
     request_from_payload,
     split_body,
 )
-from tests.support.paths import FIXTURES_DIR
-
-REAL_FILE = (
-    FIXTURES_DIR
-    / "real"
-    / "token_logs"
-    / "litellm_standard_logging_payload_fake-openai-endpoint.jsonl"
+from tests.support.litellm_payloads import (
+    KEY_HASH,
+    REAL_FILE,
+    REAL_ID,
+    REAL_REQUEST,
+    payload,
+    real_payload,
 )
-KEY_HASH = "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b"
-
-
-def real_payload() -> dict[str, Any]:
-    return json.loads(REAL_FILE.read_text(encoding="utf-8"))
-
-
-def payload(**changes: Any) -> dict[str, Any]:
-    """The real payload with top-level fields replaced (None deletes the key's value)."""
-    record = copy.deepcopy(real_payload())
-    record.update(changes)
-    return record
 
 
 def body_of(*records: object) -> bytes:
@@ -56,32 +42,25 @@ def body_of(*records: object) -> bytes:
 
 def test_the_real_payload_maps_field_by_field() -> None:
     request = request_from_payload(real_payload(), 1)
-    assert request == CanonicalRequest(
-        # startTime 1739235379.683053 = 2025-02-11 00:56:19.683053 UTC; endTime .84533
-        started_at=datetime(2025, 2, 11, 0, 56, 19, 683053, tzinfo=UTC),
-        ended_at=datetime(2025, 2, 11, 0, 56, 19, 845330, tzinfo=UTC),
-        # `stream` is true but completionStartTime == endTime: no first token was measured.
-        first_token_at=None,
-        # No tag, no workload key, no key alias: the hashed key is the caller and the workload.
-        workload=KEY_HASH,
-        team="",
-        end_user="default_user_id",  # end_user "" and no user_api_key_end_user_id
-        caller=KEY_HASH,
-        provider="openai",
-        model="my-fake-model",
-        operation="chat",  # call_type acompletion
-        streaming=True,
-        batch_api=False,
-        input_tokens=9,
-        output_tokens=12,
-        cached_input_tokens=0,  # prompt_tokens_details is null, no usage_object
-        cost_usd=Decimal("0.000037500000000000003"),  # 3.7500000000000003e-05, exact
-        status="success",
-        request_id="chatcmpl-9870a859d6df402795f75dc5fca5b2e0",
-        pool="",
-        line=1,
+    # startTime 1739235379.683053 = 2025-02-11 00:56:19.683053 UTC; endTime .84533
+    assert request.started_at == datetime(2025, 2, 11, 0, 56, 19, 683053, tzinfo=UTC)
+    assert request.ended_at == datetime(2025, 2, 11, 0, 56, 19, 845330, tzinfo=UTC)
+    # `stream` is true but completionStartTime == endTime: no first token was measured.
+    assert (request.streaming, request.first_token_at) == (True, None)
+    # No tag, no workload key, no key alias: the hashed key is the caller and the workload.
+    assert (request.caller, request.workload, request.team) == (KEY_HASH, KEY_HASH, "")
+    assert request.end_user == "default_user_id"  # end_user "" and no user_api_key_end_user_id
+    assert (request.provider, request.model, request.operation) == (
+        "openai",
+        "my-fake-model",
+        "chat",  # call_type acompletion
     )
+    assert (request.input_tokens, request.output_tokens, request.cached_input_tokens) == (9, 12, 0)
+    assert request.cost_usd == Decimal("0.000037500000000000003")  # 3.7500000000000003e-05
+    assert (request.status, request.batch_api, request.pool) == ("success", False, "")
+    assert request.request_id == REAL_ID
     assert request.latency_ms == pytest.approx(162.277)  # 845330 - 683053 µs
+    assert request == REAL_REQUEST
 
 
 def test_the_real_file_is_one_single_body_and_one_ndjson_line() -> None:
@@ -89,10 +68,7 @@ def test_the_real_file_is_one_single_body_and_one_ndjson_line() -> None:
     assert split_body(data)[0] == "single"
     assert split_body(data + data)[0] == "ndjson"
     batch = read_payloads(data + data)
-    assert [r.request_id for r in batch.requests] == [
-        "chatcmpl-9870a859d6df402795f75dc5fca5b2e0",
-        "chatcmpl-9870a859d6df402795f75dc5fca5b2e0",
-    ]
+    assert [r.request_id for r in batch.requests] == [REAL_ID, REAL_ID]
     assert [r.line for r in batch.requests] == [1, 2]
 
 
