@@ -48,7 +48,11 @@ Mapping (canonical field <- payload field), in the vocabulary of the spend-log i
   caller sent with its request, where a `workload` key usually is).
 
 A failure that names no model (`model` and `model_group` empty) never reached an LLM (the proxy
-refused the request first): it is counted as ignored, not rejected.
+refused the request first): a post counts it as ignored, not rejected.
+
+The same records saved to a file (a JSON array or JSONL of payloads, as a logging integration
+writes them) upload as the `litellm-callback` token-log format (`sniff`, `read`); there a record
+without a model is a reject like any row without one.
 
 Pure: no Django.
 """
@@ -59,17 +63,25 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import BinaryIO
 
 from audit_app.ingestion.reading import (
     UTF8_BOM,
+    ImportFileError,
     RowReject,
     RowRejected,
     display_value,
+    read_head,
     row_outcome,
     shorten,
     text,
 )
-from audit_app.ingestion.token_logs.base import CanonicalRequest, SourceFields, build_request
+from audit_app.ingestion.token_logs.base import (
+    CanonicalRequest,
+    ParsedChunk,
+    SourceFields,
+    build_request,
+)
 from audit_app.ingestion.token_logs.coerce import (
     ERROR_WORDS,
     first_text,
@@ -87,6 +99,16 @@ from audit_app.ingestion.token_logs.litellm_rows import (
     is_batch,
     nested,
 )
+from audit_app.ingestion.token_logs.tabular import head_field_names, read_tabular_requests
+
+# The upload form's choice, and how a sentence names such a file (`audit_app.ingestion.formats`).
+LABEL = "LiteLLM callback payloads (StandardLoggingPayload JSON, JSONL)"
+DESCRIPTION = "a LiteLLM callback log"
+REQUIRED_FIELDS = ("id", "startTime", "endTime")
+# Besides the required ones, a payload has some of these; a spend log has `request_id` instead
+# of `id`.
+PAYLOAD_FIELDS = frozenset({"call_type", "response_cost", "prompt_tokens"})
+SPEND_LOG_ID = "request_id"
 
 JSON_ARRAY = "json_array"
 NDJSON = "ndjson"
@@ -104,7 +126,7 @@ SOURCE_FIELDS = SourceFields(
     model="model",
     input_tokens="prompt_tokens",
     output_tokens="completion_tokens",
-    cached_input_tokens="usage_object",
+    cached_input_tokens="usage.cached_tokens",
     cost_usd="response_cost",
     streaming="stream",
     batch_api="metadata.batch_api",
@@ -374,4 +396,34 @@ def request_from_payload(record: Mapping[str, object], line: int) -> CanonicalRe
         ),
         tags=tags,
         metadata=identity_metadata,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# As an upload format: a file of payloads
+# ---------------------------------------------------------------------------------------------
+
+
+def sniff(head: bytes) -> bool:
+    """A payload file's first record has `id`, `startTime` and `endTime`, one of `call_type`,
+    `response_cost` or `prompt_tokens`, and no `request_id` (that is a spend log)."""
+    names = head_field_names(head)
+    return (
+        set(REQUIRED_FIELDS) <= names and bool(PAYLOAD_FIELDS & names) and SPEND_LOG_ID not in names
+    )
+
+
+def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
+    """Parse a JSON array or JSONL file of payloads into chunks of canonical requests and
+    rejects, each record as `request_from_payload` maps it."""
+    if not sniff(read_head(stream)):
+        raise ImportFileError(
+            "not a file of LiteLLM callback payloads: the first record has no `id`, `startTime` "
+            "and `endTime` together with `call_type`, `response_cost` or `prompt_tokens`"
+        )
+    yield from read_tabular_requests(
+        stream,
+        chunk_rows=chunk_rows,
+        required_fields=REQUIRED_FIELDS,
+        convert=request_from_payload,
     )

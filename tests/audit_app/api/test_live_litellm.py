@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import urllib.request
 import zlib
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -150,6 +151,38 @@ def test_a_compressed_body_is_read(
     response = post(client, body, token_for(finops_user), HTTP_CONTENT_ENCODING=encoding)
     assert response.status_code == 200
     assert decode_requests(only_batch().records) == [REAL_REQUEST]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_posts_over_http_as_litellm_sends_them_are_kept(live_server: Any, finops_user: Any) -> None:
+    """Through a real server and socket: the body is read from the WSGI stream."""
+    key = api_token_issue(user=finops_user).key
+    bodies = {
+        "json_array": json.dumps([real_payload(), team_payload()]).encode(),
+        "ndjson": "\n".join(json.dumps(r) for r in [real_payload(), team_payload()]).encode(),
+        "single": REAL_FILE.read_bytes(),
+    }
+    answers = {}
+    for log_format, body in bodies.items():
+        request = urllib.request.Request(
+            live_server.url + URL,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answers[log_format] = (response.status, json.load(response))
+    assert {
+        name: (status, body["log_format"], body["accepted"])
+        for name, (status, body) in answers.items()
+    } == {
+        "json_array": (200, "json_array", 2),
+        "ndjson": (200, "ndjson", 2),
+        "single": (200, "single", 1),
+    }
+    kept = [decode_requests(batch.records) for batch in LiveBatch.objects.order_by("id")]
+    team = replace(TEAM_REQUEST, line=2)
+    assert kept == [[REAL_REQUEST, team], [REAL_REQUEST, team], [REAL_REQUEST]]
 
 
 # --- Rejects are answered by line, field and value -------------------------------------------

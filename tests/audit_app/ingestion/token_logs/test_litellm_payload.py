@@ -9,6 +9,7 @@ other records are that payload with the fields named in each test changed.
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -16,13 +17,17 @@ from typing import Any
 
 import pytest
 
-from audit_app.ingestion.reading import RowReject
+from audit_app.ingestion.ingest import upload_ingest
+from audit_app.ingestion.reading import ImportFileError, RowReject
+from audit_app.ingestion.token_logs import litellm_payload
 from audit_app.ingestion.token_logs.litellm_payload import (
     PayloadBodyError,
     read_payloads,
     request_from_payload,
     split_body,
 )
+from audit_app.ingestion.uploads import upload_create
+from tests.audit_app.ingestion.token_logs.reading import read_all
 from tests.support.litellm_payloads import (
     KEY_HASH,
     REAL_FILE,
@@ -281,3 +286,51 @@ def test_a_body_that_is_not_json_names_its_line(body: bytes, line: int, message:
         read_payloads(body)
     assert raised.value.line == line
     assert message in str(raised.value)
+
+
+# --- A file of payloads uploads as the litellm-callback format -------------------------------
+
+
+def payload_file() -> bytes:
+    """The real payload and the team call, one per line, as a logging integration saves them."""
+    return REAL_FILE.read_bytes() + (json.dumps(team_payload()) + "\n").encode()
+
+
+def test_a_file_of_payloads_reads_as_the_same_requests() -> None:
+    requests, rejects = read_all(litellm_payload.read, payload_file())
+    team = request_from_payload(team_payload(), 2)
+    assert (requests, rejects) == ([REAL_REQUEST, team], [])
+    array = json.dumps([real_payload(), payload(id="", model="")]).encode()
+    requests, rejects = read_all(litellm_payload.read, array)
+    assert requests == [REAL_REQUEST]
+    assert [(r.line, r.field) for r in rejects] == [(2, "id")]
+
+
+def test_a_spend_log_is_not_read_as_payloads() -> None:
+    with pytest.raises(ImportFileError, match="not a file of LiteLLM callback payloads"):
+        read_all(litellm_payload.read, json.dumps([{"request_id": "r1", "id": "x"}]).encode())
+
+
+@pytest.mark.django_db
+def test_an_uploaded_payload_file_is_detected_and_lands(finops_user: Any) -> None:
+    upload = upload_create(
+        source=io.BytesIO(payload_file()),
+        original_name="litellm-callback.jsonl",
+        kind="auto",
+        user=finops_user,
+        enqueue=False,
+    )
+    upload = upload_ingest(upload_id=upload.pk, refresh=False)
+    assert (upload.status, upload.format, upload.rows_read, upload.rows_accepted) == (
+        "succeeded",
+        "litellm-callback",
+        2,
+        2,
+    )
+    assert (upload.input_tokens, upload.output_tokens, upload.cached_input_tokens) == (
+        9 + 1500,
+        12 + 200,
+        1024,
+    )
+    # 0.000037500000000000003 + 0.00795, kept to 9 decimal places
+    assert upload.logged_cost_usd == Decimal("0.007987500")
