@@ -8,6 +8,7 @@ from audit_app.api import (
     billing,
     bills,
     budgets,
+    live,
     recommendations,
     spend,
     uploads,
@@ -54,4 +55,5 @@ urlpatterns = [
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
     path("budgets/", budgets.BudgetListCreateApi.as_view(), name="api-budgets"),
     path("budgets/<int:budget_id>/", budgets.BudgetDetailApi.as_view(), name="api-budget-detail"),
+    path("ingest/litellm/", live.LitellmIngestApi.as_view(), name="api-ingest-litellm"),
 ]

@@ -346,6 +346,7 @@ NOT_LISTS = {
     "api-gate-detail",
     "api-budget-detail",
     "api-alert-acknowledge",
+    "api-ingest-litellm",  # answers what one post held: counts and its first 20 rejects
 }
 
 

@@ -99,6 +99,7 @@ NO_PARAMS = {
     "alerts",
     "alert-acknowledge",
     "api-alert-acknowledge",
+    "api-ingest-litellm",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})
 URLS = {u.name: u for u in project_urls() if not u.is_admin}
