@@ -148,3 +148,14 @@ def test_deleting_a_stream_upload_refreshes_at_once(
         upload_delete(upload=Upload.objects.get(stream_source="otlp"))
     assert requested == ["refresh"]
     assert derived.derived_refresh(now=refreshed_an_hour_ago + timedelta(seconds=1)) is True
+
+
+def test_the_schedule_lands_live_records(settings: Any) -> None:
+    """Celery beat (a process of its own in production, inside `manage.py serve`'s worker in
+    `make run`) runs the land task every LIVE_LAND_EVERY_SECONDS."""
+    import audit_app.tasks  # noqa: F401 - registers the tasks
+    from config.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["land-live-records"]
+    assert entry["task"] == "audit_app.land_live" in app.tasks
+    assert entry["schedule"] == float(settings.LIVE_LAND_EVERY_SECONDS) == 10.0
