@@ -135,8 +135,8 @@ class LivePass:
 @dataclass(kw_only=True)
 class _Group:
     """The batches of one source and day in a micro-batch, their records (raw rows,
-    `records.decode_rows`) and keys (None for a
-    record whose key came earlier in the same micro-batch)."""
+    `records.decode_rows`) and keys (None for a record whose key came earlier in the same
+    micro-batch)."""
 
     source: str
     day: date

@@ -152,3 +152,9 @@ def test_land_live_lands_and_prints_what_landed(stream: Upload) -> None:
     out = StringIO()
     call_command("land_live", stdout=out)
     assert out.getvalue().startswith("Nothing was waiting to land.")
+
+
+def test_the_admin_shows_a_stream_upload(client: Client, admin_user: Any, stream: Upload) -> None:
+    client.force_login(admin_user)
+    assert client.get("/admin/audit_app/upload/").status_code == 200
+    assert client.get(f"/admin/audit_app/upload/{stream.pk}/change/").status_code == 200
