@@ -85,7 +85,10 @@ KEYS_PER_STATEMENT = 10_000
 FORGET_CHUNK = 50_000
 FORGET_ROUNDS = 10
 # The importer whose records each source carries: a stream upload's `format`.
-STREAM_FORMATS = {LiveBatch.Source.OTLP.value: "otel", LiveBatch.Source.LITELLM.value: "litellm"}
+STREAM_FORMATS = {
+    LiveBatch.Source.OTLP.value: "otel",
+    LiveBatch.Source.LITELLM.value: "litellm-callback",
+}
 # Names the stream upload already has keep them: they sort before every new name.
 _KEPT = (sys.maxsize, sys.maxsize)
 

@@ -274,7 +274,7 @@ def test_records_received_either_side_of_midnight_make_two_stream_uploads() -> N
     assert uploads[("otlp", DAY)].requests == 2
     assert uploads[("otlp", DAY)].input_tokens == 3000
     assert uploads[("otlp", date(2026, 12, 2))].input_tokens == 300
-    assert uploads[("litellm", date(2026, 12, 2))].format == "litellm"
+    assert uploads[("litellm", date(2026, 12, 2))].format == "litellm-callback"
     assert uploads[("litellm", date(2026, 12, 2))].original_name == "litellm stream 2026-12-02"
     # A record is filed by the day it was received, not the day it started (all 2026-12-01).
     assert HourlyRollup.objects.filter(upload=uploads[("otlp", date(2026, 12, 2))]).get().hour == (

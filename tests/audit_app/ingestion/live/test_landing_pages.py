@@ -158,3 +158,26 @@ def test_the_admin_shows_a_stream_upload(client: Client, admin_user: Any, stream
     client.force_login(admin_user)
     assert client.get("/admin/audit_app/upload/").status_code == 200
     assert client.get(f"/admin/audit_app/upload/{stream.pk}/change/").status_code == 200
+
+
+def test_a_litellm_callback_posted_twice_lands_once(client: Client, engineer_user: Any) -> None:
+    """What LiteLLM's generic API callback posts, sent again by a retrying proxy, is counted
+    once in the day's LiteLLM stream upload (the real payload: 9 input and 12 output tokens,
+    $0.0000375 stated)."""
+    from audit_app.access.tokens import api_token_issue
+    from tests.support.litellm_payloads import real_payload
+
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {api_token_issue(user=engineer_user).key}"}
+    body = json.dumps([real_payload()])
+    for _ in range(2):
+        response = client.post(
+            "/api/v1/ingest/litellm/", data=body, content_type="application/json", **auth
+        )
+        assert response.status_code == 200, response.content
+    landed = live_land()
+    assert (landed.batches, landed.landed, landed.duplicates) == (2, 1, 1)
+    upload = Upload.objects.get(stream_source="litellm")
+    assert (upload.format, upload.requests) == ("litellm-callback", 1)
+    assert (upload.input_tokens, upload.output_tokens) == (9, 12)
+    assert str(upload.logged_cost_usd.normalize()) == "0.0000375"
+    assert upload.original_name == f"litellm stream {upload.stream_day:%Y-%m-%d}"
