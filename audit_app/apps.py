@@ -46,6 +46,11 @@ def _changed(**kwargs: object) -> None:
 
 def _upload_saved(instance: object, **kwargs: object) -> None:
     # Only landing changes what pages show; a new `queued` upload must not wait on the version
-    # row while another upload's landing transaction holds it.
+    # row while another upload's landing transaction holds it. A live stream's upload is saved
+    # by every micro-batch landing, which moves the data version itself, on the refresh
+    # throttle of live landings (`audit_app.ingestion.live.landing`); deleting one is a change
+    # like any other (post_delete below).
+    if getattr(instance, "stream_source", ""):
+        return
     if getattr(instance, "status", None) == "succeeded":
         _changed()

@@ -283,7 +283,8 @@ class DataVersion(models.Model):
     """One row whose number goes up, in the same transaction, whenever what the dashboards
     compute from changes (an upload landed or deleted, a price card, serving pool, hardware
     entry or override edited), so cached results (audit_app.lib.results_cache) are keyed by data
-    they cannot outlive.
+    they cannot outlive. A landing of live records draws a new token but keeps the number, so
+    derived results can tell it from the changes they follow at once (`reporting.derived`).
 
     ``token`` is a random value drawn anew with every change: cache keys use it, not the
     number, so two databases (or a database restored from a backup) that reach the same

@@ -109,3 +109,15 @@ def evaluate_alerts() -> int:
     created = alerts_evaluate()
     deliveries_requeue_stale()
     return len(created)
+
+
+@shared_task(name="audit_app.land_live", ignore_result=True)
+def land_live() -> int:
+    """The schedule's landing of live records (Celery beat, every LIVE_LAND_EVERY_SECONDS):
+    micro-batches land what the receivers kept, exactly once, then derived results refresh if
+    due (see audit_app.ingestion.live.landing); how many records were counted. A failed pass
+    lands nothing and the next beat tries again, so it is not retried here; two at once land
+    different batches."""
+    from audit_app.ingestion.live.landing import live_land_due
+
+    return sum(landed.landed for landed in live_land_due())

@@ -25,6 +25,7 @@ from audit_app.access.permissions import (
 )
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.costs.bills import upload_billing
+from audit_app.ingestion.live.selectors import stream_batches
 from audit_app.ingestion.uploads import (
     AUTO_KIND,
     UPLOAD_KINDS,
@@ -73,6 +74,16 @@ class UploadOutput(serializers.ModelSerializer):
     )
     url = serializers.SerializerMethodField()
     raw_file_url = serializers.SerializerMethodField()
+    stream_source = serializers.CharField(
+        help_text=(
+            "A live stream's source (`otlp`, `litellm`): the upload holds what that source's "
+            "records received on `stream_day` (UTC) landed, and has no file. Empty for a file."
+        )
+    )
+    stream_day = serializers.DateField(allow_null=True)
+    last_received_at = serializers.DateTimeField(
+        allow_null=True, help_text="A stream's last record received (null for a file)."
+    )
 
     class Meta:
         model = Upload
@@ -105,12 +116,19 @@ class UploadOutput(serializers.ModelSerializer):
             "rejects",
             "notes",
             "raw_file_url",
+            "stream_source",
+            "stream_day",
+            "last_received_at",
         ]
 
     def get_url(self, upload: Upload) -> str:
         return reverse("api-upload-detail", args=[upload.pk], request=self.context.get("request"))
 
-    def get_raw_file_url(self, upload: Upload) -> str:
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_raw_file_url(self, upload: Upload) -> str | None:
+        """The file as uploaded; null for a live stream, which has none."""
+        if not upload.file:
+            return None
         return reverse("upload-raw", args=[upload.pk], request=self.context.get("request"))
 
 
@@ -179,11 +197,31 @@ class UploadBillingOutput(serializers.Serializer):
     replaced = ReplacedPeriodOutput(many=True)
 
 
+class StreamBatchesOutput(serializers.Serializer):
+    """A stream upload's micro-batches (records as the receivers accepted them)."""
+
+    batches = serializers.IntegerField(help_text="Requests received (each one batch).")
+    received = serializers.IntegerField(help_text="Records received, landed or not.")
+    landed = serializers.IntegerField(help_text="Records counted.")
+    duplicates = serializers.IntegerField(help_text="Records sent again, counted once.")
+    pending = serializers.IntegerField(help_text="Records received, waiting to land.")
+    pending_batches = serializers.IntegerField()
+    rejected = serializers.IntegerField(help_text="Records refused at receipt.")
+    ignored = serializers.IntegerField(help_text="Spans that were not LLM calls.")
+
+
 class UploadDetailOutput(UploadOutput):
     billing = serializers.SerializerMethodField()
+    stream = serializers.SerializerMethodField()
 
     class Meta(UploadOutput.Meta):
-        fields = [*UploadOutput.Meta.fields, "billing"]
+        fields = [*UploadOutput.Meta.fields, "billing", "stream"]
+
+    @extend_schema_field(StreamBatchesOutput(allow_null=True))
+    def get_stream(self, upload: Upload) -> dict[str, Any] | None:
+        """A stream upload's micro-batch totals; null for a file upload."""
+        batches = stream_batches(upload=upload)
+        return None if batches is None else dict(StreamBatchesOutput(batches).data)
 
     @extend_schema_field(UploadBillingOutput(allow_null=True))
     def get_billing(self, upload: Upload) -> dict[str, Any] | None:

@@ -272,12 +272,12 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
         aggregate, notes = _within_limits(aggregate)
         # COPY on PostgreSQL (`audit_app.lib.bulk`): landing is the one step of a fanned-out
         # ingest that no other worker shares.
-        hourly = list(_rollup_rows(upload, aggregate))
+        hourly = list(rollup_rows(upload, aggregate))
         insert_all(HourlyRollup, hourly)
         insert_all(
             DailyRollup, ({**row, "upload_id": upload.pk} for row in daily_from_hourly(hourly))
         )
-        insert_all(WorkloadDay, _day_rows(upload, aggregate))
+        insert_all(WorkloadDay, day_rows(upload, aggregate))
         names = {key.workload[:200] for key in aggregate.rollups}
         Workload.objects.bulk_create(
             [Workload(name=name) for name in sorted(names)], ignore_conflicts=True
@@ -349,8 +349,10 @@ def _within_limits(aggregate: IngestAggregate) -> tuple[IngestAggregate, list[st
     return aggregate.renamed(workloads=folds.workloads, teams=folds.teams), folds.notes
 
 
-def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
-    """Hourly rollup rows as `audit_app.lib.bulk.insert_all` takes them."""
+def rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
+    """Hourly rollup rows as `audit_app.lib.bulk.insert_all` takes them (names cut to their
+    columns). Live landings (`audit_app.ingestion.live.landing`) merge these into a stream
+    upload's rows."""
     for key, t in aggregate.rollups.items():
         yield {
             "upload_id": upload.pk,
@@ -380,7 +382,8 @@ def _rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[st
         }
 
 
-def _day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
+def day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, Any]]:
+    """Workload-day rows as `audit_app.lib.bulk.insert_all` takes them."""
     for (day, workload), shape in aggregate.days.items():
         assert isinstance(day, date)
         yield {

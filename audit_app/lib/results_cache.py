@@ -71,12 +71,18 @@ def data_token() -> str:
     return row.token
 
 
-def data_changed() -> None:
-    """Start a new data version, in the caller's transaction (call it after the change)."""
+def data_changed(*, live: bool = False) -> None:
+    """Start a new data version, in the caller's transaction (call it after the change).
+
+    ``live``: the change is a landing of live records (`audit_app.ingestion.live.landing`). It
+    draws a new token, so pages show the new records at once, but keeps the version number:
+    the number counts the changes derived results follow at once, and live landings refresh
+    them at most every LIVE_REFRESH_MIN_SECONDS (`audit_app.reporting.derived`)."""
+    changes: dict[str, Any] = {"token": new_token(), "changed_at": timezone.now()}
+    if not live:
+        changes["version"] = F("version") + 1
     with transaction.atomic():
-        if not DataVersion.objects.filter(pk=1).update(
-            version=F("version") + 1, token=new_token(), changed_at=timezone.now()
-        ):
+        if not DataVersion.objects.filter(pk=1).update(**changes):
             try:
                 with transaction.atomic():
                     DataVersion.objects.create(pk=1, version=1, token=new_token())

@@ -17,6 +17,15 @@ a threshold and new anomalies become alerts, their deliveries queued, never sent
 `DerivedState`), so a second request, a redelivered task or `manage.py recommend` right after
 changes nothing. Refreshes lock the state row: two never run at once.
 
+Live landings (`audit_app.ingestion.live.landing`, every few seconds) are throttled: they draw
+a new data token but keep the version number (`results_cache.data_changed(live=True)`), and
+data that changed only by live landings is refreshed once LIVE_REFRESH_MIN_SECONDS have
+passed since the last refresh, not before (`refresh_due`). Every path goes by that one rule:
+the land task's check after each pass, the workers' sweep, and the refresh itself (so a
+duplicate task does not refresh early). Any other change moves the number and refreshes at
+once, as before; a refresh that sees only live landings land under it carries on (their
+records wait for the next refresh) instead of being cancelled by every micro-batch.
+
 A refresh is proportional to the workloads (at most `MAX_WORKLOADS_TOTAL`, batches of a few
 queries each) and cancellable: it checks the data version between its steps and every
 `CHECKPOINT_EVERY` workloads, and when the data changed under it (another upload landed, one
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -45,24 +55,43 @@ class RefreshCancelled(Exception):
     """The data changed while a refresh ran: its results would be stale, so it stops."""
 
 
-def refresh_checkpoint(token: str) -> Callable[[], None]:
-    """A check that raises RefreshCancelled once the data version is no longer ``token``.
+def refresh_checkpoint(token: str, version: int | None = None) -> Callable[[], None]:
+    """A check that raises RefreshCancelled once the data version is no longer ``token``
+    (with ``version``: once its number moved, so live landings alone do not cancel).
 
     A refresh runs for as long as its workloads take; an upload landing or deleted meanwhile
     makes its results stale before they are written, so it stops at its next check, writes
-    nothing (its transaction rolls back) and asks for a new refresh."""
+    nothing (its transaction rolls back) and asks for a new refresh. Live records landing
+    meanwhile do not stop it: micro-batches land every few seconds, and a refresh longer than
+    that would never finish; the next throttled refresh counts them."""
 
     def check() -> None:
-        if DataVersion.objects.filter(pk=1).values_list("token", flat=True).first() != token:
-            raise RefreshCancelled(token)
+        row = DataVersion.objects.filter(pk=1).values_list("token", "version").first()
+        if row is not None and (row[0] == token or (version is not None and row[1] == version)):
+            return
+        raise RefreshCancelled(token)
 
     return check
 
 
-def derived_refresh(*, force: bool = False) -> bool:
-    """Re-classify workloads and re-price recommendations if the data changed since the last
-    refresh (or ``force``); then warm the default pages' cache. True when it recomputed; False
-    when nothing changed or the data changed under it (then a new refresh is requested)."""
+def refresh_due(*, state: DerivedState | None, version: DataVersion, now: datetime) -> bool:
+    """Whether derived results are to be recomputed now: the data changed since they were
+    computed, and either by something other than a live landing (the version number moved:
+    at once) or LIVE_REFRESH_MIN_SECONDS have passed since the last refresh."""
+    if state is None or not version.token:
+        return True
+    if state.data_token == version.token:
+        return False
+    if state.data_version != version.version or state.computed_at is None:
+        return True
+    return now - state.computed_at >= timedelta(seconds=settings.LIVE_REFRESH_MIN_SECONDS)
+
+
+def derived_refresh(*, force: bool = False, now: datetime | None = None) -> bool:
+    """Re-classify workloads and re-price recommendations if a refresh is due (`refresh_due`:
+    the data changed since the last refresh, live landings only on their throttle) or
+    ``force``; then warm the default pages' cache. True when it recomputed; False when nothing
+    was due or the data changed under it (then a new refresh is requested)."""
     from audit_app.recommendations.services import recommendations_refresh
     from audit_app.workloads.services import workloads_classify
 
@@ -71,16 +100,18 @@ def derived_refresh(*, force: bool = False) -> bool:
             DerivedState.objects.get_or_create(pk=1)
             state = DerivedState.objects.select_for_update().get(pk=1)
             version = current_version()
-            if not force and version.token and state.data_token == version.token:
+            now = now or timezone.now()
+            due = refresh_due(state=state, version=version, now=now)
+            if not force and not due:
                 return False
-            checkpoint = refresh_checkpoint(version.token)
+            checkpoint = refresh_checkpoint(version.token, version.version)
             workloads_classify(checkpoint=checkpoint)
             checkpoint()
             recommendations_refresh(data_version=version.version, checkpoint=checkpoint)
             checkpoint()
             state.data_token = version.token
             state.data_version = version.version
-            state.computed_at = timezone.now()
+            state.computed_at = now
             state.save()
     except RefreshCancelled:
         logger.info("derived refresh stopped: the data changed under it; asking again")
@@ -124,10 +155,13 @@ def derived_is_stale() -> bool:
     return state is None or state.data_token != current_version().token
 
 
-def derived_refresh_if_stale() -> bool:
-    """Queue a refresh when one is due (every worker's sweep calls it, so a refresh asked for
-    while the broker was down still happens)."""
-    if not derived_is_stale():
+def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
+    """Queue a refresh when one is due (`refresh_due`). Every worker's sweep calls it, so a
+    refresh asked for while the broker was down still happens; the live land task calls it
+    after each pass, so data that changed only by live landings is refreshed once
+    LIVE_REFRESH_MIN_SECONDS have passed since the last refresh, and not before."""
+    due = refresh_due(state=derived_state(), version=current_version(), now=now or timezone.now())
+    if not due:
         return False
     _enqueue()
     return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -14,6 +15,7 @@ from django.views.generic import TemplateView
 
 from audit_app.access.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
 from audit_app.costs.billing import pool_reports
+from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass
@@ -365,4 +367,6 @@ class UploadListView(RoleRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         context["uploads"] = upload_list()
         context["can_upload"] = has_role(self.request.user, UPLOADER_ROLES)
+        context["live_pending"] = live_pending()
+        context["land_every_seconds"] = settings.LIVE_LAND_EVERY_SECONDS
         return context

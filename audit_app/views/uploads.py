@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
@@ -17,6 +17,7 @@ from django.views.generic import TemplateView
 from audit_app.access.permissions import UPLOADER_ROLES, RoleRequiredMixin, upload_delete_refusal
 from audit_app.costs.bills import upload_billing
 from audit_app.forms import UploadForm
+from audit_app.ingestion.live.selectors import stream_batches
 from audit_app.ingestion.selectors import upload_contribution
 from audit_app.ingestion.uploads import (
     DuplicateUpload,
@@ -100,14 +101,20 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
             if upload.kind == Upload.Kind.BILLING and upload.status == Upload.Status.SUCCEEDED
             else None
         )
+        context["stream"] = stream_batches(upload=upload)
         return context
 
 
 class UploadRawView(RoleRequiredMixin, View):
-    """The file exactly as it was uploaded."""
+    """The file exactly as it was uploaded; 404 for a live stream's upload, which has none."""
 
     def get(self, request: HttpRequest, upload_id: int) -> FileResponse:
         upload = get_object_or_404(Upload, pk=upload_id)
+        if not upload.file:
+            raise Http404(
+                f"Upload {upload.pk} ({upload.original_name}) is a live stream: its records "
+                "arrived over the network, so there is no file to download."
+            )
         return FileResponse(
             upload.file.open("rb"), as_attachment=True, filename=upload.original_name
         )

@@ -96,6 +96,7 @@ OTHER_MONEY = {
     "api-bills": "billed and effective cost per billing period (tests/audit_app/billing)",
     "command:bills": "billed and effective cost per billing period (tests/audit_app/billing)",
     "command:ingest": "one upload's own totals (test_commands)",
+    "command:land_live": "what live landings added to stream uploads (test_landing_pages)",
     "command:gate": "a gate's cost comparison (tests/benchmarks_app)",
     "command:benchmark_import": "a run's cost per 1M tokens (tests/benchmarks_app)",
     "command:seed_demo": "prints what it loaded",
