@@ -41,6 +41,10 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "bench-live"
@@ -206,7 +210,7 @@ def _wait_healthy(base: str, server: subprocess.Popen[bytes]) -> None:
 # --- The clients ---------------------------------------------------------------------------
 
 
-def make_spans(client: int, exports: int, per_export: int) -> list[list[object]]:
+def make_spans(client: int, exports: int, per_export: int) -> list[list[ReadableSpan]]:
     """`exports` lists of `per_export` finished SDK spans with GenAI attributes, ids unique
     across clients; 100 output tokens each."""
     from opentelemetry.sdk.resources import Resource
