@@ -109,3 +109,25 @@ def evaluate_alerts() -> int:
     created = alerts_evaluate()
     deliveries_requeue_stale()
     return len(created)
+
+
+@shared_task(name="audit_app.poll_billing_sources")
+def poll_billing_sources() -> int:
+    """The schedule's pass (Celery beat, every BILLING_SOURCES_CHECK_EVERY_SECONDS): poll each
+    billing source that is due (see audit_app.ingestion.sources); how many were polled."""
+    from audit_app.ingestion.sources import sources_poll_due
+
+    return len(sources_poll_due())
+
+
+@shared_task(name="audit_app.poll_billing_source")
+def poll_billing_source(source_id: int) -> str:
+    """Poll one billing source now (its page's "Poll now", the API); "deleted" if it is gone,
+    else "ok" or "failed" (the source records why)."""
+    from audit_app.ingestion.sources import source_poll
+    from audit_app.models import BillingSource
+
+    source = BillingSource.objects.select_related("created_by").filter(pk=source_id).first()
+    if source is None:
+        return "deleted"
+    return "ok" if source_poll(source).ok else "failed"
