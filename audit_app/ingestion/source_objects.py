@@ -33,7 +33,8 @@ from urllib.parse import unquote, urlsplit
 
 HTTP_TIMEOUT_SECONDS = 30
 S3_TIMEOUT_SECONDS = 30
-S3_MAX_ATTEMPTS = 2
+S3_MAX_ATTEMPTS = 2  # the first attempt and one retry
+S3_PAGE_SIZE = 1000  # keys per list_objects_v2 page (S3's own maximum)
 USER_AGENT = "inference-spend-audit-billing-sources"
 # Characters that make an S3 prefix a pattern ("exports/*.csv").
 GLOB_CHARACTERS = "*?["
@@ -156,7 +157,7 @@ class FolderReader:
 # --- HTTP(S) -------------------------------------------------------------------------------
 
 
-def _http_opener() -> urllib.request.OpenerDirector:
+def http_opener() -> urllib.request.OpenerDirector:
     """urllib's opener for http and https only (redirects too); any other scheme is refused
     as unknown. Proxies come from the environment, as for urllib's default opener."""
     opener = urllib.request.OpenerDirector()
@@ -205,7 +206,7 @@ class HttpReader:
         known = seen.get(self.url) or {}
         name = url_file_name(self.url)
         try:
-            response = _http_opener().open(self._request(known), timeout=self.timeout)
+            response = http_opener().open(self._request(known), timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             exc.close()
             if exc.code != 304:
@@ -254,7 +255,7 @@ def s3_client(
         "config": Config(
             connect_timeout=S3_TIMEOUT_SECONDS,
             read_timeout=S3_TIMEOUT_SECONDS,
-            retries={"max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"},
+            retries={"total_max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"},
             user_agent_extra=USER_AGENT,
         )
     }
@@ -289,7 +290,10 @@ class S3Reader:
     def list_objects(self, seen: Mapping[str, Mapping[str, Any]]) -> Iterator[SourceObject]:
         list_prefix, pattern = split_key_pattern(self.prefix)
         paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=list_prefix):
+        pages = paginator.paginate(
+            Bucket=self.bucket, Prefix=list_prefix, PaginationConfig={"PageSize": S3_PAGE_SIZE}
+        )
+        for page in pages:
             for item in page.get("Contents", []):
                 key = str(item["Key"])
                 if key.endswith("/") or (pattern and not fnmatch.fnmatchcase(key, pattern)):
