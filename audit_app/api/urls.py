@@ -9,6 +9,7 @@ from audit_app.api import (
     bills,
     budgets,
     recommendations,
+    sources,
     spend,
     uploads,
     views,
@@ -54,4 +55,7 @@ urlpatterns = [
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
     path("budgets/", budgets.BudgetListCreateApi.as_view(), name="api-budgets"),
     path("budgets/<int:budget_id>/", budgets.BudgetDetailApi.as_view(), name="api-budget-detail"),
+    path("sources/", sources.SourceListCreateApi.as_view(), name="api-sources"),
+    path("sources/<int:source_id>/", sources.SourceDetailApi.as_view(), name="api-source-detail"),
+    path("sources/<int:source_id>/poll/", sources.SourcePollApi.as_view(), name="api-source-poll"),
 ]

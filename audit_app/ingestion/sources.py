@@ -42,7 +42,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.access.permissions import Actor
 from audit_app.ingestion.formats import BILLING
+from audit_app.ingestion.source_changes import check_writer
 from audit_app.ingestion.source_objects import (
     FolderReader,
     HttpReader,
@@ -162,6 +164,13 @@ def sources_poll_due(*, now: datetime | None = None) -> list[PollResult]:
     return results
 
 
+def source_poll_now(*, source: BillingSource, user: Actor) -> bool:
+    """A person asks for a poll now (finops; the command line too): queued for a worker, see
+    `source_poll_soon`. Refused (SourceRefused, 403) for other roles."""
+    check_writer(user)
+    return source_poll_soon(source)
+
+
 def source_poll_soon(source: BillingSource) -> bool:
     """Queue a poll of the source now (the "Poll now" button, the API); False when the task
     broker could not take it (the schedule still polls it when due)."""
@@ -223,9 +232,12 @@ def _refusal(source: BillingSource, name: str, reason: str) -> str:
     return f'Billing source "{source.name}" did not ingest {where(source, name)}: {reason}'
 
 
-def source_poll(source: BillingSource, *, now: datetime | None = None) -> PollResult:
+def source_poll(
+    source: BillingSource, *, now: datetime | None = None, enqueue: bool = True
+) -> PollResult:
     """Poll one source now (whether enabled or due or not) and record what happened; never
-    raises for what the source holds or how it answers."""
+    raises for what the source holds or how it answers. Without ``enqueue`` the uploads it
+    creates are left for the caller to ingest (the command line does so in-process)."""
     now = now or timezone.now()
     outcomes: list[ObjectOutcome] = []
     listed: set[str] = set()
@@ -236,7 +248,7 @@ def source_poll(source: BillingSource, *, now: datetime | None = None) -> PollRe
         reader = reader_for(source)
         for obj in reader.list_objects(source.seen or {}):
             listed.add(obj.name)
-            outcomes.append(_poll_object(source, reader, obj))
+            outcomes.append(_poll_object(source, reader, obj, enqueue=enqueue))
         complete = True
     except Exception as exc:
         errors.append(_error(source, None, exc))
@@ -272,7 +284,9 @@ def _unchanged(outcome: ObjectOutcome) -> bool:
     return not (outcome.upload_id or outcome.duplicate_of or outcome.refused or outcome.error)
 
 
-def _poll_object(source: BillingSource, reader: SourceReader, obj: SourceObject) -> ObjectOutcome:
+def _poll_object(
+    source: BillingSource, reader: SourceReader, obj: SourceObject, *, enqueue: bool
+) -> ObjectOutcome:
     """Read and ingest one object if it changed; its failure is its own, never the poll's."""
     known = (source.seen or {}).get(obj.name)
     if fingerprint_unchanged(obj.fingerprint, known):
@@ -287,7 +301,7 @@ def _poll_object(source: BillingSource, reader: SourceReader, obj: SourceObject)
                 # The same bytes as last time (a file touched, a new ETag): nothing to ingest.
                 kept = {k: known[k] for k in ("upload", "refused") if k in known}
                 return ObjectOutcome(name=obj.name, remember={**remember, **kept})
-            return _ingest(source, obj, stream, remember)
+            return _ingest(source, obj, stream, remember, enqueue=enqueue)
     except ObjectRefused as exc:
         reason = str(exc)
         return ObjectOutcome(
@@ -326,7 +340,12 @@ def _hashed(raw: BinaryIO, limit: int) -> Iterator[tuple[BinaryIO, str]]:
 
 
 def _ingest(
-    source: BillingSource, obj: SourceObject, stream: BinaryIO, remember: dict[str, Any]
+    source: BillingSource,
+    obj: SourceObject,
+    stream: BinaryIO,
+    remember: dict[str, Any],
+    *,
+    enqueue: bool,
 ) -> ObjectOutcome:
     """Create the billing upload (its ingest queued once it is committed), linked to the
     source and the object."""
@@ -338,6 +357,7 @@ def _ingest(
                 kind=BILLING,
                 requested_format=source.format,
                 user=source.created_by,
+                enqueue=enqueue,
             )
             Upload.objects.filter(pk=upload.pk).update(
                 billing_source=source, source_object=obj.name[:1000]

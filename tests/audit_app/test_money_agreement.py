@@ -124,6 +124,13 @@ NO_MONEY = {
     "budget-delete",
     "command:issue_token",
     "command:serve",
+    # Billing sources: where exports come from, when polled, what failed; no figures.
+    "sources",
+    "source-poll",
+    "api-sources",
+    "api-source-detail",
+    "api-source-poll",
+    "command:sources",
 }
 # Routes added by other work land here until classified; keep it empty.
 SURFACE_ALIASES: dict[str, str] = {}
