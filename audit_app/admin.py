@@ -229,10 +229,15 @@ class BillingSourceAdminForm(forms.ModelForm):
         )
 
     def clean(self) -> dict[str, Any]:
-        from audit_app.ingestion.source_changes import SourceRefused, source_data, source_values
+        from audit_app.ingestion.source_changes import (
+            FIELDS,
+            SourceRefused,
+            source_data,
+            source_values,
+        )
 
         cleaned = super().clean() or {}
-        data = {field: cleaned.get(field) for field in self.Meta.fields}
+        data = {field: cleaned.get(field) for field in FIELDS}
         data["enabled"] = bool(data["enabled"])
         stored = source_data(self.instance) if self.instance.pk else {}
         if not data["secret_access_key"] and not cleaned.get("clear_secret_access_key"):

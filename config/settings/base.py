@@ -241,6 +241,7 @@ SPECTACULAR_SETTINGS = {
         "UploadKindEnum": "audit_app.models.Upload.Kind",
         "UploadStatusEnum": "audit_app.models.Upload.Status",
         "BudgetStatusEnum": "audit_app.budgets.status.BUDGET_STATUSES",
+        "BillingSourceKindEnum": "audit_app.models.BillingSource.Kind",
     },
 }
 
