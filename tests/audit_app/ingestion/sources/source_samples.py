@@ -76,6 +76,7 @@ class Served:
     body: bytes
     etag: bool = True
     last_modified: str = ""
+    content_length: bool = True  # without it the body ends when the connection closes
     requests: list[dict[str, str]] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)
 
@@ -107,7 +108,7 @@ def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
                 self.send_header("ETag", served.tag)
             if served.last_modified:
                 self.send_header("Last-Modified", served.last_modified)
-            if status != 304:
+            if status != 304 and served.content_length:
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if status != 304:

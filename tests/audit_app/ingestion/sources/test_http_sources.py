@@ -52,7 +52,11 @@ def test_an_etag_makes_the_next_poll_a_304_and_a_restatement_a_new_upload(
             "succeeded",
         )
         assert billed() == {"USD": SAMPLE_TOTAL}
-        assert source.seen[url] == {"etag": served.tag, "sha256": upload.sha256, "upload": 1}
+        assert source.seen[url] == {
+            "etag": served.tag,
+            "sha256": upload.sha256,
+            "upload": upload.pk,
+        }
 
         second = poll(capture, source)
         assert served.requests[-1]["If-None-Match"] == served.tag
@@ -136,6 +140,24 @@ def test_a_body_over_the_upload_limit_is_refused(capture: Any, settings: Any) ->
         "the upload limit of 100 bytes (UPLOAD_MAX_BYTES).",
     )
     assert Upload.objects.count() == 0
+
+
+def test_a_body_of_unknown_length_is_cut_at_the_upload_limit(capture: Any, settings: Any) -> None:
+    settings.UPLOAD_MAX_BYTES = 1000
+    served = Served(body=FOCUS_SAMPLE.read_bytes(), content_length=False)
+    with http_server(served) as base:
+        source = make_source(name="big", kind="http", location=f"{base}/exports/focus.csv")
+        result = poll(capture, source)
+        settings.UPLOAD_MAX_BYTES = 2 * 1024**3
+        served.body = focus_csv(
+            focus_row(billed="7.00", start="2026-11-02T00:00:00Z", end="2026-11-02T01:00:00Z")
+        )
+        small = poll(capture, source)
+    assert result.refused == (
+        f'Billing source "big" did not ingest {base}/exports/focus.csv: the file is larger than '
+        "the upload limit of 1000 bytes (UPLOAD_MAX_BYTES).",
+    )
+    assert len(small.uploads) == 1 and billed() == {"USD": Decimal("7.00")}
 
 
 def test_requests_have_a_timeout(monkeypatch: pytest.MonkeyPatch, capture: Any) -> None:
