@@ -52,6 +52,7 @@ from audit_app.ingestion.source_objects import (
     S3Reader,
     SourceObject,
     SourceReader,
+    SourceUnavailable,
     cause_of,
     fingerprint_unchanged,
     s3_client,
@@ -71,6 +72,9 @@ HASH_CHUNK_BYTES = 1024 * 1024
 SPOOL_IN_MEMORY_BYTES = 8 * 1024 * 1024
 # Retries after failures wait 2, 4, 8, ... minutes, never longer than the source's interval.
 MAX_BACKOFF_EXPONENT = 16
+# A store that stops answering mid-poll would cost every remaining object its timeouts; after
+# this many objects in a row could not be read the poll stops (the rest wait for the next one).
+MAX_READ_ERRORS_IN_A_ROW = 3
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,6 +253,11 @@ def source_poll(
         for obj in reader.list_objects(source.seen or {}):
             listed.add(obj.name)
             outcomes.append(_poll_object(source, reader, obj, enqueue=enqueue))
+            if _failing_in_a_row(outcomes) >= MAX_READ_ERRORS_IN_A_ROW:
+                raise SourceUnavailable(
+                    f"the poll stopped after {MAX_READ_ERRORS_IN_A_ROW} objects in a row could "
+                    "not be read; the rest wait for the next poll"
+                )
         complete = True
     except Exception as exc:
         errors.append(_error(source, None, exc))
@@ -278,6 +287,15 @@ def source_poll(
         len(result.errors),
     )
     return result
+
+
+def _failing_in_a_row(outcomes: list[ObjectOutcome]) -> int:
+    count = 0
+    for outcome in reversed(outcomes):
+        if not outcome.error:
+            break
+        count += 1
+    return count
 
 
 def _unchanged(outcome: ObjectOutcome) -> bool:

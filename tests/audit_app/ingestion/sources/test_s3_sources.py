@@ -217,3 +217,35 @@ def test_a_missing_bucket_is_an_error(s3: Any, capture: Any) -> None:
         "exist (NoSuchBucket).",
     )
     assert (source.last_error, source.consecutive_failures) == (result.errors[0], 1)
+
+
+def test_a_store_that_stops_answering_mid_poll_stops_the_poll(
+    s3: Any, capture: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    for n in range(1, 6):
+        s3.put_object(Bucket=BUCKET, Key=f"focus/{n}.csv", Body=_day(n, "1.00", f"a{n}"))
+    source = make_source(name="bucket", kind="s3", location=BUCKET, prefix="focus/")
+    attempts: list[str] = []
+
+    def unreachable(self: Any, obj: Any) -> Any:
+        attempts.append(obj.name)
+        raise EndpointConnectionError(endpoint_url=f"https://{BUCKET}.s3.amazonaws.com/{obj.name}")
+
+    monkeypatch.setattr(source_objects.S3Reader, "open_object", unreachable)
+    result = poll(capture, source)
+
+    assert attempts == ["focus/1.csv", "focus/2.csv", "focus/3.csv"]
+    assert result.errors[0] == (
+        f'Billing source "bucket" could not list s3://{BUCKET}/focus/: the poll stopped after 3 '
+        "objects in a row could not be read; the rest wait for the next poll."
+    )
+    assert result.errors[1] == (
+        f'Billing source "bucket" could not read s3://{BUCKET}/focus/1.csv: the store could not '
+        f'be reached (Could not connect to the endpoint URL: "https://{BUCKET}.s3.amazonaws.com/'
+        'focus/1.csv").'
+    )
+    assert len(result.errors) == 4
+    assert source.last_error == f"{result.errors[0]} (3 more in the same poll.)"
+    assert (source.consecutive_failures, source.seen, Upload.objects.count()) == (1, {}, 0)
