@@ -158,3 +158,26 @@ def test_the_beat_task_polls_what_is_due(root: Path, capture: Any) -> None:
 def test_the_beat_schedule_names_the_task(settings: Any) -> None:
     entry = settings.CELERY_BEAT_SCHEDULE["poll-billing-sources"]
     assert (entry["task"], entry["schedule"]) == ("audit_app.poll_billing_sources", 60.0)
+
+
+def test_a_new_export_and_its_restatement_are_picked_up_on_schedule(
+    root: Path, capture: Any
+) -> None:
+    from tests.audit_app.ingestion.sources.source_samples import RESTATED_TOTAL, restated_sample
+
+    original, restated = restated_sample()
+    source = make_source(name="mounted", location=str(root))
+    assert [r.uploads for r in poll_due(capture, now=NOON)] == [()]  # nothing there yet
+
+    write(root / "focus-2024-09.csv", original)
+    assert poll_due(capture, now=_at(30)) == []  # not due before its hour
+    (first,) = poll_due(capture, now=_at(60))
+    assert len(first.uploads) == 1 and billed() == {"USD": SAMPLE_TOTAL}
+
+    write(root / "focus-2024-09.csv", restated)  # the export rewritten the next day
+    (second,) = poll_due(capture, now=_at(120))
+    assert len(second.uploads) == 1
+    assert billed() == {"USD": RESTATED_TOTAL}
+    source.refresh_from_db()
+    assert (source.last_polled_at, source.last_changed_at) == (_at(120), _at(120))
+    assert (poll_due(capture, now=_at(180))[0].uploads, Upload.objects.count()) == ((), 2)
