@@ -59,6 +59,7 @@ from audit_app.ingestion.source_objects import (
 )
 from audit_app.ingestion.uploads import (
     DuplicateUpload,
+    StorageFull,
     UploadRefused,
     too_large_message,
     upload_create,
@@ -326,6 +327,13 @@ def _poll_object(
             name=obj.name,
             remember={**dict(obj.fingerprint), "refused": reason},
             refused=_refusal(source, obj.name, reason),
+        )
+    except StorageFull as exc:
+        message = _lower_first(str(exc).rstrip("."))
+        return ObjectOutcome(
+            name=obj.name,
+            error=f'Billing source "{source.name}" could not store {where(source, obj.name)}: '
+            f"{message}.",
         )
     except Exception as exc:
         logger.warning("billing source %s: reading %s failed", source.pk, obj.name, exc_info=True)

@@ -293,3 +293,29 @@ def test_a_file_that_goes_away_is_forgotten(root: Path, capture: Any) -> None:
     path.unlink()
     poll(capture, source)
     assert source.seen == {}
+
+
+def test_a_full_upload_storage_is_an_error_retried_at_the_next_poll(
+    root: Path, capture: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from audit_app.ingestion import uploads
+
+    write(root / "focus.csv", FOCUS_SAMPLE.read_bytes())
+    source = make_source(location=str(root))
+
+    def full(path: Path) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(uploads, "_open_for_write", full)
+        result = poll(capture, source)
+    assert result.errors == (
+        f'Billing source "exports" could not store {root}/focus.csv: the server has no space '
+        "left to store this file (its upload storage is full), so nothing was kept. Try again "
+        "once an operator has freed space.",
+    )
+    assert (source.consecutive_failures, source.seen, Upload.objects.count()) == (1, {}, 0)
+    retried = poll(capture, source)
+    assert len(retried.uploads) == 1 and billed() == {"USD": SAMPLE_TOTAL}
