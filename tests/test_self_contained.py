@@ -132,13 +132,18 @@ REAL_SAMPLES = {
         14_798,
         "1bb9cf5eb174dfd4",
     ),
+    # Extracted, not byte-copied: LiteLLM's test held the payload as a Python literal.
+    "token_logs/litellm_standard_logging_payload_fake-openai-endpoint.jsonl": (
+        2_464,
+        "b74c7626d5d15102",
+    ),
 }
 
 
 def test_the_real_samples_are_in_the_repository_unmodified() -> None:
     on_disk = {
         path.relative_to(REAL).as_posix(): path
-        for folder in ("billing", "benchmarks")
+        for folder in ("billing", "benchmarks", "token_logs")
         for path in (REAL / folder).rglob("*")
         if path.is_file() and path.name != "SOURCES.md"
     }
@@ -150,11 +155,13 @@ def test_the_real_samples_are_in_the_repository_unmodified() -> None:
         "README.md",
         "billing/SOURCES.md",
         "benchmarks/SOURCES.md",
+        "token_logs/SOURCES.md",
         "LICENSES/Apache-2.0.txt",
         "LICENSES/NOTICE_ray-project-llmperf.txt",
         "LICENSES/MIT_finopsfoundation-focus_converters.txt",
         "LICENSES/CC-BY-4.0_FOCUS-Sample-Data_license.md",
         "LICENSES/MIT_wandb-wandb.txt",
+        "LICENSES/MIT_BerriAI-litellm.txt",
     ):
         assert (REAL / notes).is_file(), f"{REAL / notes} is missing"
 

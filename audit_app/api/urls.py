@@ -8,6 +8,7 @@ from audit_app.api import (
     billing,
     bills,
     budgets,
+    live,
     recommendations,
     sources,
     spend,
@@ -58,4 +59,5 @@ urlpatterns = [
     path("sources/", sources.SourceListCreateApi.as_view(), name="api-sources"),
     path("sources/<int:source_id>/", sources.SourceDetailApi.as_view(), name="api-source-detail"),
     path("sources/<int:source_id>/poll/", sources.SourcePollApi.as_view(), name="api-source-poll"),
+    path("ingest/litellm/", live.LitellmIngestApi.as_view(), name="api-ingest-litellm"),
 ]

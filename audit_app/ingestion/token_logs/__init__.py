@@ -9,7 +9,8 @@ Every importer module has the same two functions:
 `read_requests` is the entry point for the ingest service: it detects the format (unless one is
 forced) and delegates. Detection tries the formats in `DETECTION_ORDER` and the first whose
 `sniff` accepts the head wins: OpenTelemetry (`resourceSpans`) first because its marker cannot
-appear in a flat record, then LiteLLM (`request_id` + `startTime`/`call_type`), then generic
+appear in a flat record, then LiteLLM (`request_id` + `startTime`/`call_type`), then LiteLLM's
+callback payloads (`id` + `startTime` + `endTime`, no `request_id`), then generic
 (`started_at` + `input_tokens`).
 """
 
@@ -25,7 +26,7 @@ from audit_app.ingestion.reading import (
     check_head,
     read_head,
 )
-from audit_app.ingestion.token_logs import generic, litellm, otel
+from audit_app.ingestion.token_logs import generic, litellm, litellm_payload, otel
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
 from audit_app.ingestion.token_logs.columnar_blocks import ColumnarUnsupported
 
@@ -60,12 +61,14 @@ class Importer(Protocol):
 IMPORTERS: dict[str, Importer] = {
     "litellm": litellm,
     "otel": otel,
+    "litellm-callback": litellm_payload,
     "generic": generic,
 }
-DETECTION_ORDER = ("otel", "litellm", "generic")
+DETECTION_ORDER = ("otel", "litellm", "litellm-callback", "generic")
 EXPECTED_FORMATS = (
-    "a LiteLLM spend log (`request_id`, `startTime`), OpenTelemetry spans (`resourceSpans`) or "
-    "the generic columns (`started_at`, `input_tokens`)"
+    "a LiteLLM spend log (`request_id`, `startTime`), LiteLLM callback payloads (`id`, "
+    "`startTime`, `endTime`), OpenTelemetry spans (`resourceSpans`) or the generic columns "
+    "(`started_at`, `input_tokens`)"
 )
 
 

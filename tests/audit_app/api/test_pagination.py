@@ -364,6 +364,7 @@ NOT_LISTS = {
     "api-alert-acknowledge",
     "api-source-detail",
     "api-source-poll",
+    "api-ingest-litellm",  # answers what one post held: counts and its first 20 rejects
 }
 
 

@@ -57,6 +57,7 @@ def test_kind_names_are_the_models() -> None:
     assert {name: found.kind for name, found in FORMATS.items()} == {
         "litellm": "token_log",
         "otel": "token_log",
+        "litellm-callback": "token_log",
         "generic": "token_log",
         "focus": "billing",
         "aws-cur": "billing",

@@ -30,6 +30,12 @@ def test_every_token_log_and_billing_format_with_its_kind_label_and_description(
             description="an OpenTelemetry trace export",
         ),
         Format(
+            name="litellm-callback",
+            kind="token_log",
+            label="LiteLLM callback payloads (StandardLoggingPayload JSON, JSONL)",
+            description="a LiteLLM callback log",
+        ),
+        Format(
             name="generic",
             kind="token_log",
             label="Generic CSV / JSONL (canonical columns)",
@@ -59,8 +65,17 @@ def test_every_token_log_and_billing_format_with_its_kind_label_and_description(
 
 def test_formats_by_kind_are_the_upload_kinds() -> None:
     assert FORMATS_BY_KIND == {
-        "auto": ("auto", "litellm", "otel", "generic", "focus", "aws-cur", "azure"),
-        Upload.Kind.TOKEN_LOG: ("auto", "litellm", "otel", "generic"),
+        "auto": (
+            "auto",
+            "litellm",
+            "otel",
+            "litellm-callback",
+            "generic",
+            "focus",
+            "aws-cur",
+            "azure",
+        ),
+        Upload.Kind.TOKEN_LOG: ("auto", "litellm", "otel", "litellm-callback", "generic"),
         Upload.Kind.BILLING: ("auto", "focus", "aws-cur", "azure"),
         Upload.Kind.BENCHMARK: BENCHMARK_FORMATS,
     }

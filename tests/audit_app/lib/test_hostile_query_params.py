@@ -104,6 +104,7 @@ NO_PARAMS = {
     "api-source-poll",
     "sources",
     "source-poll",
+    "api-ingest-litellm",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})
 URLS = {u.name: u for u in project_urls() if not u.is_admin}

@@ -24,9 +24,9 @@ LITELLM_RECORD = {
 }
 
 
-def test_registry_lists_the_three_formats_with_the_same_signature() -> None:
-    assert set(IMPORTERS) == {"litellm", "otel", "generic"}
-    assert DETECTION_ORDER == ("otel", "litellm", "generic")
+def test_registry_lists_the_four_formats_with_the_same_signature() -> None:
+    assert set(IMPORTERS) == {"litellm", "otel", "litellm-callback", "generic"}
+    assert DETECTION_ORDER == ("otel", "litellm", "litellm-callback", "generic")
     for importer in IMPORTERS.values():
         assert callable(importer.sniff)
         assert callable(importer.read)
@@ -46,6 +46,19 @@ def test_registry_lists_the_three_formats_with_the_same_signature() -> None:
         (b"started_at,ended_at,model,input_tokens,output_tokens\n", "generic"),
         (b"\xef\xbb\xbf\n\nmodel,input_tokens,started_at\n", "generic"),  # BOM, blank lines
         (b'{"started_at": "2024-05-01T12:00:00Z", "input_tokens": 3}\n', "generic"),
+        # LiteLLM's StandardLoggingPayload: `id`, not a spend log's `request_id`
+        (
+            b'[{"id": "c1", "call_type": "acompletion", "startTime": 1.7e9, "endTime": 1.7e9}]',
+            "litellm-callback",
+        ),
+        (
+            b'{"id": "c1", "startTime": 1739235379, "endTime": 1739235380, "prompt_tokens": 9}\n',
+            "litellm-callback",
+        ),
+        (
+            b'{"id": "c1", "request_id": "r1", "startTime": 1, "endTime": 2, "call_type": "x"}\n',
+            "litellm",
+        ),
     ],
 )
 def test_detect_format(head: bytes, expected: str) -> None:
@@ -103,8 +116,8 @@ def test_unrecognised_files_fail_with_one_sentence(head: bytes) -> None:
         detect_format(head)
     assert str(caught.value) == (
         "the file is not a recognised token log: expected a LiteLLM spend log (`request_id`, "
-        "`startTime`), OpenTelemetry spans (`resourceSpans`) or the generic columns "
-        "(`started_at`, `input_tokens`)"
+        "`startTime`), LiteLLM callback payloads (`id`, `startTime`, `endTime`), OpenTelemetry "
+        "spans (`resourceSpans`) or the generic columns (`started_at`, `input_tokens`)"
     )
 
 
