@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -11,6 +13,7 @@ from audit_app.costs.catalog import source_age_days
 from audit_app.models import (
     ApiToken,
     BillingCharge,
+    BillingSource,
     HardwareTarget,
     HourlyRollup,
     PriceCard,
@@ -193,3 +196,88 @@ class WorkloadClassificationAdmin(ReadOnlyAdmin):
 @admin.register(WorkloadOverride)
 class WorkloadOverrideAdmin(ReadOnlyAdmin):
     list_display = ("workload", "workload_class", "user", "created_at", "reason")
+
+
+class BillingSourceAdminForm(forms.ModelForm):
+    """The secret key is typed, never shown: left empty on a change, the stored one is kept.
+    Saving goes through `audit_app.ingestion.source_changes`, so the same checks apply as on
+    the API (kind-specific fields, the folder under BILLING_SOURCE_ROOTS, ...)."""
+
+    secret_access_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="S3 only. Leave empty to keep the stored key (or to use boto3's own chain).",
+    )
+    clear_secret_access_key = forms.BooleanField(
+        required=False, help_text="Forget the stored secret key."
+    )
+
+    class Meta:
+        model = BillingSource
+        fields = (
+            "name",
+            "kind",
+            "location",
+            "prefix",
+            "endpoint_url",
+            "region",
+            "access_key_id",
+            "secret_access_key",
+            "format",
+            "poll_every_minutes",
+            "enabled",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        from audit_app.ingestion.source_changes import (
+            FIELDS,
+            SourceRefused,
+            source_data,
+            source_values,
+        )
+
+        cleaned = super().clean() or {}
+        data = {field: cleaned.get(field) for field in FIELDS}
+        data["enabled"] = bool(data["enabled"])
+        stored = source_data(self.instance) if self.instance.pk else {}
+        if not data["secret_access_key"] and not cleaned.get("clear_secret_access_key"):
+            data["secret_access_key"] = stored.get("secret_access_key", "")
+        try:
+            values = source_values(data)
+        except SourceRefused as exc:
+            field = exc.field if exc.field in self.fields else None
+            self.add_error(field, str(exc))
+            return cleaned
+        cleaned.update(asdict(values))
+        return cleaned
+
+
+@admin.register(BillingSource)
+class BillingSourceAdmin(admin.ModelAdmin):
+    form = BillingSourceAdminForm
+    list_display = (
+        "name",
+        "kind",
+        "location",
+        "enabled",
+        "last_polled_at",
+        "last_changed_at",
+        "consecutive_failures",
+        "last_error",
+    )
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "location")
+    readonly_fields = (
+        "created_by",
+        "created_at",
+        "last_polled_at",
+        "last_changed_at",
+        "last_error",
+        "last_error_at",
+        "consecutive_failures",
+    )
+
+    def save_model(self, request: HttpRequest, obj: BillingSource, form: Any, change: bool) -> None:
+        if not change and obj.created_by_id is None and request.user.is_authenticated:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)

@@ -121,3 +121,25 @@ def land_live() -> int:
     from audit_app.ingestion.live.landing import live_land_due
 
     return sum(landed.landed for landed in live_land_due())
+
+
+@shared_task(name="audit_app.poll_billing_sources")
+def poll_billing_sources() -> int:
+    """The schedule's pass (Celery beat, every BILLING_SOURCES_CHECK_EVERY_SECONDS): poll each
+    billing source that is due (see audit_app.ingestion.sources); how many were polled."""
+    from audit_app.ingestion.sources import sources_poll_due
+
+    return len(sources_poll_due())
+
+
+@shared_task(name="audit_app.poll_billing_source")
+def poll_billing_source(source_id: int) -> str:
+    """Poll one billing source now (its page's "Poll now", the API); "deleted" if it is gone,
+    else "ok" or "failed" (the source records why)."""
+    from audit_app.ingestion.sources import source_poll
+    from audit_app.models import BillingSource
+
+    source = BillingSource.objects.select_related("created_by").filter(pk=source_id).first()
+    if source is None:
+        return "deleted"
+    return "ok" if source_poll(source).ok else "failed"

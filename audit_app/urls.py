@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from audit_app.views import alerts, audit, billing, budgets, pages, recommendations, uploads
+from audit_app.views import (
+    alerts,
+    audit,
+    billing,
+    budgets,
+    pages,
+    recommendations,
+    sources,
+    uploads,
+)
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
@@ -19,6 +28,8 @@ urlpatterns = [
     path(
         "uploads/<int:upload_id>/delete/", uploads.UploadDeleteView.as_view(), name="upload-delete"
     ),
+    path("sources/", sources.SourceListView.as_view(), name="sources"),
+    path("sources/<int:source_id>/poll/", sources.SourcePollView.as_view(), name="source-poll"),
     path(
         "recommendations/",
         recommendations.RecommendationListView.as_view(),

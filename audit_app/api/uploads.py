@@ -65,6 +65,11 @@ class RejectOutput(serializers.Serializer):
 
 class UploadOutput(serializers.ModelSerializer):
     uploaded_by = serializers.CharField(source="uploaded_by.username", default=None)
+    billing_source = serializers.CharField(
+        source="billing_source.name",
+        default=None,
+        help_text="The billing source that pulled this export (null: sent by hand).",
+    )
     progress_percent = serializers.IntegerField()
     logged_cost_usd = serializers.DecimalField(max_digits=24, decimal_places=9)
     rejects = RejectOutput(many=True)
@@ -98,6 +103,8 @@ class UploadOutput(serializers.ModelSerializer):
             "size_bytes",
             "sha256",
             "uploaded_by",
+            "billing_source",
+            "source_object",
             "created_at",
             "started_at",
             "finished_at",
@@ -264,7 +271,7 @@ class UploadListCreateApi(APIView):
         parameters=PAGE_PARAMETERS, responses=UploadPageOutput, operation_id="v1_uploads_list"
     )
     def get(self, request: Request) -> Response:
-        page = paginate(Upload.objects.select_related("uploaded_by"), request)
+        page = paginate(Upload.objects.select_related("uploaded_by", "billing_source"), request)
         body = UploadPageOutput(page.envelope(page.items), context={"request": request})
         return Response(body.data)
 
@@ -304,7 +311,9 @@ class UploadDetailApi(APIView):
 
     @extend_schema(responses=UploadDetailOutput)
     def get(self, request: Request, upload_id: int) -> Response:
-        upload = get_object_or_404(Upload.objects.select_related("uploaded_by"), pk=upload_id)
+        upload = get_object_or_404(
+            Upload.objects.select_related("uploaded_by", "billing_source"), pk=upload_id
+        )
         return Response(UploadDetailOutput(upload, context={"request": request}).data)
 
     @extend_schema(

@@ -10,6 +10,7 @@ from audit_app.api import (
     budgets,
     live,
     recommendations,
+    sources,
     spend,
     uploads,
     views,
@@ -55,5 +56,8 @@ urlpatterns = [
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
     path("budgets/", budgets.BudgetListCreateApi.as_view(), name="api-budgets"),
     path("budgets/<int:budget_id>/", budgets.BudgetDetailApi.as_view(), name="api-budget-detail"),
+    path("sources/", sources.SourceListCreateApi.as_view(), name="api-sources"),
+    path("sources/<int:source_id>/", sources.SourceDetailApi.as_view(), name="api-source-detail"),
+    path("sources/<int:source_id>/poll/", sources.SourcePollApi.as_view(), name="api-source-poll"),
     path("ingest/litellm/", live.LitellmIngestApi.as_view(), name="api-ingest-litellm"),
 ]

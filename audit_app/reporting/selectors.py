@@ -62,7 +62,7 @@ def uploads_per_day(*, days: int = 30, today: date | None = None) -> UploadsPerD
 
 
 def upload_list(*, limit: int = 200) -> list[Upload]:
-    return list(Upload.objects.select_related("uploaded_by")[:limit])
+    return list(Upload.objects.select_related("uploaded_by", "billing_source")[:limit])
 
 
 # --- Spend ---------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("Overview", "overview"),
     ("Workloads", "workloads"),
     ("Uploads", "uploads"),
+    ("Sources", "sources"),
     ("Recommendations", "recommendations"),
     ("Anomalies", "anomalies"),
     ("Alerts", "alerts"),

@@ -241,6 +241,7 @@ SPECTACULAR_SETTINGS = {
         "UploadKindEnum": "audit_app.models.Upload.Kind",
         "UploadStatusEnum": "audit_app.models.Upload.Status",
         "BudgetStatusEnum": "audit_app.budgets.status.BUDGET_STATUSES",
+        "BillingSourceKindEnum": "audit_app.models.BillingSource.Kind",
     },
 }
 
@@ -312,6 +313,12 @@ LIVE_MAX_PENDING_RECORDS = env_int("LIVE_MAX_PENDING_RECORDS", 2_000_000)
 # Billing sources are checked every BILLING_SOURCES_CHECK_EVERY_SECONDS; each is polled when
 # its own interval (poll_every_minutes, default hourly) has passed since its last poll.
 BILLING_SOURCES_CHECK_EVERY_SECONDS = env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)
+# A folder source must lie under one of these directories (comma-separated absolute paths;
+# symlinks are resolved before the check), where the operator mounts or syncs the exports: a
+# user who may add sources cannot make the server read any other folder.
+BILLING_SOURCE_ROOTS = [
+    Path(item) for item in env_list("BILLING_SOURCE_ROOTS", [str(VAR_DIR / "sources")])
+]
 
 # --- Alerts and email --------------------------------------------------------------------------
 # An anomaly alerts when its score reaches ALERT_ANOMALY_MIN_SCORE; anomaly alerts go to these

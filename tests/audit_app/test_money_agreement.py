@@ -125,6 +125,13 @@ NO_MONEY = {
     "budget-delete",
     "command:issue_token",
     "command:serve",
+    # Billing sources: where exports come from, when polled, what failed; no figures.
+    "sources",
+    "source-poll",
+    "api-sources",
+    "api-source-detail",
+    "api-source-poll",
+    "command:sources",
     "api-ingest-litellm",  # answers record counts; what lands shows on api-uploads
 }
 # Routes added by other work land here until classified; keep it empty.

@@ -84,6 +84,12 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "budgets": PAGE,  # the create form (POST) is for finops and managers
     "budget-detail": PAGE_DETAIL,
     "budget-delete": (302, 405, 403, 405, 405),  # finops and managers, by POST
+    # Finops analysts write: tests/audit_app/ingestion/sources/test_sources_api.py and _pages.
+    "api-sources": API,
+    "api-source-detail": API_DETAIL,
+    "api-source-poll": API_POST_ONLY,
+    "sources": PAGE,  # the form to add one (POST) is for finops
+    "source-poll": (302, 405, 403, 403, 405),  # finops, by POST
     "anomalies": PAGE,
     "alerts": PAGE,
     "alert-acknowledge": POST_ONLY_ANY_ROLE,  # every role acknowledges, by POST

@@ -34,6 +34,7 @@ from audit_app.models import (
     Alert,
     AuditEvent,
     BillingCharge,
+    BillingSource,
     Budget,
     Recommendation,
     ServingPool,
@@ -211,6 +212,13 @@ def _reconciliation_keys() -> list[Any]:
     return [(r.day.isoformat(), r.provider, r.model, r.currency) for r in rows]
 
 
+def _billing_sources() -> None:
+    for n in range(5):  # named out of id order: the list is by name
+        BillingSource.objects.create(
+            name=f"source {4 - n}", kind="http", location=f"https://x.example/{n}.csv"
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class ListApi:
     name: str  # the URL name, or URL name + group_by for the spend API
@@ -331,6 +339,14 @@ LIST_APIS = [
         key=lambda item: item["name"],
         whole=lambda: [f"budget {n}" for n in range(5)],
     ),
+    ListApi(
+        name="api-sources",
+        url="/api/v1/sources/",
+        count=5,
+        key=lambda item: item["name"],
+        whole=lambda: [f"source {n}" for n in range(5)],
+        seed=_billing_sources,
+    ),
 ]
 # API routes that answer one object, not a list.
 NOT_LISTS = {
@@ -346,6 +362,8 @@ NOT_LISTS = {
     "api-gate-detail",
     "api-budget-detail",
     "api-alert-acknowledge",
+    "api-source-detail",
+    "api-source-poll",
     "api-ingest-litellm",  # answers what one post held: counts and its first 20 rejects
 }
 

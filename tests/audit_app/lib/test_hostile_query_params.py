@@ -66,6 +66,7 @@ ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "api-benchmark-runs": PAGE,
     "api-gates": PAGE,
     "api-budgets": PAGE,
+    "api-sources": PAGE,
     "benchmark-run": {"point": "number"},
 }
 NO_PARAMS = {
@@ -99,6 +100,10 @@ NO_PARAMS = {
     "alerts",
     "alert-acknowledge",
     "api-alert-acknowledge",
+    "api-source-detail",
+    "api-source-poll",
+    "sources",
+    "source-poll",
     "api-ingest-litellm",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})

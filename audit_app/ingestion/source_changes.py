@@ -1,0 +1,294 @@
+"""Billing sources: create, change and delete them, each input checked here once for the API,
+the Sources page and the command line.
+
+A source is given as the API's JSON object (`FIELDS`); each refusal is a `SourceRefused` naming
+the field at fault, which the API answers with a 400 and the page shows beside the field. The
+checks are per kind: a folder must lie under `settings.BILLING_SOURCE_ROOTS` (symlinks
+resolved), a URL must be http(s), an S3 source names a bucket (and optionally another store's
+endpoint, a region and a pair of keys); fields of another kind must be empty. The secret key is
+written, never read back (`source_payload` in the API says only whether one is set).
+
+Finops analysts write (a superuser holds every role); the command line (no user) may too.
+Polling is `audit_app.ingestion.sources`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from audit_app.access.permissions import SOURCE_WRITER_ROLES, Actor, has_role
+from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
+from audit_app.ingestion.source_objects import check_pattern, folder_in_roots
+from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.models import BillingSource
+
+FIELDS = (
+    "name",
+    "kind",
+    "location",
+    "prefix",
+    "endpoint_url",
+    "region",
+    "access_key_id",
+    "secret_access_key",
+    "format",
+    "poll_every_minutes",
+    "enabled",
+)
+S3_ONLY = ("endpoint_url", "region", "access_key_id", "secret_access_key")
+# Changing where a source reads forgets what it had seen there.
+WHERE_FIELDS = ("kind", "location", "prefix", "endpoint_url")
+MIN_MINUTES, MAX_MINUTES = 1, 31 * 24 * 60
+_MAX_LENGTH = {
+    "name": 100,
+    "location": 1000,
+    "prefix": 500,
+    "endpoint_url": 500,
+    "region": 64,
+    "access_key_id": 200,
+    "secret_access_key": 200,
+}
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,253}[a-z0-9]$")
+_REGION = re.compile(r"^[A-Za-z0-9_-]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+WRITER_REFUSAL = "Only finops analysts may create, change, delete or poll billing sources."
+
+
+class SourceRefused(DomainError):
+    """A source the service will not keep; ``field`` names the input at fault."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceValues:
+    """A source's fields, checked: what `BillingSource` stores."""
+
+    name: str
+    kind: str
+    location: str
+    prefix: str
+    endpoint_url: str
+    region: str
+    access_key_id: str
+    secret_access_key: str
+    format: str
+    poll_every_minutes: int
+    enabled: bool
+
+
+def _refuse(field: str, message: str) -> SourceRefused:
+    return SourceRefused(message, field=field)
+
+
+def _text(data: Mapping[str, Any], field: str, *, required: bool = False) -> str:
+    value = data.get(field, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise _refuse(field, f"{field} must be text, not {value!r}.")
+    value = value.strip()
+    if required and not value:
+        raise _refuse(field, f"{field} is required.")
+    if _CONTROL.search(value):
+        raise _refuse(field, f"{field} holds a control character (such as NUL); use plain text.")
+    limit = _MAX_LENGTH[field]
+    if len(value) > limit:
+        raise _refuse(field, f"{field} is {len(value)} characters long; at most {limit} are kept.")
+    return value
+
+
+def _http_url(field: str, value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+        raise _refuse(field, f"{field} must be an http:// or https:// URL, not {value[:200]!r}.")
+    return value
+
+
+def _kind(data: Mapping[str, Any]) -> str:
+    kind = data.get("kind")
+    if kind not in BillingSource.Kind.values:
+        raise _refuse(
+            "kind", f"kind must be one of {', '.join(BillingSource.Kind.values)}, not {kind!r}."
+        )
+    return str(kind)
+
+
+def _location(kind: str, value: str) -> str:
+    if kind == BillingSource.Kind.FOLDER:
+        try:
+            folder_in_roots(value, settings.BILLING_SOURCE_ROOTS)
+        except ValueError as exc:
+            raise _refuse("location", f"location: {exc}") from None
+        return value
+    if kind == BillingSource.Kind.HTTP:
+        return _http_url("location", value)
+    if value.startswith("s3://") or "/" in value:
+        raise _refuse(
+            "location",
+            f"location is the bucket's name alone, not {value[:200]!r}; put the key prefix "
+            "in prefix.",
+        )
+    if not _BUCKET.match(value):
+        raise _refuse(
+            "location",
+            f"location {value[:200]!r} is not a bucket name (3 to 255 lowercase letters, "
+            "digits, dots and hyphens).",
+        )
+    return value
+
+
+def _prefix(kind: str, value: str) -> str:
+    if kind == BillingSource.Kind.HTTP and value:
+        raise _refuse(
+            "prefix", "prefix applies to folder and S3 sources; leave it empty for a URL."
+        )
+    if kind == BillingSource.Kind.FOLDER:
+        try:
+            check_pattern(value or "*")
+        except ValueError as exc:
+            raise _refuse("prefix", f"prefix {exc}") from None
+    return value
+
+
+def _s3_fields(kind: str, data: Mapping[str, Any]) -> dict[str, str]:
+    values = {field: _text(data, field) for field in S3_ONLY}
+    if kind != BillingSource.Kind.S3:
+        for field, value in values.items():
+            if value:
+                raise _refuse(
+                    field,
+                    f"{field} applies to S3 sources only; leave it empty for a {kind} source.",
+                )
+        return values
+    if values["endpoint_url"]:
+        _http_url("endpoint_url", values["endpoint_url"])
+    if not _REGION.match(values["region"]):
+        raise _refuse("region", f"region {values['region'][:64]!r} is not a region name.")
+    key_id, secret = values["access_key_id"], values["secret_access_key"]
+    if bool(key_id) != bool(secret):
+        missing = "secret_access_key" if key_id else "access_key_id"
+        raise _refuse(
+            missing,
+            "Give both access_key_id and secret_access_key, or neither (boto3's own "
+            f"credential chain is then used); {missing} is missing.",
+        )
+    return values
+
+
+def _format(value: Any) -> str:
+    formats = FORMATS_BY_KIND[BILLING]
+    if value not in formats:
+        raise _refuse(
+            "format",
+            f"format must be a billing format, one of {', '.join(formats)}, not {value!r}.",
+        )
+    return str(value)
+
+
+def _minutes(value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _refuse(
+            "poll_every_minutes", f"poll_every_minutes must be a whole number, not {value!r}."
+        )
+    if not MIN_MINUTES <= value <= MAX_MINUTES:
+        raise _refuse(
+            "poll_every_minutes",
+            f"poll_every_minutes must be from {MIN_MINUTES} to {MAX_MINUTES} (31 days), "
+            f"not {value}.",
+        )
+    return value
+
+
+def _enabled(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _refuse("enabled", f"enabled must be true or false, not {value!r}.")
+    return value
+
+
+def source_values(data: Mapping[str, Any]) -> SourceValues:
+    """Check a whole source given as the API's JSON object (defaults: no prefix, format auto,
+    hourly, enabled). Raises SourceRefused naming the first field at fault."""
+    unknown = sorted(str(k) for k in data if k not in FIELDS)
+    if unknown:
+        raise _refuse(unknown[0], f"{unknown[0]} is not a source field: use {', '.join(FIELDS)}.")
+    name = _text(data, "name", required=True)
+    kind = _kind(data)
+    location = _location(kind, _text(data, "location", required=True))
+    prefix = _prefix(kind, _text(data, "prefix"))
+    return SourceValues(
+        name=name,
+        kind=kind,
+        location=location,
+        prefix=prefix,
+        **_s3_fields(kind, data),
+        format=_format(data.get("format", "auto")),
+        poll_every_minutes=_minutes(data.get("poll_every_minutes", 60)),
+        enabled=_enabled(data.get("enabled", True)),
+    )
+
+
+def source_data(source: BillingSource) -> dict[str, Any]:
+    """A source as the API's JSON object, its secret key included (for `source_update` to
+    check the whole source again; never answered to anyone)."""
+    return {field: getattr(source, field) for field in FIELDS}
+
+
+def check_writer(user: Actor) -> None:
+    """Refuse (403) a user who may not change billing sources; the command line may."""
+    if user is not None and not has_role(user, SOURCE_WRITER_ROLES):
+        raise SourceRefused(WRITER_REFUSAL, kind=ErrorKind.FORBIDDEN)
+
+
+def _save(source: BillingSource, values: SourceValues) -> None:
+    for name, value in asdict(values).items():
+        setattr(source, name, value)
+    try:
+        with transaction.atomic():
+            source.save()
+    except IntegrityError:
+        if BillingSource.objects.filter(name=values.name).exclude(pk=source.pk).exists():
+            message = f"A billing source named {values.name!r} already exists."
+            raise _refuse("name", message) from None
+        raise
+
+
+@transaction.atomic
+def source_create(*, user: Actor, data: Mapping[str, Any]) -> BillingSource:
+    """A new source from the API's JSON object; refused (SourceRefused) naming the field. Beat
+    polls it at its next check (within BILLING_SOURCES_CHECK_EVERY_SECONDS)."""
+    check_writer(user)
+    values = source_values(data)
+    source = BillingSource(created_by=user if has_role(user) else None)
+    _save(source, values)
+    return source
+
+
+@transaction.atomic
+def source_update(*, source: BillingSource, user: Actor, data: Mapping[str, Any]) -> BillingSource:
+    """Change the fields ``data`` gives (the others, the secret key too, stay); the whole
+    source is checked again. Pointing it elsewhere (kind, location, prefix, endpoint) forgets
+    what it had seen, so the new place is read in full at the next poll."""
+    check_writer(user)
+    locked = BillingSource.objects.select_for_update().get(pk=source.pk)
+    before = source_data(locked)
+    values = source_values({**before, **data})
+    if any(before[field] != getattr(values, field) for field in WHERE_FIELDS):
+        locked.seen = {}
+        locked.consecutive_failures = 0
+    _save(locked, values)
+    return locked
+
+
+@transaction.atomic
+def source_delete(*, source: BillingSource, user: Actor) -> None:
+    """Delete the source; the uploads it created stay (no longer linked to it)."""
+    check_writer(user)
+    source.delete()
