@@ -233,10 +233,16 @@ def _gen_ai_attributes(key_values: Sequence[KeyValue]) -> dict[str, object] | No
     for key_value in key_values:
         key = key_value.key
         if key in SPAN_ATTRIBUTES:
-            wanted[key] = _any_value(key_value.value)
+            # `_any_value` inlined for the scalars: this loop runs for every attribute.
+            value = key_value.value
+            kind = value.WhichOneof("value")
+            wanted[key] = getattr(value, kind) if kind in _SCALARS else _any_value(value)
         if not gen_ai and key.startswith(GEN_AI_PREFIX):
             gen_ai = True
     return wanted if gen_ai else None
+
+
+_SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value", "bytes_value"})
 
 
 def _attributes(key_values: Sequence[KeyValue], names: frozenset[str]) -> dict[str, object]:

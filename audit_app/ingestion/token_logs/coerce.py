@@ -222,6 +222,8 @@ def _timestamp_from_text(value: str) -> datetime:
 def parse_timestamp(value: object, *, field: str) -> datetime | None:
     """A timezone-aware UTC datetime; None when missing (see the module docstring for forms).
     Times outside 2000-2099 are rejected."""
+    if type(value) is datetime and value.tzinfo is UTC:
+        return check_in_years(value, field=field, value=value)  # already canonical
     moment = _parse_timestamp(value, field=field)
     return None if moment is None else check_in_years(moment, field=field, value=value)
 
