@@ -251,6 +251,23 @@ def test_the_sdk_exporter_at_the_api_base_endpoint_one_span_a_request(
     assert [(b.rows_read, b.rows_rejected, b.rows_ignored) for b in batches] == [(1, 0, 0)] * 2
 
 
+def test_the_sdk_exporter_configured_by_the_readmes_environment(
+    live_server: Any, engineer_user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = api_token_issue(user=engineer_user).key
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{live_server.url}/v1/traces")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", f"Authorization=Bearer%20{key}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip")
+    exporter = Recording(OTLPSpanExporter())
+    provider = _provider(exporter)
+    ids = _emit(provider)
+    assert provider.force_flush()
+    provider.shutdown()
+    assert exporter.results == [(4, SpanExportResult.SUCCESS)]
+    [batch] = LiveBatch.objects.all()
+    assert decode_requests(batch.records) == _expected(ids)
+
+
 def test_the_sdk_exporter_without_a_valid_token_fails_and_nothing_is_kept(
     live_server: Any, engineer_user: Any
 ) -> None:
