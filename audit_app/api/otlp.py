@@ -10,10 +10,11 @@ records waiting to land (`live.receive.LiveOverloaded`, 429 with Retry-After).
 
 Every answer follows the OTLP specification: the ExportTraceServiceResponse on success (200,
 partial success included), else a google.rpc.Status (`live.otlp_wire.status_body`) with 400
-(malformed body), 401, 403, 405, 413 (body over LIVE_MAX_REQUEST_BYTES, as sent or inflated),
-415 (another content type or coding), 429 (backlog full) or 503 (database unreachable), the
-last two with Retry-After. The body is read from the request stream with the limit, never
-through `request.body` (whose own limit, DATA_UPLOAD_MAX_MEMORY_SIZE, is far smaller).
+(malformed body), 401, 403, 405, 411 (a chunked body without Content-Length), 413 (body over
+LIVE_MAX_REQUEST_BYTES, as sent or inflated), 415 (another content type or coding), 429
+(backlog full) or 503 (database unreachable), the last two with Retry-After. The body is read
+from the request stream with the limit, never through `request.body` (whose own limit,
+DATA_UPLOAD_MAX_MEMORY_SIZE, is far smaller).
 """
 
 from __future__ import annotations
@@ -79,9 +80,24 @@ class RequestEncoding(BaseContentNegotiation):
         return renderer, renderer.media_type
 
 
+class LengthRequired(ExportRefused):
+    """A chunked body without Content-Length: Django's request stream would read it as empty,
+    so it is refused rather than answered as an empty export."""
+
+    status = 411
+
+
 def _read_body(request: Request, *, limit: int) -> bytes:
     """The body as sent, refused past `limit` bytes: by Content-Length first, then by what
     actually arrives."""
+    if (
+        not request.META.get("CONTENT_LENGTH")
+        and "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    ):
+        raise LengthRequired(
+            "a chunked body without Content-Length cannot be read: send Content-Length.",
+            field="Content-Length",
+        )
     declared = request.META.get("CONTENT_LENGTH") or "0"
     try:
         length = int(declared)

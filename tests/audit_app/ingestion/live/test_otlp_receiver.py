@@ -286,6 +286,22 @@ def test_other_content_types_and_codings_are_415(key: str) -> None:
     )
 
 
+def test_a_chunked_body_without_content_length_is_411(key: str) -> None:
+    response = Client().post(
+        "/v1/traces",
+        data=b"",
+        content_type=PROTOBUF,
+        CONTENT_TYPE=PROTOBUF,
+        HTTP_TRANSFER_ENCODING="chunked",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
+    assert response.status_code == 411
+    assert _status(response) == Status(
+        code=3,
+        message="a chunked body without Content-Length cannot be read: send Content-Length.",
+    )
+
+
 @override_settings(LIVE_MAX_REQUEST_BYTES=1000)
 def test_a_body_over_the_limit_is_413_as_sent_declared_or_inflated(key: str) -> None:
     over = _post(b"\x00" * 1001, key=key)
