@@ -13,8 +13,7 @@ partial success included), else a google.rpc.Status (`live.otlp_wire.status_body
 (malformed body), 401, 403, 405, 411 (a chunked body without Content-Length), 413 (body over
 LIVE_MAX_REQUEST_BYTES, as sent or inflated), 415 (another content type or coding), 429
 (backlog full) or 503 (database unreachable), the last two with Retry-After. The body is read
-from the request stream with the limit, never through `request.body` (whose own limit,
-DATA_UPLOAD_MAX_MEMORY_SIZE, is far smaller).
+by the live receivers' `push_body.read_push_body`, from the request stream within the limit.
 """
 
 from __future__ import annotations
@@ -35,17 +34,14 @@ from rest_framework.views import APIView
 
 from audit_app.access.authentication import HashedTokenAuthentication
 from audit_app.access.permissions import UPLOADER_ROLES, HasAnyRole
+from audit_app.api.push_body import read_push_body
 from audit_app.ingestion.live.otlp import otlp_receive
 from audit_app.ingestion.live.otlp_wire import (
     JSON,
     PROTOBUF,
-    ExportRefused,
-    ExportTooLarge,
     MalformedExport,
-    UnsupportedExport,
     media_type,
     status_body,
-    too_large_message,
 )
 from audit_app.ingestion.live.receive import LiveOverloaded
 
@@ -53,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 # Seconds a client waits before retrying when the database cannot be reached.
 DATABASE_RETRY_AFTER_SECONDS = 30
-READ_CHUNK_BYTES = 1024 * 1024
 NO_CREDENTIALS = (
     "No API token: send `Authorization: Bearer <token>` (or `Token <token>`) with a token of a "
     "user who may upload."
@@ -80,49 +75,17 @@ class RequestEncoding(BaseContentNegotiation):
         return renderer, renderer.media_type
 
 
-class LengthRequired(ExportRefused):
-    """A chunked body without Content-Length: Django's request stream would read it as empty,
-    so it is refused rather than answered as an empty export."""
-
-    status = 411
-
-
-def _read_body(request: Request, *, limit: int) -> bytes:
-    """The body as sent, refused past `limit` bytes: by Content-Length first, then by what
-    actually arrives."""
-    if (
-        not request.META.get("CONTENT_LENGTH")
-        and "chunked" in request.headers.get("Transfer-Encoding", "").lower()
-    ):
-        raise LengthRequired(
-            "a chunked body without Content-Length cannot be read: send Content-Length.",
-            field="Content-Length",
-        )
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    try:
-        length = int(declared)
-    except ValueError:
-        length = -1
-    if length < 0:
-        raise MalformedExport(
-            f"Content-Length {declared!r} is not a byte count.", field="Content-Length"
-        )
-    if length > limit:
-        raise ExportTooLarge(too_large_message(limit), field="Content-Length")
-    stream = request.stream
-    if stream is None:
-        return b""
-    parts = []
-    size = 0
-    while size <= limit:
-        chunk = stream.read(min(READ_CHUNK_BYTES, limit + 1 - size))
-        if not chunk:
-            break
-        parts.append(chunk)
-        size += len(chunk)
-    if size > limit:
-        raise ExportTooLarge(too_large_message(limit), field="body")
-    return b"".join(parts)
+def _refusal(exc: Exception, response: Any) -> tuple[str, str]:
+    """(message, field at fault) of a refusal DRF answered (401, 403, 405, 411, 413, 415)."""
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return NO_CREDENTIALS, ""
+    detail = exc.detail if isinstance(exc, exceptions.APIException) else response.data["detail"]
+    if isinstance(detail, dict):
+        field, messages = next(iter(detail.items()))
+        return str(messages[0] if isinstance(messages, list) else messages), str(field)
+    if isinstance(detail, list):
+        return str(detail[0]), ""
+    return str(detail), ""
 
 
 def _status_response(
@@ -172,15 +135,16 @@ class OtlpTracesApi(APIView):
     def post(self, request: Request) -> HttpResponse:
         content_type = media_type(request.content_type)
         if content_type is None:
-            raise UnsupportedExport(
-                f"Content-Type {request.content_type!r} is not supported: send "
-                f"{PROTOBUF} or {JSON}.",
-                field="Content-Type",
+            raise exceptions.UnsupportedMediaType(
+                request.content_type,
+                detail=(
+                    f"Content-Type {request.content_type!r} is not supported: send {PROTOBUF} "
+                    f"or {JSON}."
+                ),
             )
         answer = otlp_receive(
-            body=_read_body(request, limit=settings.LIVE_MAX_REQUEST_BYTES),
+            payload=read_push_body(request, limit=settings.LIVE_MAX_REQUEST_BYTES),
             content_type=content_type,
-            content_encoding=request.headers.get("Content-Encoding", ""),
             user=request.user,
         )
         return HttpResponse(answer.body, content_type=content_type)
@@ -189,10 +153,8 @@ class OtlpTracesApi(APIView):
     def handle_exception(self, exc: Exception) -> HttpResponse:  # type: ignore[override]
         """Every refusal as a google.rpc.Status in the request's encoding."""
         content_type = media_type(self.request.META.get("CONTENT_TYPE", ""))
-        if isinstance(exc, ExportRefused):
-            return _status_response(
-                exc.status, str(exc), content_type=content_type, field=exc.field
-            )
+        if isinstance(exc, MalformedExport):
+            return _status_response(400, str(exc), content_type=content_type, field=exc.field)
         if isinstance(exc, LiveOverloaded):
             return _status_response(
                 429, str(exc), content_type=content_type, retry_after=exc.retry_after
@@ -201,16 +163,16 @@ class OtlpTracesApi(APIView):
             logger.warning("OTLP receiver: the database cannot be reached: %s", exc)
             return _status_response(
                 503,
-                "the database cannot be reached; nothing was kept. Retry after "
+                "The database cannot be reached; nothing was kept. Retry after "
                 f"{DATABASE_RETRY_AFTER_SECONDS} s.",
                 content_type=content_type,
                 retry_after=DATABASE_RETRY_AFTER_SECONDS,
             )
         response = super().handle_exception(exc)  # DRF's status and headers (401, 403, 405...)
-        message = response.data.get("detail", "") if isinstance(response.data, dict) else ""
-        if isinstance(exc, exceptions.NotAuthenticated):
-            message = NO_CREDENTIALS
-        answer = _status_response(response.status_code, str(message), content_type=content_type)
+        message, field = _refusal(exc, response)
+        answer = _status_response(
+            response.status_code, message, content_type=content_type, field=field
+        )
         for header in ("WWW-Authenticate", "Retry-After"):
             if header in response:
                 answer[header] = response[header]

@@ -1,20 +1,17 @@
-"""Receiving one OTLP/HTTP trace export (`POST /v1/traces`): inflate and decode the body
-(`otlp_wire`), keep its gen_ai spans as one live batch (`receive.live_receive`, source "otlp"),
-and answer with the ExportTraceServiceResponse in the request's encoding.
+"""Receiving one OTLP/HTTP trace export (`POST /v1/traces`): decode its body (`otlp_wire`),
+keep its gen_ai spans as one live batch (`receive.live_receive`, source "otlp") and answer with
+the ExportTraceServiceResponse in the request's encoding.
 
-Refusals propagate as exceptions for the view to answer: `otlp_wire.ExportRefused` (400, 413,
-415: nothing is kept), `receive.LiveOverloaded` (429) and the database's OperationalError
-(503).
+Refusals propagate as exceptions for the view to answer: `otlp_wire.MalformedExport` (400:
+nothing is kept), `receive.LiveOverloaded` (429) and the database's OperationalError (503).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from audit_app.access.permissions import Actor
-from audit_app.ingestion.live.otlp_wire import export_response, inflate, parse_export
+from audit_app.ingestion.live.otlp_wire import export_response, parse_export
 from audit_app.ingestion.live.receive import Received, live_receive
 from audit_app.models import LiveBatch
 
@@ -27,14 +24,10 @@ class OtlpAnswer:
     received: Received
 
 
-def otlp_receive(
-    *, body: bytes, content_type: str, content_encoding: str, user: Actor
-) -> OtlpAnswer:
-    """Keep the gen_ai spans of one export request; `content_type` is `otlp_wire.PROTOBUF` or
-    `otlp_wire.JSON`. Nothing is stored when no span was accepted."""
-    payload = inflate(
-        body, content_encoding=content_encoding, limit=settings.LIVE_MAX_REQUEST_BYTES
-    )
+def otlp_receive(*, payload: bytes, content_type: str, user: Actor) -> OtlpAnswer:
+    """Keep the gen_ai spans of one export request, given its body without content coding;
+    `content_type` is `otlp_wire.PROTOBUF` or `otlp_wire.JSON`. Nothing is stored when no span
+    was accepted."""
     parsed = parse_export(payload, content_type=content_type)
     received = live_receive(
         source=LiveBatch.Source.OTLP,

@@ -3,9 +3,8 @@ the OTLP specification (https://opentelemetry.io/docs/specs/otlp/#otlphttp).
 
 - A request is an `ExportTraceServiceRequest`, binary protobuf (`application/x-protobuf`) or
   OTLP/JSON (`application/json`: lowerCamelCase field names, or the proto's snake_case; ids as
-  hex text; enums as numbers or names; 64-bit integers as numbers or text), possibly gzip- or
-  deflate-compressed (`Content-Encoding`). Inflating stops past the size limit, so a small
-  compressed body cannot expand without bound.
+  hex text; enums as numbers or names; 64-bit integers as numbers or text). Its content coding
+  is undone before (`audit_app.api.push_body`, within the size limit).
 - Every span with a `gen_ai.*` attribute maps through the OTel importer's `span_outcome` (the
   same mapping as an uploaded trace file): a canonical request, or a reject naming the span's
   1-based position in the request, the attribute and its value. Other spans are ignored.
@@ -13,17 +12,15 @@ the OTLP specification (https://opentelemetry.io/docs/specs/otlp/#otlphttp).
   counts the refused spans and says which (the first few: position, attribute, value, why) and
   how many spans were ignored. It is left unset when every span was taken.
 - A failure is a `google.rpc.Status` in the request's encoding (JSON when the content type is
-  not one of the two); a body that cannot be decoded carries a `google.rpc.BadRequest` naming
-  what failed.
+  not one of the two); a 400 carries a `google.rpc.BadRequest` naming what failed.
 
-Pure: no Django. The HTTP status of each refusal is on its exception class.
+Pure: no Django.
 """
 
 from __future__ import annotations
 
 import json
-import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -72,32 +69,13 @@ GRPC_CODE_BY_HTTP_STATUS = {
 }
 
 
-class ExportRefused(Exception):
-    """The request cannot be taken at all; nothing of it is kept. `field` names what failed."""
-
-    status = 400
+class MalformedExport(Exception):
+    """The body cannot be decoded (protobuf or JSON) or is not a trace export (400); nothing of
+    it is kept. `field` names what failed."""
 
     def __init__(self, message: str, *, field: str = "") -> None:
         super().__init__(message)
         self.field = field
-
-
-class MalformedExport(ExportRefused):
-    """The body cannot be decoded (protobuf, JSON or compression) or is not a trace export."""
-
-    status = 400
-
-
-class ExportTooLarge(ExportRefused):
-    """The body, as sent or once inflated, is over the size limit."""
-
-    status = 413
-
-
-class UnsupportedExport(ExportRefused):
-    """Another content type, or a content coding the receiver does not speak."""
-
-    status = 415
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,59 +103,6 @@ def media_type(content_type: str) -> str | None:
     return name if name in CONTENT_TYPES else None
 
 
-def too_large_message(limit: int) -> str:
-    return f"the request body is over the limit of {limit:,} bytes; send smaller batches."
-
-
-def inflate(body: bytes, *, content_encoding: str, limit: int) -> bytes:
-    """The body without its content coding (gzip, deflate or identity), at most `limit` bytes;
-    raises ExportTooLarge as soon as the output passes the limit."""
-    coding = content_encoding.strip().lower()
-    if coding in ("", "identity"):
-        if len(body) > limit:
-            raise ExportTooLarge(too_large_message(limit), field="body")
-        return body
-    if coding not in ("gzip", "x-gzip", "deflate"):
-        raise UnsupportedExport(
-            f"Content-Encoding {content_encoding!r} is not supported: send gzip, deflate or "
-            "identity.",
-            field="Content-Encoding",
-        )
-    if not body:
-        return b""
-    wbits = zlib.MAX_WBITS | 16 if coding != "deflate" else zlib.MAX_WBITS
-    try:
-        return b"".join(_inflate_members(body, wbits=wbits, limit=limit))
-    except zlib.error as error:
-        raise MalformedExport(
-            f"the body is not valid {coding} data ({error}).", field="Content-Encoding"
-        ) from None
-
-
-def _inflate_members(data: bytes, *, wbits: int, limit: int) -> Iterator[bytes]:
-    """Inflate member after member (gzip allows several), never more than `limit` + 1 bytes."""
-    size = 0
-    while data:
-        inflater = zlib.decompressobj(wbits)
-        while not inflater.eof:
-            chunk = inflater.decompress(data, limit + 1 - size)
-            size += len(chunk)
-            if size > limit:
-                raise ExportTooLarge(
-                    "the request body inflates to more than the limit of "
-                    f"{limit:,} bytes; send smaller batches.",
-                    field="body",
-                )
-            yield chunk
-            data = inflater.unconsumed_tail
-            if not data and not inflater.eof:
-                raise MalformedExport(
-                    "the compressed body ends before its end (truncated?).",
-                    field="Content-Encoding",
-                )
-        data = inflater.unused_data
-
-
 def parse_export(payload: bytes, *, content_type: str) -> ParsedExport:
     """Every span of the request, mapped; raises MalformedExport when it cannot be read."""
     if content_type == PROTOBUF:
@@ -190,7 +115,7 @@ def _parse_protobuf(payload: bytes) -> ParsedExport:
         request = ExportTraceServiceRequest.FromString(payload)
     except DecodeError as error:
         raise MalformedExport(
-            f"the body is not a protobuf ExportTraceServiceRequest ({error}).", field="body"
+            f"The body is not a protobuf ExportTraceServiceRequest ({error}).", field="body"
         ) from None
     requests: list[CanonicalRequest] = []
     rejects: list[RowReject] = []
@@ -267,15 +192,15 @@ def _parse_json(payload: bytes) -> ParsedExport:
         document = json.loads(payload, parse_float=Decimal)
     except UnicodeDecodeError as error:
         raise MalformedExport(
-            f"the body is not UTF-8 text (byte {error.start}).", field="body"
+            f"The body is not UTF-8 text (byte {error.start}).", field="body"
         ) from None
     except json.JSONDecodeError as error:
         raise MalformedExport(
-            f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}.",
+            f"The body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}.",
             field="body",
         ) from None
     except RecursionError:
-        raise MalformedExport("the body's JSON is nested too deeply.", field="body") from None
+        raise MalformedExport("The body's JSON is nested too deeply.", field="body") from None
     requests: list[CanonicalRequest] = []
     rejects: list[RowReject] = []
     ignored = 0
@@ -286,7 +211,7 @@ def _parse_json(payload: bytes) -> ParsedExport:
         spans = list(iter_document_spans(document))
     except RowRejected as rejected:
         raise MalformedExport(
-            f"not an OTLP/JSON ExportTraceServiceRequest: {rejected.reason}", field=rejected.field
+            f"Not an OTLP/JSON ExportTraceServiceRequest: {rejected.reason}", field=rejected.field
         ) from None
     for span in spans:
         if not is_gen_ai(span.attributes):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import tracemalloc
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -241,12 +243,12 @@ def test_malformed_bodies_are_400_naming_what_failed(key: str) -> None:
     assert protobuf["Content-Type"] == PROTOBUF
     code, message, field = _bad_request(protobuf)
     assert (code, field) == (400, "body")
-    assert message.startswith("the body is not a protobuf ExportTraceServiceRequest (")
+    assert message.startswith("The body is not a protobuf ExportTraceServiceRequest (")
 
     malformed_json = _post(b'{"resourceSpans": [', key=key, content_type=JSON)
     assert _bad_request(malformed_json) == (
         400,
-        "the body is not valid JSON: Expecting value at line 1 column 20.",
+        "The body is not valid JSON: Expecting value at line 1 column 20.",
         "body",
     )
     assert malformed_json.json()["details"][0]["@type"] == (
@@ -256,16 +258,16 @@ def test_malformed_bodies_are_400_naming_what_failed(key: str) -> None:
     not_a_trace = _post(b'{"resourceSpans": 7}', key=key, content_type=JSON)
     assert _bad_request(not_a_trace) == (
         400,
-        "not an OTLP/JSON ExportTraceServiceRequest: `resourceSpans` is not a list of objects.",
+        "Not an OTLP/JSON ExportTraceServiceRequest: `resourceSpans` is not a list of objects.",
         "resourceSpans",
     )
 
     bad_gzip = _post(b"not gzip", key=key, HTTP_CONTENT_ENCODING="gzip")
     assert _bad_request(bad_gzip) == (
         400,
-        "the body is not valid gzip data (Error -3 while decompressing data: incorrect header "
+        "The body is not valid gzip data (Error -3 while decompressing data: incorrect header "
         "check).",
-        "Content-Encoding",
+        "body",
     )
     assert LiveBatch.objects.count() == 0
 
@@ -282,7 +284,7 @@ def test_other_content_types_and_codings_are_415(key: str) -> None:
     brotli = _post(protobuf_export(), key=key, HTTP_CONTENT_ENCODING="br")
     assert brotli.status_code == 415
     assert _status(brotli).message == (
-        "Content-Encoding 'br' is not supported: send gzip, deflate or identity."
+        "Content-Encoding 'br' is not supported: send the body as is, gzip or deflate."
     )
 
 
@@ -298,7 +300,7 @@ def test_a_chunked_body_without_content_length_is_411(key: str) -> None:
     assert response.status_code == 411
     assert _status(response) == Status(
         code=3,
-        message="a chunked body without Content-Length cannot be read: send Content-Length.",
+        message="A chunked body without Content-Length cannot be read: send Content-Length.",
     )
 
 
@@ -308,7 +310,8 @@ def test_a_body_over_the_limit_is_413_as_sent_declared_or_inflated(key: str) -> 
     assert over.status_code == 413
     assert _status(over) == Status(
         code=8,
-        message="the request body is over the limit of 1,000 bytes; send smaller batches.",
+        message="The request body is over the limit of 1,000 bytes (LIVE_MAX_REQUEST_BYTES); "
+        "send smaller batches.",
     )
     # Refused on its Content-Length, before a byte is read.
     declared = _post(b"", key=key, CONTENT_LENGTH="1001")
@@ -319,17 +322,31 @@ def test_a_body_over_the_limit_is_413_as_sent_declared_or_inflated(key: str) -> 
     inflated = _post(gzip.compress(b"\x00" * 1001), key=key, HTTP_CONTENT_ENCODING="gzip")
     assert inflated.status_code == 413
     assert _status(inflated).message == (
-        "the request body inflates to more than the limit of 1,000 bytes; send smaller batches."
+        "The request body decompresses to more than the limit of 1,000 bytes "
+        "(LIVE_MAX_REQUEST_BYTES); send smaller batches."
     )
     assert LiveBatch.objects.count() == 0
 
 
+def _gzip_bomb(inflated_bytes: int) -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = bytes(1024 * 1024)
+    parts = [compressor.compress(block) for _ in range(inflated_bytes // len(block))]
+    return b"".join([*parts, compressor.flush()])
+
+
 @override_settings(LIVE_MAX_REQUEST_BYTES=1024 * 1024)
-def test_a_gzip_bomb_is_413(key: str) -> None:
-    bomb = gzip.compress(bytes(64 * 1024 * 1024), compresslevel=9)  # 64 MiB in ~64 KB
-    assert len(bomb) < 100_000
-    response = _post(bomb, key=key, HTTP_CONTENT_ENCODING="gzip")
+def test_a_gzip_bomb_is_413_and_is_not_inflated_past_the_limit(key: str) -> None:
+    bomb = _gzip_bomb(256 * 1024 * 1024)  # 256 MiB of zeros in about 250 KB
+    assert len(bomb) < 300_000
+    tracemalloc.start()
+    try:
+        response = _post(bomb, key=key, HTTP_CONTENT_ENCODING="gzip")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert response.status_code == 413
+    assert peak < 16 * 1024 * 1024  # the 1 MiB limit, the body and Django, not 256 MiB
 
 
 @override_settings(LIVE_MAX_PENDING_RECORDS=1, LIVE_LAND_EVERY_SECONDS=10)
@@ -371,6 +388,6 @@ def test_an_unreachable_database_is_503_with_retry_after(
     assert response["Retry-After"] == "30"
     assert _status(response) == Status(
         code=14,
-        message="the database cannot be reached; nothing was kept. Retry after 30 s.",
+        message="The database cannot be reached; nothing was kept. Retry after 30 s.",
     )
     assert LiveBatch.objects.count() == 0
