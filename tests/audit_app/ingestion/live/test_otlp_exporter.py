@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+from django.db.models import Sum
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -36,9 +37,10 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from audit_app.access.tokens import api_token_issue
+from audit_app.ingestion.live.landing import live_land
 from audit_app.ingestion.live.records import decode_requests
 from audit_app.ingestion.token_logs.base import CanonicalRequest
-from audit_app.models import LiveBatch
+from audit_app.models import HourlyRollup, LiveBatch, Upload
 from tests.audit_app.ingestion.live.otlp_samples import (
     EXPECTED_MESSAGE,
     EXPECTED_REQUESTS,
@@ -58,10 +60,12 @@ class Recording(SpanExporter):
     def __init__(self, inner: SpanExporter) -> None:
         self.inner = inner
         self.results: list[tuple[int, SpanExportResult]] = []
+        self.sent: list[list[ReadableSpan]] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = self.inner.export(spans)
         self.results.append((len(spans), result))
+        self.sent.append(list(spans))
         return result
 
     def shutdown(self) -> None:
@@ -224,6 +228,41 @@ def test_the_sdk_exporter_is_answered_and_its_spans_kept(
             "reason": "`gen_ai.usage.input_tokens` cannot be negative, got '-7'.",
         }
     ]
+
+
+def test_sdk_spans_land_once_with_exact_totals_when_an_export_is_sent_again(
+    live_server: Any, engineer_user: Any
+) -> None:
+    """The micro-batch landing (`live.landing`) puts the two accepted spans into the day's
+    stream upload; the same export sent again (a retry after a lost answer) adds nothing."""
+    key = api_token_issue(user=engineer_user).key
+    exporter = Recording(
+        OTLPSpanExporter(
+            endpoint=f"{live_server.url}/v1/traces", headers={"Authorization": f"Bearer {key}"}
+        )
+    )
+    provider = _provider(exporter)
+    _emit(provider)
+    assert provider.force_flush()
+    assert exporter.export(exporter.sent[0]) is SpanExportResult.SUCCESS  # the retry
+    provider.shutdown()
+    live_land()
+
+    upload = Upload.objects.get(stream_source="otlp")
+    assert (upload.format, upload.status) == ("otel", Upload.Status.SUCCEEDED)
+    # chat 1200 (200 cached) in / 300 out, $0.0123; embedding 40 in / 0 out, no cost.
+    assert (upload.requests, upload.input_tokens, upload.output_tokens) == (2, 1240, 300)
+    assert (upload.cached_input_tokens, upload.logged_cost_usd) == (200, Decimal("0.0123"))
+    # Each export: 3 gen_ai spans read, 1 refused; the second export's 2 records were re-sent.
+    assert (upload.rows_read, upload.rows_rejected, upload.rows_accepted) == (6, 2, 2)
+    assert [(b.records_landed, b.records_duplicate) for b in LiveBatch.objects.all()] == [
+        (2, 0),
+        (0, 2),
+    ]
+    rollups = HourlyRollup.objects.filter(upload=upload).aggregate(
+        requests=Sum("requests"), input_tokens=Sum("input_tokens")
+    )
+    assert rollups == {"requests": 2, "input_tokens": 1240}
 
 
 def test_the_sdk_exporter_at_the_api_base_endpoint_one_span_a_request(
