@@ -1,4 +1,5 @@
-"""Top-level URLs: pages, the API, its schema and docs, admin, login and health."""
+"""Top-level URLs: pages, the API, its schema and docs, admin, login, health and the OTLP
+traces receiver."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from audit_app.access.permissions import RoleRequiredMixin
+from audit_app.api.otlp import OtlpTracesApi
 from audit_app.views.auth import LoginView
 from audit_app.views.health import healthz
 
@@ -24,6 +26,8 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # OTLP/HTTP's default traces path, so a collector or SDK needs only the server's address.
+    path("v1/traces", OtlpTracesApi.as_view(), name="otlp-traces"),
     path("api/v1/", include("audit_app.api.urls")),
     path("api/v1/", include("benchmarks_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

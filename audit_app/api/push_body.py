@@ -21,6 +21,15 @@ IDENTITY_ENCODINGS = frozenset({"", "identity"})
 BODY_FIELD = "body"
 
 
+class LengthRequired(exceptions.APIException):
+    """411: a chunked body without Content-Length, which Django's request stream reads as empty;
+    refused rather than taken for an empty post."""
+
+    status_code = 411
+    default_detail = "A chunked body without Content-Length cannot be read: send Content-Length."
+    default_code = "length_required"
+
+
 class PayloadTooLarge(exceptions.APIException):
     """413: the body (or what it decompresses to) is over the receiver's limit."""
 
@@ -48,7 +57,7 @@ def declared_length(request: Request) -> int:
 def read_push_body(request: Request, *, limit: int) -> bytes:
     """The body as sent, decompressed per Content-Encoding; 413 past `limit` bytes (sent or
     decompressed), 415 for an encoding other than gzip, deflate or identity, 400 for a body
-    that is not what its encoding says."""
+    that is not what its encoding says, 411 for a chunked body without Content-Length."""
     encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
     if encoding not in GZIP_ENCODINGS | DEFLATE_ENCODINGS | IDENTITY_ENCODINGS:
         raise exceptions.UnsupportedMediaType(
@@ -58,6 +67,11 @@ def read_push_body(request: Request, *, limit: int) -> bytes:
                 "deflate."
             ),
         )
+    if (
+        not request.META.get("CONTENT_LENGTH")
+        and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    ):
+        raise LengthRequired()
     if declared_length(request) > limit:
         raise too_large(limit)
     raw = _read_limited(request, limit=limit)

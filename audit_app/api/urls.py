@@ -9,6 +9,7 @@ from audit_app.api import (
     bills,
     budgets,
     live,
+    otlp,
     recommendations,
     sources,
     spend,
@@ -60,4 +61,5 @@ urlpatterns = [
     path("sources/<int:source_id>/", sources.SourceDetailApi.as_view(), name="api-source-detail"),
     path("sources/<int:source_id>/poll/", sources.SourcePollApi.as_view(), name="api-source-poll"),
     path("ingest/litellm/", live.LitellmIngestApi.as_view(), name="api-ingest-litellm"),
+    path("otlp/v1/traces", otlp.OtlpTracesApi.as_view(), name="api-otlp-traces"),
 ]

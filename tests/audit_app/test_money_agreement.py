@@ -133,6 +133,8 @@ NO_MONEY = {
     "api-source-poll",
     "command:sources",
     "api-ingest-litellm",  # answers record counts; what lands shows on api-uploads
+    "otlp-traces",
+    "api-otlp-traces",
 }
 # Routes added by other work land here until classified; keep it empty.
 SURFACE_ALIASES: dict[str, str] = {}

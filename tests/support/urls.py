@@ -45,7 +45,9 @@ def project_urls() -> list[ProjectUrl]:
                 ProjectUrl(
                     path=path,
                     name=full_name or path,
-                    is_api=path.startswith("/api/") and not path.startswith("/api/docs/"),
+                    # /v1/traces: OTLP's receiver, an API outside /api/ (OTLP fixes the path).
+                    is_api=(path.startswith("/api/") and not path.startswith("/api/docs/"))
+                    or path.startswith("/v1/"),
                     is_admin=path.startswith("/admin/"),
                 )
             )

@@ -28,6 +28,8 @@ ERROR_WORDS = frozenset({"error", "failure", "failed", "fail"})
 TRUE_WORDS = frozenset({"true", "t", "yes", "y", "1", "on"})
 FALSE_WORDS = frozenset({"false", "f", "no", "n", "0", "off"})
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Nanoseconds since the epoch that a datetime can still hold (the year 9999 is 2.5e20).
+_MAX_UNIX_NANOS = 10**20
 
 _ISO_TIMESTAMP = re.compile(
     r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})[T ]"
@@ -72,6 +74,8 @@ def _finite_decimal(value: object) -> Decimal | None:
 
 def parse_token_count(value: object, *, field: str) -> int | None:
     """A whole, non-negative, plausible token count; None when missing."""
+    if type(value) is int and 0 <= value <= MAX_TOKENS_PER_REQUEST:
+        return value  # already a count (OTLP's intValue): what the checks below would return
     if is_missing(value):
         return None
     number = _finite_decimal(value)
@@ -218,6 +222,8 @@ def _timestamp_from_text(value: str) -> datetime:
 def parse_timestamp(value: object, *, field: str) -> datetime | None:
     """A timezone-aware UTC datetime; None when missing (see the module docstring for forms).
     Times outside 2000-2099 are rejected."""
+    if type(value) is datetime and value.tzinfo is UTC:
+        return check_in_years(value, field=field, value=value)  # already canonical
     moment = _parse_timestamp(value, field=field)
     return None if moment is None else check_in_years(moment, field=field, value=value)
 
@@ -253,6 +259,10 @@ def _parse_timestamp(value: object, *, field: str) -> datetime | None:
 
 def parse_unix_nanos(value: object, *, field: str) -> datetime | None:
     """OTLP `...UnixNano` fields: integer nanoseconds, as a number or a string; 0 means unset."""
+    if type(value) is int and 0 < value < _MAX_UNIX_NANOS:
+        # A protobuf fixed64: the checks below, without the detour through Decimal.
+        moment = EPOCH + timedelta(microseconds=value // 1_000)
+        return check_in_years(moment, field=field, value=value)
     if is_missing(value):
         return None
     number = _finite_decimal(value)

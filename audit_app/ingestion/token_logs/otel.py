@@ -25,17 +25,21 @@ Mapping (span attribute first, then the older or vendor name it falls back to):
 - end_user: `user.id`, else the deprecated `enduser.id`.
 
 Spans without any `gen_ai.*` attribute (HTTP, database, framework spans) are skipped: they are
-not requests to a model and are not counted as rows. A reject's line is the JSONL line; in a
+not requests to a model and are not counted as rows.
+
+One span maps through `span_outcome`, whatever carried it: a file read here, or a request to the
+OTLP/HTTP receiver (`audit_app.ingestion.live.otlp`, protobuf or JSON). Field names of OTLP/JSON
+are read in lowerCamelCase, else in the proto's snake_case; trace and span ids are lowercased
+(OTLP/JSON hex is case-insensitive). A reject's line is the JSONL line; in a
 single document it is the 1-based position of the span among all spans of the document. A file
 holding a single line is treated as a single document, so its rejects still point at a span.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
 from typing import BinaryIO
 
 from audit_app.ingestion.reading import (
@@ -43,7 +47,6 @@ from audit_app.ingestion.reading import (
     RowRejected,
     iter_text_lines,
     read_head,
-    row_outcome,
     text,
 )
 from audit_app.ingestion.token_logs.base import (
@@ -93,6 +96,32 @@ SOURCE_FIELDS = SourceFields(
     batch_api="batch_api",
     status="status.code",
 )
+_SOURCE_FIELDS_BY_TTFT = {
+    name: replace(SOURCE_FIELDS, first_token_at=name) for name in TTFT_ATTRIBUTES
+}
+# Every attribute `span_outcome` reads, on the span and on its resource.
+SPAN_ATTRIBUTES = frozenset(
+    {
+        *TTFT_ATTRIBUTES,
+        *INPUT_TOKEN_ATTRIBUTES,
+        *OUTPUT_TOKEN_ATTRIBUTES,
+        "gen_ai.operation.name",
+        "gen_ai.response.model",
+        "gen_ai.request.model",
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cost",
+        "gen_ai.request.stream",
+        "gen_ai.provider.name",
+        "gen_ai.system",
+        "error.type",
+        "user.id",
+        "enduser.id",
+        "workload",
+        "team",
+        "pool",
+    }
+)
+RESOURCE_ATTRIBUTES = frozenset({"service.name", "workload", "team", "pool"})
 
 
 def sniff(head: bytes) -> bool:
@@ -147,21 +176,41 @@ def _iter_line_outcomes(line_number: int, document: object) -> Iterator[RowOutco
         yield document.to_reject(line=line_number)
         return
     try:
-        spans = list(_iter_gen_ai_spans(document))
+        spans = _gen_ai_spans(document)
     except RowRejected as rejected:
         yield rejected.to_reject(line=line_number)
         return
-    for _, span, resource_attributes in spans:
-        yield row_outcome(_span_converter(resource_attributes), span, line_number)
+    for span in spans:
+        yield json_span_outcome(span, line=line_number)
 
 
 def _iter_document_outcomes(document: object) -> Iterator[RowOutcome]:
     try:
-        spans = list(_iter_gen_ai_spans(document))
+        spans = _gen_ai_spans(document)
     except RowRejected as rejected:
         raise ImportFileError(f"not an OpenTelemetry trace export: {rejected.reason}") from None
-    for ordinal, span, resource_attributes in spans:
-        yield row_outcome(_span_converter(resource_attributes), span, ordinal)
+    for span in spans:
+        yield json_span_outcome(span, line=span.ordinal)
+
+
+def _gen_ai_spans(document: object) -> list[JsonSpan]:
+    return [span for span in iter_document_spans(document) if is_gen_ai(span.attributes)]
+
+
+# ---------------------------------------------------------------------------------------------
+# OTLP/JSON documents (files, and the receiver's application/json requests)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonSpan:
+    """One span of an OTLP/JSON document: its 1-based position among all the document's spans,
+    the span object, and its own and its resource's attributes as plain dicts."""
+
+    ordinal: int
+    span: Mapping[str, object]
+    attributes: dict[str, object]
+    resource_attributes: dict[str, object]
 
 
 def _list_of_objects(value: object, *, field: str) -> list[Mapping[str, object]]:
@@ -172,51 +221,72 @@ def _list_of_objects(value: object, *, field: str) -> list[Mapping[str, object]]
     return value
 
 
-def _iter_gen_ai_spans(
-    document: object,
-) -> Iterator[tuple[int, Mapping[str, object], dict[str, object]]]:
-    """(ordinal among all spans, span, resource attributes) for each span with gen_ai data."""
-    if not isinstance(document, dict) or "resourceSpans" not in document:
+def _field(message: Mapping[str, object], name: str, proto_name: str) -> object:
+    """A field by its OTLP/JSON name (lowerCamelCase), else by its proto name (snake_case),
+    which protobuf's own JSON parsers accept too."""
+    value = message.get(name)
+    return message.get(proto_name) if value is None else value
+
+
+def iter_document_spans(document: object) -> Iterator[JsonSpan]:
+    """Every span of one OTLP/JSON `ExportTraceServiceRequest` in document order. Raises
+    `RowRejected` when it is not one: no `resourceSpans` list, or a level that is not a list of
+    objects."""
+    if not isinstance(document, dict) or not {"resourceSpans", "resource_spans"} & document.keys():
         raise RowRejected(
             field="resourceSpans", value="", reason="the document has no `resourceSpans` list."
         )
     ordinal = 0
-    for resource_spans in _list_of_objects(document["resourceSpans"], field="resourceSpans"):
+    for resource_spans in _list_of_objects(
+        _field(document, "resourceSpans", "resource_spans"), field="resourceSpans"
+    ):
         resource = resource_spans.get("resource")
         resource_attributes = attributes_to_dict(
             resource.get("attributes") if isinstance(resource, dict) else None
         )
-        for scope_spans in _list_of_objects(resource_spans.get("scopeSpans"), field="scopeSpans"):
+        scopes = _field(resource_spans, "scopeSpans", "scope_spans")
+        for scope_spans in _list_of_objects(scopes, field="scopeSpans"):
             for span in _list_of_objects(scope_spans.get("spans"), field="spans"):
                 ordinal += 1
-                attributes = attributes_to_dict(span.get("attributes"))
-                if any(key.startswith(GEN_AI_PREFIX) for key in attributes):
-                    yield ordinal, span, resource_attributes
+                yield JsonSpan(
+                    ordinal=ordinal,
+                    span=span,
+                    attributes=attributes_to_dict(span.get("attributes")),
+                    resource_attributes=resource_attributes,
+                )
+
+
+def is_gen_ai(attribute_names: Iterable[str]) -> bool:
+    """True when a span carries at least one `gen_ai.*` attribute: it is a call to a model."""
+    return any(name.startswith(GEN_AI_PREFIX) for name in attribute_names)
 
 
 def any_value(value: object) -> object:
     """Unwrap an OTLP/JSON AnyValue (`{"stringValue": ...}`, `{"intValue": "12"}`, ...)."""
     if not isinstance(value, dict):
         return None
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "boolValue" in value:
-        return value["boolValue"]
-    if "intValue" in value:
-        # OTLP/JSON writes int64 as a string; the token coercion accepts either form.
-        return value["intValue"]
-    if "doubleValue" in value:
-        return value["doubleValue"]
-    if "arrayValue" in value:
-        array = value["arrayValue"]
+    for name, proto_name in _ANY_VALUE_SCALARS:
+        if name in value:
+            # OTLP/JSON writes int64 as a string; the token coercion accepts either form.
+            return value[name]
+        if proto_name in value:
+            return value[proto_name]
+    array = _field(value, "arrayValue", "array_value")
+    if array is not None:
         items = array.get("values") if isinstance(array, dict) else None
         return [any_value(item) for item in items or []]
-    if "kvlistValue" in value:
-        kvlist = value["kvlistValue"]
+    kvlist = _field(value, "kvlistValue", "kvlist_value")
+    if kvlist is not None:
         return attributes_to_dict(kvlist.get("values") if isinstance(kvlist, dict) else None)
-    if "bytesValue" in value:
-        return value["bytesValue"]
-    return None
+    return _field(value, "bytesValue", "bytes_value")
+
+
+_ANY_VALUE_SCALARS = (
+    ("stringValue", "string_value"),
+    ("boolValue", "bool_value"),
+    ("intValue", "int_value"),
+    ("doubleValue", "double_value"),
+)
 
 
 def attributes_to_dict(attributes: object) -> dict[str, object]:
@@ -230,25 +300,66 @@ def attributes_to_dict(attributes: object) -> dict[str, object]:
     }
 
 
-def _first_attribute(attributes: Mapping[str, object], names: tuple[str, ...]) -> object:
-    for name in names:
-        if attributes.get(name) is not None:
-            return attributes[name]
-    return None
+def json_span_outcome(span: JsonSpan, *, line: int) -> RowOutcome:
+    """`span_outcome` for a span of an OTLP/JSON document (ids are hex text there)."""
+    fields = span.span
+    status = fields.get("status")
+    return span_outcome(
+        attributes=span.attributes,
+        resource_attributes=span.resource_attributes,
+        start_time_unix_nano=_field(fields, "startTimeUnixNano", "start_time_unix_nano"),
+        end_time_unix_nano=_field(fields, "endTimeUnixNano", "end_time_unix_nano"),
+        status_code=status.get("code") if isinstance(status, dict) else None,
+        trace_id=text(_field(fields, "traceId", "trace_id")).lower(),
+        span_id=text(_field(fields, "spanId", "span_id")).lower(),
+        line=line,
+    )
 
 
-def _span_status(span: Mapping[str, object], attributes: Mapping[str, object]) -> str:
-    status = span.get("status")
-    code = text(status.get("code")) if isinstance(status, dict) else ""
-    if code in ERROR_STATUS_CODES or text(attributes.get("error.type")):
+# ---------------------------------------------------------------------------------------------
+# One span, however it arrived
+# ---------------------------------------------------------------------------------------------
+
+
+def span_outcome(
+    *,
+    attributes: Mapping[str, object],
+    resource_attributes: Mapping[str, object],
+    start_time_unix_nano: object,
+    end_time_unix_nano: object,
+    status_code: object,
+    trace_id: str,
+    span_id: str,
+    line: int,
+) -> RowOutcome:
+    """One gen_ai span as a canonical request, or the reject naming its first bad attribute.
+
+    The one mapping for files and for the OTLP receiver (`audit_app.ingestion.live.otlp`):
+    attribute values are plain Python values (text, int, float, bool, lists), times integer
+    nanoseconds (or their text), the status code 0-2 (or its text or enum name) and the ids
+    lowercase hex. Only the attributes named in `SPAN_ATTRIBUTES` and `RESOURCE_ATTRIBUTES`
+    are read, so a caller may pass just those.
+    """
+    try:
+        return _request_from_span(
+            attributes,
+            resource_attributes,
+            start_time_unix_nano=start_time_unix_nano,
+            end_time_unix_nano=end_time_unix_nano,
+            status_code=status_code,
+            request_id=f"{trace_id}/{span_id}" if trace_id and span_id else trace_id or span_id,
+            line=line,
+        )
+    except RowRejected as rejected:
+        return rejected.to_reject(line=line)
+
+
+def _span_status(status_code: object, attributes: Mapping[str, object]) -> str:
+    if (status_code == 2 and type(status_code) is int) or text(status_code) in ERROR_STATUS_CODES:
+        return STATUS_ERROR
+    if text(attributes.get("error.type")):
         return STATUS_ERROR
     return STATUS_SUCCESS
-
-
-def _span_converter(
-    resource_attributes: Mapping[str, object],
-) -> Callable[[Mapping[str, object], int], CanonicalRequest]:
-    return partial(_request_from_span, resource_attributes=resource_attributes)
 
 
 def _first_token_at(
@@ -276,47 +387,51 @@ def _first_token_at(
     return None, TTFT_ATTRIBUTES[0]
 
 
+def _first_attribute(attributes: Mapping[str, object], names: tuple[str, ...]) -> object:
+    for name in names:
+        if attributes.get(name) is not None:
+            return attributes[name]
+    return None
+
+
 def _request_from_span(
-    span: Mapping[str, object], line: int, *, resource_attributes: Mapping[str, object]
+    attributes: Mapping[str, object],
+    resource_attributes: Mapping[str, object],
+    *,
+    start_time_unix_nano: object,
+    end_time_unix_nano: object,
+    status_code: object,
+    request_id: str,
+    line: int,
 ) -> CanonicalRequest:
-    attributes = attributes_to_dict(span.get("attributes"))
-    started_at = parse_unix_nanos(span.get("startTimeUnixNano"), field="startTimeUnixNano")
-    ended_at = parse_unix_nanos(span.get("endTimeUnixNano"), field="endTimeUnixNano")
+    started_at = parse_unix_nanos(start_time_unix_nano, field="startTimeUnixNano")
+    ended_at = parse_unix_nanos(end_time_unix_nano, field="endTimeUnixNano")
     first_token_at, ttft_name = _first_token_at(
         attributes, started_at=started_at, ended_at=ended_at
     )
-
-    operation_name = text(attributes.get("gen_ai.operation.name")).lower()
-    trace_id = text(span.get("traceId"))
-    span_id = text(span.get("spanId"))
-
-    def span_or_resource(name: str) -> str:
-        return first_text(attributes.get(name), resource_attributes.get(name))
-
+    attribute = attributes.get
+    resource_attribute = resource_attributes.get
+    operation_name = text(attribute("gen_ai.operation.name")).lower()
     return build_request(
         line=line,
-        names=replace(SOURCE_FIELDS, first_token_at=ttft_name),
+        names=_SOURCE_FIELDS_BY_TTFT[ttft_name],
         started_at=started_at,
         ended_at=ended_at,
         first_token_at=first_token_at,
-        model=first_text(
-            attributes.get("gen_ai.response.model"), attributes.get("gen_ai.request.model")
-        ),
+        model=first_text(attribute("gen_ai.response.model"), attribute("gen_ai.request.model")),
         input_tokens=_first_attribute(attributes, INPUT_TOKEN_ATTRIBUTES),
         output_tokens=_first_attribute(attributes, OUTPUT_TOKEN_ATTRIBUTES),
-        cached_input_tokens=attributes.get("gen_ai.usage.cache_read.input_tokens"),
-        cost_usd=attributes.get("gen_ai.usage.cost"),
-        streaming=attributes.get("gen_ai.request.stream"),
+        cached_input_tokens=attribute("gen_ai.usage.cache_read.input_tokens"),
+        cost_usd=attribute("gen_ai.usage.cost"),
+        streaming=attribute("gen_ai.request.stream"),
         batch_api=False,
-        status=_span_status(span, attributes),
-        provider=first_text(
-            attributes.get("gen_ai.provider.name"), attributes.get("gen_ai.system")
-        ),
+        status=_span_status(status_code, attributes),
+        provider=first_text(attribute("gen_ai.provider.name"), attribute("gen_ai.system")),
         operation=OPERATION_BY_NAME.get(operation_name, operation_name),
-        team=span_or_resource("team"),
-        end_user=first_text(attributes.get("user.id"), attributes.get("enduser.id")),
-        caller=resource_attributes.get("service.name"),
-        request_id="/".join(part for part in (trace_id, span_id) if part),
-        pool=span_or_resource("pool"),
-        metadata={"workload": span_or_resource("workload")},
+        team=first_text(attribute("team"), resource_attribute("team")),
+        end_user=first_text(attribute("user.id"), attribute("enduser.id")),
+        caller=resource_attribute("service.name"),
+        request_id=request_id,
+        pool=first_text(attribute("pool"), resource_attribute("pool")),
+        metadata={"workload": first_text(attribute("workload"), resource_attribute("workload"))},
     )

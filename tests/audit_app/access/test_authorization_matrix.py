@@ -32,6 +32,9 @@ API = (401, 200, 200, 200, 200)
 API_DETAIL = (401, 404, 404, 404, 404)
 POST_ONLY_ANY_ROLE = (302, 405, 405, 405, 405)
 API_POST_ONLY = (401, 405, 405, 405, 405)
+# API-token authentication only (OTLP exporters): a session is no credential, so every signed-in
+# role is 401 here too. With a token: tests/audit_app/ingestion/live/test_otlp_receiver.py.
+TOKEN_ONLY = (401, 401, 401, 401, 401)
 
 EXPECTED: dict[str, tuple[int, ...]] = {
     "healthz": (200, 200, 200, 200, 200),
@@ -95,6 +98,8 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "alert-acknowledge": POST_ONLY_ANY_ROLE,  # every role acknowledges, by POST
     # LiteLLM's callback posts here with an uploader's token: tests/audit_app/api/test_live_litellm
     "api-ingest-litellm": (401, 405, 405, 403, 405),
+    "otlp-traces": TOKEN_ONLY,  # finops and engineers POST traces with a token
+    "api-otlp-traces": TOKEN_ONLY,
 }
 
 URLS = [u for u in project_urls() if not u.is_admin]
@@ -202,7 +207,7 @@ def test_user_without_a_role_is_refused_every_url(no_role_user: Any) -> None:
     client = Client()
     client.force_login(no_role_user)
     got = {url.name: client.get(url.path).status_code for url in URLS}
-    expected = {url.name: 403 for url in URLS}
+    expected = {url.name: 401 if EXPECTED[url.name] == TOKEN_ONLY else 403 for url in URLS}
     expected.update(healthz=got["healthz"], login=302, logout=405)
     assert got == expected
 

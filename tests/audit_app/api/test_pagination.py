@@ -365,6 +365,8 @@ NOT_LISTS = {
     "api-source-detail",
     "api-source-poll",
     "api-ingest-litellm",  # answers what one post held: counts and its first 20 rejects
+    "api-otlp-traces",
+    "otlp-traces",
 }
 
 

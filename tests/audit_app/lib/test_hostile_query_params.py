@@ -105,6 +105,8 @@ NO_PARAMS = {
     "sources",
     "source-poll",
     "api-ingest-litellm",
+    "otlp-traces",
+    "api-otlp-traces",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})
 URLS = {u.name: u for u in project_urls() if not u.is_admin}

@@ -8,7 +8,13 @@ from decimal import Decimal
 
 import pytest
 
-from audit_app.ingestion.reading import ImportFileError, RowRejected, check_head, iter_text_lines
+from audit_app.ingestion.reading import (
+    ImportFileError,
+    RowRejected,
+    check_head,
+    iter_text_lines,
+    text,
+)
 from audit_app.ingestion.token_logs.base import CanonicalRequest, SourceFields, build_request
 from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
@@ -19,6 +25,7 @@ from audit_app.ingestion.token_logs.coerce import (
     parse_tags,
     parse_timestamp,
     parse_token_count,
+    parse_unix_nanos,
 )
 from audit_app.ingestion.token_logs.tabular import read_json_document
 
@@ -135,6 +142,55 @@ def test_parse_token_count_rejects(raw: object, reason: str) -> None:
         parse_token_count(raw, field="prompt_tokens")
     assert caught.value.field == "prompt_tokens"
     assert caught.value.reason == reason
+
+
+@pytest.mark.parametrize(
+    "count", [0, 1, 1200, MAX_TOKENS_PER_REQUEST, MAX_TOKENS_PER_REQUEST + 1, -7]
+)
+def test_an_int_count_gives_what_its_text_gives(count: int) -> None:
+    """Ints take a shorter path (OTLP's intValue); the answer, or the reject, is the same."""
+
+    def outcome(raw: object) -> object:
+        try:
+            return parse_token_count(raw, field="n")
+        except RowRejected as rejected:
+            return rejected.reason.replace(f"'{count}'", "<value>")
+
+    assert outcome(count) == outcome(str(count))
+
+
+@pytest.mark.parametrize(
+    "nanos", [1_714_564_800_123_456_789, 1, 946_684_800 * 10**9, 0, 10**19, 10**20, 10**21]
+)
+def test_int_unix_nanos_give_what_their_text_gives(nanos: int) -> None:
+    def outcome(raw: object) -> object:
+        try:
+            return parse_unix_nanos(raw, field="t")
+        except RowRejected as rejected:
+            return rejected.reason.replace(f"'{nanos}'", "<value>")
+
+    assert outcome(nanos) == outcome(str(nanos))
+    if nanos == 1_714_564_800_123_456_789:
+        assert outcome(nanos) == datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, ""),
+        ("", ""),
+        ("  null ", ""),
+        ("None", ""),
+        ("NULL", ""),
+        (" nulls ", "nulls"),
+        (" a b ", "a b"),
+        ("none of it", "none of it"),
+        (12, "12"),
+        (Decimal("1.50"), "1.50"),
+    ],
+)
+def test_text_strips_and_drops_missing_words(raw: object, expected: str) -> None:
+    assert text(raw) == expected
 
 
 # --- cost, booleans, status, JSON text, tags --------------------------------------------------
