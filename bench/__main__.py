@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from bench import classification, fanout, forecast, gate, histograms, ingest, scale
+from bench import classification, fanout, forecast, gate, histograms, ingest, live, scale
 
-BENCHMARKS = [classification, forecast, gate, histograms, ingest, fanout, scale]
+BENCHMARKS = [classification, forecast, gate, histograms, ingest, fanout, scale, live]
 
 
 def main(names: list[str]) -> None:

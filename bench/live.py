@@ -5,11 +5,14 @@ What it does, with a timeout on every child process:
 
 1. recreates the PostgreSQL database ``audit_bench_live`` (SQLite when PostgreSQL does not
    answer, said in the output) and migrates it; one engineer account with an API token;
-2. starts gunicorn (production settings, 2 workers x 4 threads) and a Celery worker with beat
+2. starts gunicorn (production settings, 2 sync workers: one per core; with 4 threads each the
+   workers fought over the GIL and accepted 17,000-21,000 spans/s instead of 21,000-24,000) and
+   a Celery worker with beat
    on Redis (the embedded broker without it) landing every LIVE_LAND_EVERY_SECONDS (10);
 3. starts 8 client processes. Each builds its spans first (GenAI attributes, unique trace and
    span ids, 512 per export as `BatchSpanProcessor` sends them), then, all released together,
-   hands them to the real `OTLPSpanExporter` (protobuf over HTTP, gzip) one export after
+   hands them to the real `OTLPSpanExporter` (protobuf over HTTP, uncompressed as the SDK's
+   default; LIVE_BENCH_GZIP=1 compresses as a Collector's otlphttp does) one export after
    another. Accepted spans per second = all spans / the wall time from the release to the last
    export's answer;
 4. waits for the stream upload to hold every span (the micro-batch landing), and times it from
@@ -19,7 +22,8 @@ What it does, with a timeout on every child process:
 6. the size limit: a body one byte over LIVE_MAX_REQUEST_BYTES answers 413.
 
 Knobs (environment): LIVE_BENCH_CLIENTS (8), LIVE_BENCH_EXPORTS (25 per client),
-LIVE_BENCH_SPANS (512 per export).
+LIVE_BENCH_SPANS (512 per export), LIVE_BENCH_WORKERS (2), LIVE_BENCH_THREADS (1),
+LIVE_BENCH_GZIP=1.
 """
 
 from __future__ import annotations
@@ -92,6 +96,8 @@ class Figures:
     landed_requests: int
     decode_spans_per_s: float
     over_limit_status: int | None
+    server_cpu_us_per_span: float
+    worker_cpu_us_per_span: float | None
 
     @property
     def spans_per_s(self) -> float:
@@ -207,6 +213,28 @@ def _wait_healthy(base: str, server: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("/healthz did not answer within 60 s")
 
 
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) used so far by a process and its live descendants."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0.0)
+        todo.extend(child for child, parent in parents.items() if parent == pid)
+    return total
+
+
 # --- The clients ---------------------------------------------------------------------------
 
 
@@ -270,7 +298,7 @@ def _client(
     exporter = OTLPSpanExporter(
         endpoint=endpoint,
         headers={"Authorization": f"Bearer {token}"},
-        compression=Compression.Gzip,
+        compression=Compression.Gzip if os.environ.get("LIVE_BENCH_GZIP") else None,
         timeout=60,
     )
     start.wait()  # type: ignore[attr-defined]
@@ -332,19 +360,26 @@ def decode_yardstick(clients: int, exports: int, per_export: int) -> float:
 
 
 def over_limit_status(base: str, token: str, limit: int) -> int | None:
-    request = urllib.request.Request(
-        f"{base}/v1/traces",
-        data=b"\0" * (limit + 1),
-        headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"},
-        method="POST",
-    )
+    """The status a body one byte over the limit gets. The server answers from the
+    Content-Length and may close before the body is sent, so the send may fail first."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    address = urlsplit(base)
+    connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=60)
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
+        connection.putrequest("POST", "/v1/traces")
+        connection.putheader("Content-Type", "application/x-protobuf")
+        connection.putheader("Authorization", f"Bearer {token}")
+        connection.putheader("Content-Length", str(limit + 1))
+        connection.endheaders()
+        with contextlib.suppress(OSError):
+            connection.send(b"\0" * (limit + 1))
+        return connection.getresponse().status
     except OSError:
         return None
+    finally:
+        connection.close()
 
 
 def _landed(env: dict[str, str]) -> dict[str, int]:
@@ -376,9 +411,9 @@ def measure() -> Figures:
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",
-                "2",
+                os.environ.get("LIVE_BENCH_WORKERS", "2"),
                 "--threads",
-                "4",
+                os.environ.get("LIVE_BENCH_THREADS", "1"),
                 "--worker-class",
                 "gthread",
                 "--timeout",
@@ -409,8 +444,10 @@ def measure() -> Figures:
             BENCH_DIR / "worker.log",
         )
         _wait_healthy(base, server)
+        server_cpu, worker_cpu = tree_cpu_s(server.pid), tree_cpu_s(worker.pid)
         export_s, failed = export_all(f"{base}/v1/traces", token, clients, exports, per_export)
         exported_at = time.monotonic()
+        server_cpu = tree_cpu_s(server.pid) - server_cpu
         spans = clients * exports * per_export
         landed_s = None
         landed = {"requests": 0}
@@ -418,6 +455,7 @@ def measure() -> Figures:
             landed = _landed(env)
             if landed["requests"] >= spans:
                 landed_s = time.monotonic() - exported_at
+                worker_cpu = tree_cpu_s(worker.pid) - worker_cpu
                 break
             time.sleep(0.5)
         status = over_limit_status(base, token, 16 * 1024 * 1024)
@@ -434,6 +472,8 @@ def measure() -> Figures:
         landed_requests=int(landed["requests"]),
         decode_spans_per_s=decode_yardstick(clients, exports, per_export),
         over_limit_status=status,
+        server_cpu_us_per_span=server_cpu / spans * 1e6,
+        worker_cpu_us_per_span=worker_cpu / spans * 1e6 if landed_s is not None else None,
     )
 
 
@@ -447,6 +487,12 @@ def lines(f: Figures) -> Iterator[str]:
         f"live: yardstick, protobuf alone decodes the same bodies at {f.decode_spans_per_s:,.0f} "
         f"spans/s in one process ({f.decode_spans_per_s / max(f.spans_per_s, 1):.1f}x the "
         "server's end-to-end rate)"
+    )
+    worker = f.worker_cpu_us_per_span
+    yield (
+        f"live: CPU per span: gunicorn {f.server_cpu_us_per_span:.0f} us while receiving, "
+        f"the landing worker {'-' if worker is None else f'{worker:.0f}'} us (2 cores shared "
+        "with the 8 exporters and PostgreSQL)"
     )
     landed = "never" if f.landed_s is None else f"{f.landed_s:.1f} s"
     yield (
