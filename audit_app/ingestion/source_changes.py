@@ -124,7 +124,7 @@ def _location(kind: str, value: str) -> str:
         try:
             folder_in_roots(value, settings.BILLING_SOURCE_ROOTS)
         except ValueError as exc:
-            raise _refuse("location", f"location: {exc}") from None
+            raise _refuse("location", f"The folder {exc}") from None
         return value
     if kind == BillingSource.Kind.HTTP:
         return _http_url("location", value)

@@ -227,7 +227,7 @@ def test_a_source_outside_the_roots_is_refused(root: Path, tmp_path: Path) -> No
         source_create(user=None, data={"name": "x", "kind": "folder", "location": str(elsewhere)})
     assert refused.value.field == "location"
     assert str(refused.value) == (
-        f"location: {elsewhere} is not under a folder billing sources may read ({root}); an "
+        f"The folder {elsewhere} is not under a folder billing sources may read ({root}); an "
         "operator allows others with BILLING_SOURCE_ROOTS."
     )
     # A symlink inside the root that leads out of it is resolved, and refused too.

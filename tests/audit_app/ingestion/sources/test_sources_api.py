@@ -241,7 +241,7 @@ def test_a_folder_outside_the_roots_is_refused_naming_them(finops_user: Any, roo
     body = _post(_client(finops_user), {"name": "etc", "kind": "folder", "location": "/etc"}).json()
     assert body["errors"] == {
         "location": [
-            f"location: /etc is not under a folder billing sources may read ({root}); an "
+            f"The folder /etc is not under a folder billing sources may read ({root}); an "
             "operator allows others with BILLING_SOURCE_ROOTS."
         ]
     }
