@@ -700,6 +700,7 @@ class AuditEvent(models.Model):
         RUN_EDITED = "run_edited", "Edited a benchmark run's fields"
         BUDGET_CHANGED = "budget_changed", "Created, changed or deleted a budget"
         ALERT_ACKNOWLEDGED = "alert_acknowledged", "Acknowledged an alert"
+        SOURCE_CHANGED = "source_changed", "Created, changed or deleted a billing source"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

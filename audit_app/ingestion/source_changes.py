@@ -23,11 +23,12 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from audit_app.access.audit import audit_record
 from audit_app.access.permissions import SOURCE_WRITER_ROLES, Actor, has_role
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
 from audit_app.ingestion.source_objects import check_pattern, folder_in_roots
 from audit_app.lib.errors import DomainError, ErrorKind
-from audit_app.models import BillingSource
+from audit_app.models import AuditEvent, BillingSource
 
 FIELDS = (
     "name",
@@ -268,6 +269,13 @@ def source_create(*, user: Actor, data: Mapping[str, Any]) -> BillingSource:
     values = source_values(data)
     source = BillingSource(created_by=user if has_role(user) else None)
     _save(source, values)
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.SOURCE_CHANGED,
+        obj=source,
+        summary=f"created billing source {source.name} ({source.kind} {source.location})",
+        details={"change": "created", **_audit_details(source)},
+    )
     return source
 
 
@@ -283,7 +291,21 @@ def source_update(*, source: BillingSource, user: Actor, data: Mapping[str, Any]
     if any(before[field] != getattr(values, field) for field in WHERE_FIELDS):
         locked.seen = {}
         locked.consecutive_failures = 0
+    old = _audit_details(locked)
     _save(locked, values)
+    new = _audit_details(locked)
+    changed = sorted(name for name in new if new[name] != old[name])
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.SOURCE_CHANGED,
+        obj=locked,
+        summary=f"changed billing source {locked.name}: {', '.join(changed) or 'nothing'}",
+        details={
+            "change": "updated",
+            "before": {name: old[name] for name in changed},
+            "after": {name: new[name] for name in changed},
+        },
+    )
     return locked
 
 
@@ -291,4 +313,19 @@ def source_update(*, source: BillingSource, user: Actor, data: Mapping[str, Any]
 def source_delete(*, source: BillingSource, user: Actor) -> None:
     """Delete the source; the uploads it created stay (no longer linked to it)."""
     check_writer(user)
+    audit_record(
+        actor=user,
+        action=AuditEvent.Action.SOURCE_CHANGED,
+        obj=source,
+        summary=f"deleted billing source {source.name} ({source.kind} {source.location})",
+        details={"change": "deleted", **_audit_details(source)},
+    )
     source.delete()
+
+
+def _audit_details(source: BillingSource) -> dict[str, Any]:
+    """What the audit trail keeps of a source: every field but the secret key, which is only
+    said to be set or not."""
+    details = {field: getattr(source, field) for field in FIELDS if field != "secret_access_key"}
+    details["has_secret_access_key"] = bool(source.secret_access_key)
+    return details
