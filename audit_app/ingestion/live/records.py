@@ -12,6 +12,7 @@ from them took most of a micro-batch's time.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import zlib
@@ -27,28 +28,10 @@ from audit_app.ingestion.token_logs import frame as canonical
 from audit_app.ingestion.token_logs.base import CanonicalRequest
 
 FORMAT_VERSION = 1
-FIELDS = (
-    "started_at",
-    "ended_at",
-    "first_token_at",
-    "workload",
-    "team",
-    "end_user",
-    "caller",
-    "provider",
-    "model",
-    "operation",
-    "streaming",
-    "batch_api",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "cost_usd",
-    "status",
-    "request_id",
-    "pool",
-    "line",
-)
+# A stored record's values, in the order of the canonical request's fields (times as integer
+# nanoseconds, the cost as text); a change to those fields changes FORMAT_VERSION too.
+FIELDS = tuple(field.name for field in dataclasses.fields(CanonicalRequest))
+_TIMES = frozenset({"started_at", "ended_at", "first_token_at"})
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 KEY_MAX_LENGTH = 255
 
@@ -66,34 +49,17 @@ def _moment(nanos: int | None) -> datetime | None:
     return _EPOCH + timedelta(microseconds=nanos // 1000)
 
 
+def _stored(name: str, value: Any) -> Any:
+    if name in _TIMES:
+        return _nanos(value)
+    if name == "cost_usd":
+        return None if value is None else str(value)
+    return value
+
+
 def encode_requests(requests: Sequence[CanonicalRequest]) -> bytes:
     """The records as one compressed blob (`decode_requests` reverses it)."""
-    rows = []
-    for r in requests:
-        rows.append(
-            [
-                _nanos(r.started_at),
-                _nanos(r.ended_at),
-                _nanos(r.first_token_at),
-                r.workload,
-                r.team,
-                r.end_user,
-                r.caller,
-                r.provider,
-                r.model,
-                r.operation,
-                r.streaming,
-                r.batch_api,
-                r.input_tokens,
-                r.output_tokens,
-                r.cached_input_tokens,
-                None if r.cost_usd is None else str(r.cost_usd),
-                r.status,
-                r.request_id,
-                r.pool,
-                r.line,
-            ]
-        )
+    rows = [[_stored(name, getattr(r, name)) for name in FIELDS] for r in requests]
     payload = json.dumps({"v": FORMAT_VERSION, "rows": rows}, separators=(",", ":"))
     return zlib.compress(payload.encode(), level=1)
 
