@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from audit_app.costs.catalog import source_age_days
+from audit_app.ingestion.source_changes import FIELDS
 from audit_app.models import (
     ApiToken,
     BillingCharge,
@@ -214,19 +215,7 @@ class BillingSourceAdminForm(forms.ModelForm):
 
     class Meta:
         model = BillingSource
-        fields = (
-            "name",
-            "kind",
-            "location",
-            "prefix",
-            "endpoint_url",
-            "region",
-            "access_key_id",
-            "secret_access_key",
-            "format",
-            "poll_every_minutes",
-            "enabled",
-        )
+        fields = FIELDS
 
     def clean(self) -> dict[str, Any]:
         from audit_app.ingestion.source_changes import (

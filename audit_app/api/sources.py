@@ -21,7 +21,12 @@ from rest_framework.views import APIView
 from audit_app.access.permissions import ALL_ROLES, SOURCE_WRITER_ROLES
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
-from audit_app.ingestion.source_changes import source_create, source_delete, source_update
+from audit_app.ingestion.source_changes import (
+    PUBLIC_FIELDS,
+    source_create,
+    source_delete,
+    source_update,
+)
 from audit_app.ingestion.sources import (
     next_poll_at,
     refused_objects,
@@ -137,16 +142,7 @@ def source_payload(source: BillingSource, request: Request) -> dict[str, Any]:
         **{
             field: getattr(source, field)
             for field in (
-                "name",
-                "kind",
-                "location",
-                "prefix",
-                "endpoint_url",
-                "region",
-                "access_key_id",
-                "format",
-                "poll_every_minutes",
-                "enabled",
+                *PUBLIC_FIELDS,
                 "created_at",
                 "last_polled_at",
                 "last_changed_at",

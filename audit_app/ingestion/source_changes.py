@@ -43,6 +43,8 @@ FIELDS = (
     "poll_every_minutes",
     "enabled",
 )
+# What anyone reading a source may see: every field but the secret key.
+PUBLIC_FIELDS = tuple(field for field in FIELDS if field != "secret_access_key")
 S3_ONLY = ("endpoint_url", "region", "access_key_id", "secret_access_key")
 # Changing where a source reads forgets what it had seen there.
 WHERE_FIELDS = ("kind", "location", "prefix", "endpoint_url")
@@ -326,6 +328,6 @@ def source_delete(*, source: BillingSource, user: Actor) -> None:
 def _audit_details(source: BillingSource) -> dict[str, Any]:
     """What the audit trail keeps of a source: every field but the secret key, which is only
     said to be set or not."""
-    details = {field: getattr(source, field) for field in FIELDS if field != "secret_access_key"}
+    details = {field: getattr(source, field) for field in PUBLIC_FIELDS}
     details["has_secret_access_key"] = bool(source.secret_access_key)
     return details
