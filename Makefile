@@ -22,11 +22,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## make run: install, migrate, load demo data, serve the dashboard with a worker (embedded default)
+## make run: install, then (in one process) migrate, load demo data, collect static files, and
+## serve the dashboard with a worker (embedded default)
 run: $(STAMP)
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py seed_demo
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py serve --host $(HOST) --port $(PORT)
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} DJANGO_STATIC_MANIFEST=$${DJANGO_STATIC_MANIFEST:-true} \
+		$(PY) manage.py serve --prepare --host $(HOST) --port $(PORT)
 
 ## make test: the whole suite (services are used when their variables are set; see README)
 test: $(STAMP)
