@@ -11,8 +11,9 @@ PORT ?= 8000
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@# uv resolves and installs in parallel (seconds, not minutes); plain pip if uv cannot be had.
-	@if $(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"; then \
+	@# uv resolves and installs in parallel (seconds, not minutes), compiling bytecode as pip does;
+	@# plain pip if uv cannot be had.
+	@if $(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e ".[dev]"; then \
 		echo "Installed with uv."; \
 	else \
 		echo "uv failed; installing with pip (a few minutes)."; \
