@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.firstpage import Figures, lines, server_env
+from bench.firstpage import Figures, lines, section, server_env
 
 
 def _figures(**overrides: float) -> Figures:
@@ -75,3 +75,14 @@ def test_the_server_runs_as_make_run_with_no_service(
     assert env["DJANGO_VAR_DIR"] == str(tmp_path)
     assert env["DJANGO_DEBUG"] == "true"
     assert env["DJANGO_STATIC_MANIFEST"] == "true"
+
+
+def test_the_reliability_section_tables_each_figure_beside_its_target() -> None:
+    text = section(_figures())
+    assert text.startswith("## First page\n")
+    assert "(3 on the overview)" in text
+    assert "plotly.js travelled as 1.23 MB on the first load and 0 bytes on the repeat" in text
+    assert "| overview, first load (empty cache) | 850 | <= 1,000 | met |" in text
+    assert "| overview, repeat load (cache warm) | 420 | <= 300 | NOT met |" in text
+    assert "| yardstick: the overview's HTML alone | 170 |  |  |" in text
+    assert "| yardstick: `/healthz` | 2.5 |  |  |" in text
