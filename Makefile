@@ -11,17 +11,23 @@ PORT ?= 8000
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	@# uv resolves and installs in parallel (seconds, not minutes), compiling bytecode as pip does;
+	@# plain pip if uv cannot be had.
+	@if $(PY) -m pip install --quiet uv && $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e ".[dev]"; then \
+		echo "Installed with uv."; \
+	else \
+		echo "uv failed; installing with pip (a few minutes)."; \
+		$(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e ".[dev]"; \
+	fi
 	@touch $(STAMP)
 
 install: $(STAMP)
 
-## make run: install, migrate, load demo data, serve the dashboard with a worker (embedded default)
+## make run: install, then (in one process) migrate, load demo data, collect static files, and
+## serve the dashboard with a worker (embedded default)
 run: $(STAMP)
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py migrate --noinput
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py seed_demo
-	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} $(PY) manage.py serve --host $(HOST) --port $(PORT)
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} DJANGO_STATIC_MANIFEST=$${DJANGO_STATIC_MANIFEST:-true} \
+		$(PY) manage.py serve --prepare --host $(HOST) --port $(PORT)
 
 ## make test: the whole suite (services are used when their variables are set; see README)
 test: $(STAMP)

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import sys
 
-from bench import classification, fanout, forecast, gate, histograms, ingest, live, scale
+from bench import (
+    classification,
+    fanout,
+    firstpage,
+    forecast,
+    gate,
+    histograms,
+    ingest,
+    live,
+    scale,
+)
 
-BENCHMARKS = [classification, forecast, gate, histograms, ingest, fanout, scale, live]
+BENCHMARKS = [classification, forecast, gate, histograms, ingest, fanout, scale, live, firstpage]
 
 
 def main(names: list[str]) -> None:

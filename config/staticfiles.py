@@ -1,4 +1,5 @@
-"""A static-files finder that serves the plotly.js bundled in the plotly package.
+"""A static-files finder that serves the plotly.js bundled in the plotly package, and the
+compressed manifest storage `make run` uses.
 
 Charts must work without a CDN, and copying the 4.6 MB bundle into the repository would let it
 drift from the installed plotly version. This finder exposes exactly one file,
@@ -11,9 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import brotli
 import plotly
 from django.contrib.staticfiles.finders import BaseFinder
 from django.core.files.storage import FileSystemStorage
+from whitenoise.compress import Compressor
+from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
 PLOTLY_FILE = "plotly.min.js"
@@ -45,3 +49,28 @@ class PlotlyFinder(BaseFinder):
 
     def list(self, ignore_patterns: Any) -> Iterator[tuple[str, FileSystemStorage]]:
         yield PLOTLY_FILE, self.storage
+
+
+# Brotli's top quality (11) takes ~11 s for plotly.js alone on a 2-core machine and ~45 s for
+# every static file; quality 9 takes under a second for plotly.js at 11 % more bytes
+# (1.23 MB against 1.11 MB; gzip is 1.47 MB). Production collects once at build time at 11.
+QUICK_BROTLI_QUALITY = 9
+
+
+class QuickCompressor(Compressor):
+    @staticmethod
+    def compress_brotli(data: bytes) -> bytes:
+        compressed: bytes = brotli.compress(data, quality=QUICK_BROTLI_QUALITY)
+        return compressed
+
+
+class QuickCompressedManifestStorage(CompressedManifestStaticFilesStorage):
+    """WhiteNoise's compressed manifest storage for `make run`: a faster brotli, and hashed
+    URLs even with DEBUG on (Django's manifest storage gives plain names under DEBUG, which
+    WhiteNoise then serves with max-age=0)."""
+
+    def create_compressor(self, **kwargs: Any) -> Compressor:
+        return QuickCompressor(**kwargs)
+
+    def url(self, name: str | None, force: bool = False) -> str:
+        return super().url(name, force=True)

@@ -3,6 +3,7 @@ embedded broker, login, overview; Ctrl-C stops both processes."""
 
 from __future__ import annotations
 
+import gzip
 import http.cookiejar
 import os
 import re
@@ -11,12 +12,15 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import brotli
 import pytest
 
+from config.staticfiles import PLOTLY_DIR, PLOTLY_FILE
 from tests.support.processes import REPO_ROOT, stop_process_group
 
 # `make run` needs no service: drop the ones CI configures for the rest of the suite.
@@ -149,3 +153,68 @@ def _log_in(base: str, username: str, password: str) -> str:
     with opener.open(request, timeout=10) as response:
         assert response.url == f"{base}/"
         return response.read().decode()
+
+
+def _get(url: str, accept_encoding: str) -> tuple[dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers={"Accept-Encoding": accept_encoding})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return dict(response.headers.items()), response.read()
+
+
+@pytest.mark.slow
+def test_make_run_serves_hashed_static_files_compressed_and_cached_for_a_year(
+    tmp_path: Path,
+) -> None:
+    """`make run` = `serve --prepare` with DJANGO_STATIC_MANIFEST: plotly.js under a hashed name,
+    brotli or gzip as asked, a year's max-age; the second start collects nothing."""
+    env = {**_embedded_env(tmp_path), "DJANGO_STATIC_MANIFEST": "true"}
+    _manage("migrate", "--noinput", env=env)
+    _manage("seed_demo", "--days", "3", "--scale", "0.005", env=env)  # --prepare's is then a no-op
+    plain = PLOTLY_DIR / PLOTLY_FILE
+    for start in ("first", "second"):
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        log_path = tmp_path / f"serve-{start}.log"
+        with open(log_path, "wb") as log:
+            serve = subprocess.Popen(
+                [sys.executable, "manage.py", "serve", "--prepare", "--port", str(port)],
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            _wait_for_health(base, serve, log_path)
+            log_text = log_path.read_text()
+            assert "Demo data already loaded." in log_text
+            if start == "first":
+                assert "Static files collected into" in log_text
+                login = urllib.request.urlopen(f"{base}/accounts/login/", timeout=10).read()
+                css = re.search(rb'href="/static/css/app\.([0-9a-f]{12})\.css"', login)
+                assert css, login[:2000]
+                overview = _log_in(base, "finops", "finops-demo")
+                src = re.search(
+                    r'src="(/static/vendor/plotly/plotly\.min\.[0-9a-f]{12}\.js)"', overview
+                )
+                assert src, "plotly.js is not under a hashed name"
+                url = base + src.group(1)
+                for encoding, expected_encoding in (("br", "br"), ("gzip", "gzip"), ("", None)):
+                    headers, body = _get(url, encoding)
+                    assert headers["Cache-Control"] == "max-age=315360000, public, immutable"
+                    assert headers.get("Content-Encoding") == expected_encoding
+                    assert headers["Vary"] == "Accept-Encoding"
+                    if expected_encoding is None:
+                        assert body == plain.read_bytes()
+                    else:
+                        # Compressed: under a third of the 4.8 MB file.
+                        assert len(body) < plain.stat().st_size / 3
+                assert brotli.decompress(_get(url, "br")[1]) == plain.read_bytes()
+                assert gzip.decompress(_get(url, "gzip")[1]) == plain.read_bytes()
+                # Only hashed names are kept, so no page can cache a stale plain name.
+                with pytest.raises(urllib.error.HTTPError, match="404"):
+                    _get(f"{base}/static/css/app.css", "")
+            else:
+                assert "Static files already collected." in log_text
+        finally:
+            stop_process_group(serve)

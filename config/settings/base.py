@@ -138,16 +138,30 @@ STATICFILES_FINDERS = [
 ]
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("DJANGO_MEDIA_ROOT", str(VAR_DIR / "media")))
+# Hashed names, gzip and brotli copies, and far-future caching, served by WhiteNoise from
+# STATIC_ROOT: always in production; with DEBUG on only when DJANGO_STATIC_MANIFEST is true, as
+# `make run` sets it (`manage.py serve --prepare` collects into var/ first, brotli at a quality
+# that takes seconds rather than a minute; config/staticfiles.py).
+STATIC_MANIFEST = env_bool("DJANGO_STATIC_MANIFEST", not DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
+            if not STATIC_MANIFEST
             else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if not DEBUG
+            else "config.staticfiles.QuickCompressedManifestStorage"
         )
     },
 }
+if STATIC_MANIFEST and DEBUG:
+    # As in production, files come from STATIC_ROOT only, scanned once at start, so a hashed
+    # name is served with a year's max-age and its .br / .gz copy to a client that accepts one;
+    # only hashed names are kept (and compressed), which halves the collect.
+    WHITENOISE_USE_FINDERS = False
+    WHITENOISE_AUTOREFRESH = False
+    WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 # Largest upload accepted, enforced while the file streams in.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 2 * 1024**3)
 # Ingest fan-out: a token log (LiteLLM / generic CSV or JSONL) of at least this many bytes is

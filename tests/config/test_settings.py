@@ -85,6 +85,8 @@ print(json.dumps({
     "secure_cookie": settings.SESSION_COOKIE_SECURE, "max_upload": settings.UPLOAD_MAX_BYTES,
     "media": str(settings.MEDIA_ROOT),
     "sqlite_options": db.get("OPTIONS", {}),
+    "static_storage": settings.STORAGES["staticfiles"]["BACKEND"],
+    "static_finders": getattr(settings, "WHITENOISE_USE_FINDERS", None),
 }))
 """
 
@@ -195,3 +197,17 @@ def test_env_example_lists_every_variable_the_settings_read() -> None:
     listed = set(re.findall(r"^([A-Z_]+)=", (REPO_ROOT / ".env.example").read_text(), re.M))
     assert len(read) >= 15
     assert read - listed == set()
+
+
+def test_static_files_plain_by_default_hashed_and_compressed_for_make_run_and_production(
+    tmp_path: object,
+) -> None:
+    assert _settings_with({}, tmp_path)["static_storage"] == (
+        "django.contrib.staticfiles.storage.StaticFilesStorage"
+    )
+    make_run = _settings_with({"DJANGO_STATIC_MANIFEST": "true"}, tmp_path)
+    assert make_run["static_storage"] == "config.staticfiles.QuickCompressedManifestStorage"
+    assert make_run["static_finders"] is False  # served from STATIC_ROOT, as in production
+    production = _settings_with({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "x" * 50}, tmp_path)
+    assert production["static_storage"] == "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    assert production["static_finders"] is None  # WhiteNoise's own default (off without DEBUG)
