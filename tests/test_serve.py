@@ -57,6 +57,23 @@ def _manage(*args: str, env: dict[str, str]) -> str:
     return result.stdout
 
 
+def start_serve(
+    *, port: int, env: dict[str, str], log_path: Path, prepare: bool = False
+) -> subprocess.Popen[bytes]:
+    """`manage.py serve` (with `--prepare`, as `make run` starts it) in its own process group,
+    its output in ``log_path``."""
+    command = [sys.executable, "manage.py", "serve", *(["--prepare"] if prepare else [])]
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [*command, "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def _processes_matching(fragment: str) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
@@ -88,15 +105,7 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        serve = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port)],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    serve = start_serve(port=port, env=env, log_path=log_path)
     try:
         health = _wait_for_health(base, serve, log_path)
         assert health == '{"database": "ok", "broker": "ok"}'
@@ -107,9 +116,16 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         assert 'id="spend-per-day-data"' in overview
         assert "support-chat" in overview  # demo spend is on the overview
         assert _processes_matching(f"embedded-{serve.pid}@"), "worker not running"
+
         # The worker embeds Celery beat (the alerts' schedule) with its file in the var folder.
+        # Beat logs that it starts before it opens its schedule file: wait for both.
+        def beat_started() -> bool:
+            return "beat: Starting" in log_path.read_text() and bool(
+                list(tmp_path.glob("celerybeat-schedule*"))
+            )
+
         deadline = time.monotonic() + 30
-        while "beat: Starting" not in log_path.read_text() and time.monotonic() < deadline:
+        while not beat_started() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert "beat: Starting" in log_path.read_text()
         assert list(tmp_path.glob("celerybeat-schedule*")), "no beat schedule file"
@@ -175,15 +191,7 @@ def test_make_run_serves_hashed_static_files_compressed_and_cached_for_a_year(
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         log_path = tmp_path / f"serve-{start}.log"
-        with open(log_path, "wb") as log:
-            serve = subprocess.Popen(
-                [sys.executable, "manage.py", "serve", "--prepare", "--port", str(port)],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        serve = start_serve(port=port, env=env, log_path=log_path, prepare=True)
         try:
             _wait_for_health(base, serve, log_path)
             log_text = log_path.read_text()

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.processes import REPO_ROOT, stop_process_group
-from tests.test_serve import _embedded_env, _manage, _wait_for_health
+from tests.test_serve import _embedded_env, _manage, _wait_for_health, start_serve
 
 FOCUS_SAMPLE = REPO_ROOT / "tests/fixtures/real/billing/focus-1.0_official-sample_1000rows.csv"
 LITELLM_PAYLOAD = (
@@ -118,15 +116,7 @@ def test_embedded_serve_lands_live_records_and_pulls_a_billing_source(tmp_path: 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        serve = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port)],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    serve = start_serve(port=port, env=env, log_path=log_path)
     try:
         _wait_for_health(base, serve, log_path)
         _export_spans(base, engineer)
