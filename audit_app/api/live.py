@@ -78,9 +78,6 @@ class LitellmIngestApi(APIView):
             "accepted": received.accepted,
             "rejected": received.rejected,
             "ignored": received.ignored,
-            "rejects": [
-                {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
-                for r in received.rejects[:MAX_ANSWERED_REJECTS]
-            ],
+            "rejects": [r.as_dict() for r in received.rejects[:MAX_ANSWERED_REJECTS]],
         }
         return Response(LitellmIngestOutput(data).data)

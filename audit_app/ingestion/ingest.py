@@ -210,10 +210,7 @@ def _mark_landed(
     upload.rows_read = rows_read
     upload.rows_rejected = rows_rejected
     upload.rows_accepted = rows_read - rows_rejected
-    upload.rejects = [
-        {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
-        for r in sorted(rejects, key=lambda r: r.line)
-    ]
+    upload.rejects = [r.as_dict() for r in sorted(rejects, key=lambda r: r.line)]
     upload.error = ""
 
 

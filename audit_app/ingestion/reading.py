@@ -62,6 +62,10 @@ class RowReject:
     value: str
     reason: str
 
+    def as_dict(self) -> dict[str, object]:
+        """As an upload, a live batch and the API keep and show it."""
+        return {"line": self.line, "field": self.field, "value": self.value, "reason": self.reason}
+
 
 class RowRejected(Exception):
     """Raised by coercions inside one row; turned into a `RowReject` by `row_outcome`."""

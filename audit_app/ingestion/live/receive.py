@@ -91,10 +91,7 @@ def live_receive(
             rows_read=rows_read,
             rows_rejected=len(rejects),
             rows_ignored=ignored,
-            rejects=[
-                {"line": r.line, "field": r.field, "value": r.value, "reason": r.reason}
-                for r in list(rejects)[:MAX_STORED_REJECTS]
-            ],
+            rejects=[r.as_dict() for r in list(rejects)[:MAX_STORED_REJECTS]],
         )
         batch_id = batch.pk
     return Received(
