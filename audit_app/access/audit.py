@@ -25,3 +25,28 @@ def audit_record(
         summary=summary[:500],
         details=details or {},
     )
+
+
+def audit_update(
+    *,
+    actor: Actor,
+    action: str,
+    obj: Model,
+    what: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> AuditEvent:
+    """Record a change to `obj` ("changed <what>: <fields>"), with the fields that differ
+    between ``before`` and ``after`` (each a field-to-value dict of the same keys)."""
+    changed = sorted(name for name in after if after[name] != before[name])
+    return audit_record(
+        actor=actor,
+        action=action,
+        obj=obj,
+        summary=f"changed {what}: {', '.join(changed) or 'nothing'}",
+        details={
+            "change": "updated",
+            "before": {name: before[name] for name in changed},
+            "after": {name: after[name] for name in changed},
+        },
+    )

@@ -23,7 +23,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.db import IntegrityError, transaction
 
-from audit_app.access.audit import audit_record
+from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import BUDGET_WRITER_ROLES, Actor, has_role
 from audit_app.budgets.status import pool_billing_providers
 from audit_app.costs.providers import normalize_provider
@@ -364,18 +364,13 @@ def budget_update(*, budget: Budget, user: Actor, data: Mapping[str, Any]) -> Bu
         {**budget_data(locked), **data}, kept_scope=(locked.scope_kind, locked.scope_value)
     )
     _save(locked, values)
-    new = _audit_details(locked)
-    changed = sorted(name for name in new if new[name] != old[name])
-    audit_record(
+    audit_update(
         actor=user,
         action=AuditEvent.Action.BUDGET_CHANGED,
         obj=locked,
-        summary=f"changed budget {locked.name}: {', '.join(changed) or 'nothing'}",
-        details={
-            "change": "updated",
-            "before": {k: old[k] for k in changed},
-            "after": {k: new[k] for k in changed},
-        },
+        what=f"budget {locked.name}",
+        before=old,
+        after=_audit_details(locked),
     )
     alerts_evaluate_soon()
     return locked

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from audit_app.access.audit import audit_record
+from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import SOURCE_WRITER_ROLES, Actor, has_role
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
 from audit_app.ingestion.source_objects import check_pattern, folder_in_roots
@@ -295,18 +295,13 @@ def source_update(*, source: BillingSource, user: Actor, data: Mapping[str, Any]
         locked.consecutive_failures = 0
     old = _audit_details(locked)
     _save(locked, values)
-    new = _audit_details(locked)
-    changed = sorted(name for name in new if new[name] != old[name])
-    audit_record(
+    audit_update(
         actor=user,
         action=AuditEvent.Action.SOURCE_CHANGED,
         obj=locked,
-        summary=f"changed billing source {locked.name}: {', '.join(changed) or 'nothing'}",
-        details={
-            "change": "updated",
-            "before": {name: old[name] for name in changed},
-            "after": {name: new[name] for name in changed},
-        },
+        what=f"billing source {locked.name}",
+        before=old,
+        after=_audit_details(locked),
     )
     return locked
 
