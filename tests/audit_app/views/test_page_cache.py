@@ -1,0 +1,103 @@
+"""Pages served from the results cache follow the data: a change shows at once, and one
+request reads the data version once (audit_app.lib.results_cache)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core.cache import caches
+from django.db import connection
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
+
+from audit_app.lib import results_cache
+from audit_app.models import ServingPool
+from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
+from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
+from tests.audit_app.lib.test_results_cache import LOCMEM
+
+pytestmark = pytest.mark.django_db
+
+H0 = datetime(2026, 11, 2, 0, tzinfo=UTC)
+RANGE = "start=2026-11-02&end=2026-11-02"
+
+
+@pytest.fixture
+def cache_on() -> Any:
+    with override_settings(CACHES=LOCMEM):
+        caches["results"].clear()
+        yield caches["results"]
+        caches["results"].clear()
+
+
+def _gpt4o(response: Any) -> Any:
+    [row] = [r for r in response.context["rows"] if r.model == "gpt-4o"]
+    return row
+
+
+def test_the_reconciliation_page_follows_a_change(
+    cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(SAMPLE_CSV, "sample.csv")
+        bill = _bill_upload()
+    # Billed 0.0175 for gpt-4o on 2 Nov. The sample's logs estimate gpt-4o at 0.0175 (0.01
+    # logged + 0.0075 priced) and gpt-4o-mini at 0.0750003, which no bill line of its own names,
+    # so it joins the gpt-4o line (tests/audit_app/costs/test_billing_selectors.py has both).
+    _charge(
+        bill,
+        start=H0,
+        cost="0.0175",
+        provider="openai",
+        meter_kind="token",
+        period_end=H0 + timedelta(hours=24),
+        tags={"model": "gpt-4o"},
+    )
+    client.force_login(finops_user)
+    first = _gpt4o(client.get(f"/reconciliation/?{RANGE}"))
+    assert (first.billed, first.estimated) == (Decimal("0.0175"), Decimal("0.0925003"))
+    assert _gpt4o(client.get(f"/reconciliation/?{RANGE}")).estimated == Decimal("0.0925003")
+    # gpt-4o now runs on a serving pool: its tokens are self-hosted, never estimated from
+    # token prices; gpt-4o-mini's 0.0750003 is what is left against the line.
+    with django_capture_on_commit_callbacks(execute=True):
+        ServingPool.objects.create(name="gpu", models_served=["gpt-4o"])
+    after = _gpt4o(client.get(f"/reconciliation/?{RANGE}"))
+    assert after.estimated == Decimal("0.0750003")
+    api = client.get(f"/api/v1/reconciliation/?{RANGE}").json()
+    [row] = [r for r in api["results"] if r["model"] == "gpt-4o"]
+    assert row["estimated"] == "0.075000"  # the API rounds money to 6 places
+
+
+def test_a_page_reads_the_data_version_once(
+    cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(SAMPLE_CSV, "sample.csv")
+    client.force_login(finops_user)
+    client.get(f"/?{RANGE}")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/?{RANGE}")
+    assert response.status_code == 200
+    reads = [q for q in queries.captured_queries if "audit_app_dataversion" in q["sql"]]
+    # The overview reads spend, filter choices, pools and the data's date range from the
+    # cache: five cached reads, one look at the version.
+    assert len(reads) == 1
+
+
+def test_a_change_inside_a_request_is_read_back_at_once(cache_on: Any) -> None:
+    results_cache.request_started()
+    try:
+        before = results_cache.data_token()
+        assert results_cache.data_token() == before  # read once per request
+        results_cache.data_changed()
+        after = results_cache.data_token()
+        assert after != before
+        assert after == results_cache.current_version().token
+    finally:
+        results_cache.request_finished()
+    # Outside a request every read asks the database.
+    results_cache.data_changed()
+    assert results_cache.data_token() == results_cache.current_version().token != after
