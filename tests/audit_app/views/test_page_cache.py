@@ -15,6 +15,8 @@ from django.test.utils import CaptureQueriesContext
 
 from audit_app.lib import results_cache
 from audit_app.models import ServingPool
+from audit_app.reporting.derived import warm_defaults
+from audit_app.reporting.selectors import data_date_range
 from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
 from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.audit_app.lib.test_results_cache import LOCMEM
@@ -101,3 +103,26 @@ def test_a_change_inside_a_request_is_read_back_at_once(cache_on: Any) -> None:
     # Outside a request every read asks the database.
     results_cache.data_changed()
     assert results_cache.data_token() == results_cache.current_version().token != after
+
+
+def test_the_warm_up_serves_the_first_visitor_of_a_year(
+    cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(SAMPLE_CSV, "sample.csv")
+    last = data_date_range()[1]  # type: ignore[index]
+    year = f"start={last - timedelta(days=364)}&end={last}"
+    warm_defaults()  # what the worker runs after each refresh
+    client.force_login(finops_user)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/workloads/?{year}")
+    assert response.status_code == 200
+    assert sorted(w.name for w in response.context["workloads"]) == ["chat", "evals", "tool"]
+    rollup_reads = [q for q in queries.captured_queries if "rollup" in q["sql"]]
+    assert rollup_reads == []  # served from the cache: no rollup was read
+    # The page links the quick windows, the year among them, ending on the last data day.
+    html = client.get("/workloads/").content.decode()
+    for days in (7, 30, 90, 365):
+        start = last - timedelta(days=days - 1)
+        assert f'<a href="?start={start}&amp;end={last}"' in html, days
+    assert 'aria-current="page">30 days</a>' in html  # the default window is the 30 days
