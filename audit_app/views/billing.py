@@ -6,6 +6,7 @@ from collections import defaultdict
 from datetime import date, timedelta
 from decimal import Decimal
 
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.views import View
 
@@ -17,13 +18,16 @@ from audit_app.costs.billing import (
     unknown_meters,
 )
 from audit_app.lib.csv_export import csv_response
-from audit_app.lib.query_params import QueryParams, bool_param, decimal_param
+from audit_app.lib.query_params import QueryParams, bool_param, decimal_param, int_param
 from audit_app.reporting import charts
 from audit_app.reporting.filters import parse_filters
 from audit_app.reporting.selectors import filter_choices
 from audit_app.views.query import QueryParamsMixin
 
 MAX_THRESHOLD_PERCENT = Decimal(100_000)
+# The page's table lists this many rows a page (?page=2, ...), flagged and largest variance
+# first; the totals, the chart and the CSV cover every row.
+ROWS_PER_PAGE = 100
 
 
 def parse_threshold(params: QueryParams) -> Decimal:
@@ -104,12 +108,19 @@ class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
             if row.currency == "USD":
                 billed[row.day] += row.billed
                 estimated[row.day] += row.estimated or Decimal(0)
+        paginator = Paginator(rows, ROWS_PER_PAGE)
+        page = paginator.page(
+            self.param(int_param, "page", default=1, minimum=1, maximum=paginator.num_pages)
+        )
+        query = filters.query_string(threshold=str(threshold), flagged="1" if flagged_only else "")
         context = {
             "filters": filters,
             "choices": filter_choices(),
             "threshold": threshold,
             "flagged_only": flagged_only,
             "rows": rows,
+            "page": page,
+            "page_query": query,
             "totals": reconciliation_totals(rows),
             "flagged": sum(1 for r in rows if r.flagged),
             "unknown_meters": unknown_meters(start=filters.start, end=filters.end),

@@ -126,3 +126,33 @@ def test_the_warm_up_serves_the_first_visitor_of_a_year(
         start = last - timedelta(days=days - 1)
         assert f'<a href="?start={start}&amp;end={last}"' in html, days
     assert 'aria-current="page">30 days</a>' in html  # the default window is the 30 days
+
+
+def test_the_reconciliation_page_lists_100_rows_a_page(client: Client, finops_user: Any) -> None:
+    bill = _bill_upload()
+    # 101 bill lines, one a day for 101 days, none in the token logs: 101 flagged rows, each
+    # billed its day's number of cents (day 0 is billed $0.01, day 100 $1.01).
+    for day in range(101):
+        _charge(
+            bill,
+            start=H0 + timedelta(days=day),
+            cost=f"{(day + 1) / 100:.2f}",
+            provider="openai",
+            meter_kind="token",
+            period_end=H0 + timedelta(days=day, hours=1),
+            tags={"model": "gpt-4o"},
+        )
+    client.force_login(finops_user)
+    window = "start=2026-11-02&end=2027-02-10"  # 2 Nov + 100 days
+    first = client.get(f"/reconciliation/?{window}")
+    assert len(first.context["rows"]) == 101  # totals and the count cover every row
+    shown = list(first.context["page"].object_list)
+    assert len(shown) == 100
+    assert shown[0].billed == Decimal("1.01")  # largest variance first
+    html = first.content.decode()
+    assert "1–100 of 101 shown" in html
+    assert html.count('<tr class="flagged">') == 100
+    second = client.get(f"/reconciliation/?{window}&page=2")
+    [last] = second.context["page"].object_list
+    assert last.billed == Decimal("0.01")
+    assert "page 2 of 2" in second.content.decode()
