@@ -46,6 +46,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import re
 import resource
@@ -262,6 +263,13 @@ class EndpointTiming:
     cpu_ms: float
     db_ms: float
     queries: int
+    # Response times of the requests sent after the last sign-in finished.
+    after_sign_ins_ms: tuple[float, ...] = ()
+
+    def p95_after_sign_ins(self) -> float | None:
+        """Nearest-rank p95 of ``after_sign_ins_ms`` (None without any)."""
+        times = sorted(self.after_sign_ins_ms)
+        return times[math.ceil(0.95 * len(times)) - 1] if times else None
 
     def mean_cpu_ms(self) -> float | None:
         return self.cpu_ms / self.answers if self.answers else None
@@ -278,6 +286,7 @@ def parse_timing(text: str) -> dict[tuple[str, str], EndpointTiming]:
             cpu_ms=float(row["cpu_ms"]),
             db_ms=float(row["db_ms"]),
             queries=int(row["queries"]),
+            after_sign_ins_ms=tuple(float(ms) for ms in row.get("after_sign_ins_ms", ())),
         )
         for row in json.loads(text)
     }
@@ -289,6 +298,7 @@ def total_timing(timing: dict[tuple[str, str], EndpointTiming]) -> EndpointTimin
         cpu_ms=sum(t.cpu_ms for t in timing.values()),
         db_ms=sum(t.db_ms for t in timing.values()),
         queries=sum(t.queries for t in timing.values()),
+        after_sign_ins_ms=tuple(ms for t in timing.values() for ms in t.after_sign_ins_ms),
     )
 
 
@@ -298,27 +308,39 @@ TARGET_P95_MS = 300.0
 TARGET_EXEMPT = {("POST", "login (POST)")}
 
 
-def target_misses(rows: list[EndpointStats]) -> list[EndpointStats]:
-    """Endpoints over the p95 target (the sign-in POST aside), slowest first."""
-    over = [
-        r
-        for r in rows
-        if (r.method, r.name) not in TARGET_EXEMPT
-        and r.p95_ms is not None
-        and r.p95_ms > TARGET_P95_MS
-    ]
-    return sorted(over, key=lambda r: -(r.p95_ms or 0.0))
+def target_misses(
+    rows: list[EndpointStats], p95: dict[tuple[str, str], float | None] | None = None
+) -> list[tuple[str, float]]:
+    """Endpoints over the p95 target (the sign-in POST aside), slowest first, as (endpoint,
+    p95 ms); ``p95`` replaces locust's whole-run p95 per endpoint when given."""
+    over = []
+    for r in rows:
+        value = r.p95_ms if p95 is None else p95.get((r.method, r.name))
+        exempt = (r.method, r.name) in TARGET_EXEMPT
+        if not exempt and value is not None and value > TARGET_P95_MS:
+            over.append((f"{r.method} {r.name}", value))
+    return sorted(over, key=lambda miss: -miss[1])
 
 
-def target_line(rows: list[EndpointStats]) -> str:
-    misses = target_misses(rows)
+def target_line(
+    rows: list[EndpointStats], p95: dict[tuple[str, str], float | None] | None = None
+) -> str:
+    misses = target_misses(rows, p95)
     line = (
-        f"Target: every page and API p95 <= {TARGET_P95_MS:.0f} ms (the sign-in POST aside): "
+        f"Target: every page and API p95 <= {TARGET_P95_MS:.0f} ms (the sign-in POST aside)"
+        + (" after the sign-ins at the start" if p95 is not None else "")
+        + ": "
         + ("MET" if not misses else f"NOT met ({len(misses)} over: ")
     )
     if misses:
-        line += ", ".join(f"{r.method} {r.name} {_ms(r.p95_ms)} ms" for r in misses) + ")"
+        line += ", ".join(f"{name} {_ms(value)} ms" for name, value in misses) + ")"
     return line
+
+
+def p95_after_sign_ins(
+    timing: dict[tuple[str, str], EndpointTiming],
+) -> dict[tuple[str, str], float | None]:
+    return {key: t.p95_after_sign_ins() for key, t in timing.items()}
 
 
 TABLE_HEADER = [
@@ -331,6 +353,7 @@ TABLE_HEADER = [
     "req/s",
     "cpu ms",
     "queries",
+    "p95 after sign-ins",
 ]
 
 
@@ -362,6 +385,7 @@ def table_rows(
                 f"{r.rps:.2f}",
                 _mean(t.mean_cpu_ms(), 1),
                 _mean(t.mean_queries(), 1),
+                _ms(t.p95_after_sign_ins()),
             ]
         )
     if total is not None:
@@ -377,6 +401,7 @@ def table_rows(
                 f"{total.rps:.2f}",
                 _mean(t.mean_cpu_ms(), 1),
                 _mean(t.mean_queries(), 1),
+                _ms(t.p95_after_sign_ins()),
             ]
         )
     return out
@@ -805,7 +830,9 @@ def markdown(
         "non-2xx answer (a redirect to the login page too) counts as a failure. Percentiles are "
         "locust's (rounded to 2 significant digits above 100 ms); req/s is over the whole run. "
         "*cpu ms* and *queries* are the server's own means per answer (its `Server-Timing` "
-        "header, DJANGO_SERVER_TIMING: the request thread's CPU time and its database queries).",
+        "header, DJANGO_SERVER_TIMING: the request thread's CPU time and its database queries); "
+        "*p95 after sign-ins* leaves out the requests sent before the last of the sign-ins at "
+        "the start had finished (each hashes its password with PBKDF2).",
         "",
         markdown_table(TABLE_HEADER, rows),
         "",
@@ -838,6 +865,8 @@ def main() -> int:
         print(f"  failure: {failure.method} {failure.name}: {failure.error} x{failure.occurrences}")
     print(cpu_line(extra["cpu"]))
     print(target_line(rows))
+    if extra["timing"]:
+        print(target_line(rows, p95_after_sign_ins(extra["timing"])))
     print()
     print("PASS" if result.passed else "FAIL: " + "; ".join(result.reasons))
     if config.write_doc:
@@ -848,7 +877,14 @@ def main() -> int:
             markdown(
                 config,
                 table,
-                target_line(rows),
+                "\n\n".join(
+                    [target_line(rows)]
+                    + (
+                        [target_line(rows, p95_after_sign_ins(extra["timing"]))]
+                        if extra["timing"]
+                        else []
+                    )
+                ),
                 result,
                 extra["fixture"]["size"],
                 extra["failures"],

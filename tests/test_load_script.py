@@ -101,9 +101,11 @@ def test_a_5xx_alone_fails_even_if_locust_counted_no_failure() -> None:
 
 # What the locustfile writes when locust quits: sums of the Server-Timing figures per endpoint.
 TIMING_JSON = """[
- {"method": "GET", "name": "/", "answers": 10, "cpu_ms": 412.0, "db_ms": 50.0, "queries": 45},
+ {"method": "GET", "name": "/", "answers": 10, "cpu_ms": 412.0, "db_ms": 50.0, "queries": 45,
+  "after_sign_ins_ms": [90, 20, 30, 40, 50, 60, 70, 80, 10, 100, 110, 120, 130, 140, 150, 160,
+                        170, 180, 190, 200, 999]},
  {"method": "GET", "name": "/api/v1/spend/?group_by=[g]", "answers": 4, "cpu_ms": 30.0,
-  "db_ms": 8.0, "queries": 12}
+  "db_ms": 8.0, "queries": 12, "after_sign_ins_ms": [35.0]}
 ]"""
 
 
@@ -112,12 +114,15 @@ def test_table_rows_are_sorted_and_end_with_the_total() -> None:
     table = load.table_rows(rows, total, load.parse_timing(TIMING_JSON))
     # cpu ms: 412 / 10 = 41.2 and 30 / 4 = 7.5; queries 45 / 10 = 4.5 and 12 / 4 = 3.0; the
     # total over all 14 answers: 442 / 14 = 31.57 ms and 57 / 14 = 4.07 queries. The sign-in
-    # POST sent no header: "-".
+    # POST sent no header: "-". p95 after sign-ins, nearest rank: of /'s 21 times, the
+    # ceil(0.95 * 21) = 20th smallest, 200 ms; spend's one time, 35 ms; of all 22, the 21st
+    # (ceil(20.9)), 200 ms.
     assert table == [
-        ["GET /", "10", "0", "120", "400", "411", "0.50", "41.2", "4.5"],
-        ["GET /api/v1/spend/?group_by=[g]", "4", "1", "35", "95", "95", "0.20", "7.5", "3.0"],
-        ["POST login (POST)", "0", "0", "-", "-", "0", "0.00", "-", "-"],
-        ["total", "14", "1", "100", "400", "411", "0.70", "31.6", "4.1"],
+        ["GET /", "10", "0", "120", "400", "411", "0.50", "41.2", "4.5", "200"],
+        ["GET /api/v1/spend/?group_by=[g]", "4", "1", "35", "95", "95", "0.20", "7.5", "3.0"]
+        + ["35"],
+        ["POST login (POST)", "0", "0", "-", "-", "0", "0.00", "-", "-", "-"],
+        ["total", "14", "1", "100", "400", "411", "0.70", "31.6", "4.1", "200"],
     ]
     text = load.text_table(table).splitlines()
     assert text[0].split() == ["endpoint", "requests", "failures", "p50", "ms", "p95", "ms"] + [
@@ -127,24 +132,28 @@ def test_table_rows_are_sorted_and_end_with_the_total() -> None:
         "cpu",
         "ms",
         "queries",
+        "p95",
+        "after",
+        "sign-ins",
     ]
-    assert text[-1].split() == ["total", "14", "1", "100", "400", "411", "0.70", "31.6", "4.1"]
+    assert text[-1].split() == [
+        "total",
+        "14",
+        "1",
+        "100",
+        "400",
+        "411",
+        "0.70",
+        "31.6",
+        "4.1",
+        "200",
+    ]
     assert len({len(line) for line in text}) == 1  # columns line up
 
 
 def test_table_rows_without_timing_show_dashes() -> None:
     rows, total = load.parse_stats(STATS_CSV)
-    assert load.table_rows(rows, total)[0] == [
-        "GET /",
-        "10",
-        "0",
-        "120",
-        "400",
-        "411",
-        "0.50",
-        "-",
-        "-",
-    ]
+    assert load.table_rows(rows, total)[0][-3:] == ["-", "-", "-"]
 
 
 def test_target_line_names_the_endpoints_over_300_ms_and_leaves_the_sign_in_out() -> None:
@@ -157,6 +166,12 @@ def test_target_line_names_the_endpoints_over_300_ms_and_leaves_the_sign_in_out(
     login = load.EndpointStats("POST", "login (POST)", 5, 0, 3000.0, 5000.0, 5600.0, 0.1)
     fast = [r for r in rows if r.name != "/"]
     assert load.target_line([*fast, login]).endswith(": MET")
+    # After the sign-ins, / has p95 200 ms and spend 35 ms: both within.
+    after = load.p95_after_sign_ins(load.parse_timing(TIMING_JSON))
+    assert load.target_line(rows, after) == (
+        "Target: every page and API p95 <= 300 ms (the sign-in POST aside) after the sign-ins "
+        "at the start: MET"
+    )
 
 
 def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> None:
@@ -176,7 +191,7 @@ def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> Non
     assert "`make load`" in body
     assert "2 workers x 8 threads" in body and "50 users" in body and "60 s" in body
     assert "117,815 requests" in body
-    assert "| total | 14 | 1 | 100 | 400 | 411 | 0.70 | - | - |" in body
+    assert "| total | 14 | 1 | 100 | 400 | 411 | 0.70 | - | - | - |" in body
     assert "NOT met (1 over: GET / 400 ms)." in body
     assert "**FAIL** (1 of 14 requests failed; 1 answers were 5xx)" in body
     assert "other process 0.60" in body
