@@ -169,14 +169,16 @@ def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
 
 def warm_defaults() -> None:
     """Compute what the overview, workloads list and spend API show by default and over each
-    quick window (the last 7, 30, 90 and 365 days with data, `filters.QUICK_WINDOW_DAYS`), so
-    the first visitor after a change is served from the cache, a year of data included."""
+    quick window (the last 7, 30, 90 and 365 days with data, `filters.QUICK_WINDOW_DAYS`), and
+    the overview's month comparison, so the first visitor after a change is served from the
+    cache, a year of data included."""
     from audit_app.costs.billing import pool_reports
     from audit_app.reporting.filters import parse_filters, quick_windows
     from audit_app.reporting.selectors import filter_choices
-    from audit_app.reporting.spend import spend_report, workload_list
+    from audit_app.reporting.spend import month_comparison, spend_report, workload_list
 
     filter_choices()
+    month_comparison(today=timezone.now().date())  # the overview's this month vs last
     default = parse_filters({})
     windows = [default, *(w for w in quick_windows() if w != default)]
     for filters in windows:  # the default first: most visitors see it

@@ -120,6 +120,11 @@ def test_the_warm_up_serves_the_first_visitor_of_a_year(
     assert sorted(w.name for w in response.context["workloads"]) == ["chat", "evals", "tool"]
     rollup_reads = [q for q in queries.captured_queries if "rollup" in q["sql"]]
     assert rollup_reads == []  # served from the cache: no rollup was read
+    # So is the overview, by default and over the year (month comparison included).
+    for url in ("/", f"/?{year}"):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        assert [q for q in queries.captured_queries if "rollup" in q["sql"]] == [], url
     # The page links the quick windows, the year among them, ending on the last data day.
     html = client.get("/workloads/").content.decode()
     for days in (7, 30, 90, 365):
