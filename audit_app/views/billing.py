@@ -13,6 +13,7 @@ from django.views import View
 from audit_app.access.permissions import RoleRequiredMixin
 from audit_app.costs.billing import (
     DEFAULT_THRESHOLD_PERCENT,
+    ReconciliationRow,
     reconciliation,
     reconciliation_totals,
     unknown_meters,
@@ -20,7 +21,7 @@ from audit_app.costs.billing import (
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import QueryParams, bool_param, decimal_param, int_param
 from audit_app.reporting import charts
-from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import filter_choices
 from audit_app.views.query import QueryParamsMixin
 
@@ -46,6 +47,44 @@ def parse_flagged(params: QueryParams) -> bool:
     return bool_param(params, "flagged")
 
 
+def reconciliation_csv(filters: SpendFilters, rows: list[ReconciliationRow]) -> HttpResponse:
+    """Every reconciliation row as CSV (the page's export)."""
+    return csv_response(
+        filename=f"reconciliation-{filters.start}-{filters.end}.csv",
+        header=[
+            "day",
+            "provider",
+            "model",
+            "currency",
+            "billed",
+            "estimated",
+            "variance",
+            "variance_percent",
+            "flagged",
+            "note",
+            "bill_uploads",
+            "log_uploads",
+        ],
+        rows=(
+            [
+                r.day.isoformat(),
+                r.provider,
+                r.model,
+                r.currency,
+                r.billed,
+                r.estimated,
+                r.variance,
+                r.variance_percent,
+                r.flagged,
+                r.note,
+                " ".join(map(str, r.bill_upload_ids)),
+                " ".join(map(str, r.log_upload_ids)),
+            ]
+            for r in rows
+        ),
+    )
+
+
 class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
     template_name = "audit/reconciliation.html"
 
@@ -63,40 +102,7 @@ class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
             flagged_only=flagged_only,
         )
         if export_csv:
-            return csv_response(
-                filename=f"reconciliation-{filters.start}-{filters.end}.csv",
-                header=[
-                    "day",
-                    "provider",
-                    "model",
-                    "currency",
-                    "billed",
-                    "estimated",
-                    "variance",
-                    "variance_percent",
-                    "flagged",
-                    "note",
-                    "bill_uploads",
-                    "log_uploads",
-                ],
-                rows=(
-                    [
-                        r.day.isoformat(),
-                        r.provider,
-                        r.model,
-                        r.currency,
-                        r.billed,
-                        r.estimated,
-                        r.variance,
-                        r.variance_percent,
-                        r.flagged,
-                        r.note,
-                        " ".join(map(str, r.bill_upload_ids)),
-                        " ".join(map(str, r.log_upload_ids)),
-                    ]
-                    for r in rows
-                ),
-            )
+            return reconciliation_csv(filters, rows)
         days = [
             filters.start + timedelta(days=i) for i in range((filters.end - filters.start).days + 1)
         ]

@@ -45,7 +45,7 @@ PAGE = {"limit": "number", "offset": "number"}
 ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "overview": {**FILTERS, "stack": "choice"},
     "spend-csv": {**FILTERS, "group_by": "choice"},
-    "workloads": {**FILTERS, "sort": "choice", "export": "choice"},
+    "workloads": {**FILTERS, "sort": "choice", "export": "choice", "page": "number"},
     "workloads?export=csv": {**FILTERS, "sort": "choice"},
     "workload-detail": FILTERS,
     "reconciliation": {
