@@ -17,7 +17,7 @@ def price_cards_seed() -> int:
             provider=spec.provider,
             model=spec.model,
             valid_from=spec.valid_from,
-            defaults=price_card_defaults(spec),
+            defaults={**price_card_defaults(spec), "origin": PriceCard.Origin.CATALOG},
         )
         created += was_created
     return created
