@@ -101,9 +101,14 @@ class TokenUsage:
     long_context_output_tokens: int = 0
 
 
+def threshold_applies(threshold: int | None) -> bool:
+    """Whether a long-context tier starting above ``threshold`` input tokens is priced: it
+    starts where rollups count long requests."""
+    return threshold in _APPLIED_THRESHOLDS
+
+
 def tier_applies(price: Price) -> bool:
-    """Whether the card's long-context tier starts where rollups count long requests."""
-    return price.long_context_threshold in _APPLIED_THRESHOLDS
+    return threshold_applies(price.long_context_threshold)
 
 
 def _tokens_cost(
