@@ -148,6 +148,13 @@ def prices_sync(*, path: Path | None = None, dry_run: bool = False) -> SyncRepor
     return report
 
 
+def prices_sync_first_start() -> SyncReport | None:
+    """The sync `make run` runs on a database no sync has touched yet; None when one has."""
+    if PriceCard.objects.filter(origin=PriceCard.Origin.DATASET).exists():
+        return None
+    return prices_sync()
+
+
 @transaction.atomic
 def _apply(
     report: SyncReport,

@@ -26,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--file",
             type=Path,
-            help="A JSON file in the dataset's schema (its data.json) instead of the packaged data.",
+            help="A JSON file in the dataset's schema (its data.json), not the packaged data.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
