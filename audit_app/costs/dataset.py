@@ -144,8 +144,10 @@ def _provider_cards(provider: Any, types: Any) -> Iterator[DatasetCard]:
             valid_from = SEED_VALID_FROM if constraint is None else constraint.start_date
             card = _card(prices, types=types, provider=name, model=model.id, valid_from=valid_from)
             if card is not None:
-                batch = _batch_prices(model, valid_from=valid_from, types=types)
-                yield dataclasses.replace(card, match_rule=rule, **batch)
+                batch_input, batch_output = _batch_prices(model, valid_from=valid_from, types=types)
+                yield dataclasses.replace(
+                    card, match_rule=rule, batch_input=batch_input, batch_output=batch_output
+                )
 
 
 def _refuse_negative(prices: Any, *, where: str, types: Any) -> None:
@@ -210,9 +212,12 @@ def _card(
     )
 
 
-def _batch_prices(model: Any, *, valid_from: date, types: Any) -> dict[str, Decimal | None]:
-    """The batch prices in effect on ``valid_from`` (the last batch variant that applies)."""
-    found: dict[str, Decimal | None] = {}
+def _batch_prices(
+    model: Any, *, valid_from: date, types: Any
+) -> tuple[Decimal | None, Decimal | None]:
+    """The batch (input, output) prices in effect on ``valid_from`` (the last batch variant
+    that applies)."""
+    found: tuple[Decimal | None, Decimal | None] = (None, None)
     for variant in model.price_variants or ():
         if variant.when != {"processing": "batch"}:
             continue
@@ -222,10 +227,10 @@ def _batch_prices(model: Any, *, valid_from: date, types: Any) -> dict[str, Deci
             or constraint.start_date > valid_from
         ):
             continue
-        found = {
-            "batch_input": _base(getattr(variant.prices, "input_mtok", None), types),
-            "batch_output": _base(getattr(variant.prices, "output_mtok", None), types),
-        }
+        found = (
+            _base(getattr(variant.prices, "input_mtok", None), types),
+            _base(getattr(variant.prices, "output_mtok", None), types),
+        )
     return found
 
 

@@ -3,6 +3,7 @@ sync them with the maintained price dataset (`prices_sync`, rules in `costs.pric
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
@@ -160,7 +161,7 @@ def _apply(
     report: SyncReport,
     *,
     completions: dict[int, dict[str, object]],
-    rules_for: dict[int, object],
+    rules_for: Mapping[int, Mapping[str, object]],
     today: date,
 ) -> None:
     PriceCard.objects.bulk_create(

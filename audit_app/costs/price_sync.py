@@ -91,8 +91,8 @@ def plan_sync(kept: Iterable[KeptCard], dataset: Sequence[DatasetCard]) -> SyncP
     handled: set[tuple[str, str]] = set()
     for (provider, model_id), versions in _group(dataset).items():
         rule = versions[0].match_rule
-        name = _kept_name(model_id, rule, names_by_provider.get(provider, []))
-        cards = by_model.get((provider, name), []) if name else []
+        kept_name = _kept_name(model_id, rule, names_by_provider.get(provider, []))
+        cards = by_model.get((provider, kept_name), []) if kept_name else []
         card_name = cards[0].model if cards else model_id
         # The first dataset model that names a card decides it (the dataset's own rule: the
         # first model that matches a name prices it).
@@ -171,6 +171,6 @@ def _complete(latest: KeptCard, versions: list[DatasetCard], plan: SyncPlan) -> 
             )
         )
         return
-    filled = {name: t for name, m, t in pairs if m is None and t is not None}
+    filled: dict[str, object] = {name: t for name, m, t in pairs if m is None and t is not None}
     if filled:
         plan.completions[latest.id] = filled
