@@ -138,9 +138,7 @@ def _provider_cards(provider: Any, types: Any) -> Iterator[DatasetCard]:
         for variant in model.price_variants or ():
             _refuse_negative(variant.prices, where=f"{where} ({variant.when})", types=types)
         rule = _rule_json(model.match)
-        for constraint, prices in history:
-            if constraint is not None and not isinstance(constraint, types.StartDateConstraint):
-                continue  # a time-of-day price: a card has no hours
+        for constraint, prices in _dated(history, types):
             valid_from = SEED_VALID_FROM if constraint is None else constraint.start_date
             card = _card(prices, types=types, provider=name, model=model.id, valid_from=valid_from)
             if card is not None:
@@ -148,6 +146,27 @@ def _provider_cards(provider: Any, types: Any) -> Iterator[DatasetCard]:
                 yield dataclasses.replace(
                     card, match_rule=rule, batch_input=batch_input, batch_output=batch_output
                 )
+
+
+def _dated(history: list[tuple[Any, Any]], types: Any) -> list[tuple[Any, Any]]:
+    """The price history without hours: a card has none, so of the time-of-day prices
+    (DeepSeek's peak and off-peak) the one charged for the most hours of the day stands for
+    the undated price."""
+    daily = [(c, p) for c, p in history if isinstance(c, types.TimeOfDateConstraint)]
+    if not daily:
+        return history
+    undated_hours = 24.0 - sum(_hours(c) for c, _ in daily)
+    longest, prices = max(daily, key=lambda item: _hours(item[0]))
+    kept = [(c, p) for c, p in history if isinstance(c, types.StartDateConstraint)]
+    if _hours(longest) > undated_hours:
+        return [(None, prices), *kept]
+    return [(c, p) for c, p in history if c is None] + kept
+
+
+def _hours(constraint: Any) -> float:
+    start = constraint.start_time.hour + constraint.start_time.minute / 60
+    end = constraint.end_time.hour + constraint.end_time.minute / 60
+    return (end - start) % 24
 
 
 def _refuse_negative(prices: Any, *, where: str, types: Any) -> None:

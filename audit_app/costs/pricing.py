@@ -4,14 +4,16 @@ Pure module (no Django). Money is Decimal. Rules:
 - Providers are normalised to the catalog's names by `audit_app.costs.providers.normalize_provider`
   (LiteLLM's ``bedrock`` and OTel's ``aws.bedrock`` are both ``aws-bedrock``; ``vertex_ai`` and
   ``gcp.vertex_ai`` are ``gcp-vertex``; ...).
-- Models are matched case-insensitively after dropping a routing prefix (``openai/``,
+- Cards synced from the price dataset carry the dataset's own aliases as a match rule
+  (``{"or": [{"equals": ...}, {"starts_with": ...}]}``, see `rule_matches`). They are written
+  for the names requests send, so they are tried first, on the model as logged: the first card
+  (in creation order, the dataset's) whose rule matches is taken. That tells Bedrock's
+  ``global.`` from its regional ``us.`` / ``eu.`` prices, which differ.
+- Else models are matched case-insensitively after dropping a routing prefix (``openai/``,
   ``bedrock/``) and a Bedrock cross-region prefix (``us.``, ``eu.``, ``apac.``, ``global.``).
-  An exact match wins; else the longest card model that is a prefix of the request's model at a
-  ``-``, ``:``, ``@`` or ``.`` boundary (``gpt-4o-mini-2024-07-18`` takes the ``gpt-4o-mini``
-  card, never the ``gpt-4o`` one).
-  Next, a card from the price dataset carries the dataset's own aliases as a match rule
-  (``{"or": [{"equals": ...}, {"starts_with": ...}]}``, see `rule_matches`): the first card
-  (in creation order) whose rule matches the request's model is taken. Last, the prefix match.
+  An exact match wins; then the rules again on that name; else the longest card model that is
+  a prefix of the request's model at a ``-``, ``:``, ``@`` or ``.`` boundary
+  (``gpt-4o-mini-2024-07-18`` takes the ``gpt-4o-mini`` card, never the ``gpt-4o`` one).
 - The card used is the latest whose ``valid_from`` is on or before the request's day.
 - ``input_tokens`` includes cached input and cache-creation (cache write) input; each is priced
   at its own price when the card has one, else as ordinary input. Batch-API requests use the
@@ -242,8 +244,9 @@ class PriceBook:
             return None
         wanted = normalize_model(model)
         versions = (
-            models.get(wanted)
-            or self._rule_match(name, model, wanted, models)
+            self._rule_match(name, model.strip(), models)
+            or models.get(wanted)
+            or self._rule_match(name, wanted, models)
             or _longest_prefix_match(wanted, models)
         )
         if not versions:
@@ -251,11 +254,10 @@ class PriceBook:
         return next((p for p in versions if p.valid_from <= day), None)
 
     def _rule_match(
-        self, provider: str, model: str, wanted: str, models: dict[str, list[Price]]
+        self, provider: str, model: str, models: dict[str, list[Price]]
     ) -> Sequence[Price]:
-        raw = model.strip()
         for _, rule, name in self._rules.get(provider, ()):
-            if rule_matches(rule, wanted) or rule_matches(rule, raw):
+            if rule_matches(rule, model):
                 return models[name]
         return ()
 
