@@ -11,6 +11,7 @@ import json
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -26,7 +27,7 @@ UPDATE = FIXTURES / "dataset-update.json"
 CATALOG_CARDS = 41
 
 
-def _run(*args: str) -> dict[str, object]:
+def _run(*args: str) -> dict[str, Any]:
     out = io.StringIO()
     call_command("prices_sync", *args, "--json", stdout=out)
     return json.loads(out.getvalue())
