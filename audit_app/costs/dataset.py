@@ -55,6 +55,23 @@ _PRICE_KEYS = (
 )
 
 
+# A card's prices, in the order `DatasetCard.prices` gives them (a kept card's are compared in it).
+PRICE_FIELDS = (
+    "input",
+    "output",
+    "cached_input",
+    "cache_write_input",
+    "batch_input",
+    "batch_output",
+    "long_context_threshold",
+    "long_context_input",
+    "long_context_output",
+    "long_context_cached_input",
+    "long_context_cache_write",
+    "per_request",
+)
+
+
 class DatasetError(ValueError):
     """The dataset file is refused whole; the message says why."""
 
@@ -82,11 +99,7 @@ class DatasetCard:
 
     def prices(self) -> tuple[Decimal | int | None, ...]:
         """Every price, for comparing two cards (not the name, date or rule)."""
-        return tuple(
-            getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name not in ("provider", "model", "valid_from", "match_rule")
-        )
+        return tuple(getattr(self, name) for name in PRICE_FIELDS)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,11 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.costs.catalog import price_card_defaults, price_card_specs
-from audit_app.costs.dataset import DatasetCard, load_dataset
-from audit_app.costs.price_sync import PRICE_FIELDS, KeptCard, PriceDifference, plan_sync
+from audit_app.costs.dataset import PRICE_FIELDS, DatasetCard, load_dataset
+from audit_app.costs.price_sync import KeptCard, PriceDifference, plan_sync
 from audit_app.models import PriceCard
 
-# `DatasetCard` price names -> PriceCard fields, in `price_sync.PRICE_FIELDS` order.
+# `DatasetCard` price names -> PriceCard fields, in `dataset.PRICE_FIELDS` order.
 CARD_FIELDS: dict[str, str] = {
     "input": "input_usd_per_mtok",
     "output": "output_usd_per_mtok",

@@ -24,25 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from audit_app.costs.dataset import DatasetCard
+from audit_app.costs.dataset import PRICE_FIELDS, DatasetCard
 from audit_app.costs.pricing import card_model_name, rule_matches, threshold_applies
 
 ORIGIN_LOCAL = "local"
-# `DatasetCard.prices` order: a kept card's prices are given in it.
-PRICE_FIELDS = (
-    "input",
-    "output",
-    "cached_input",
-    "cache_write_input",
-    "batch_input",
-    "batch_output",
-    "long_context_threshold",
-    "long_context_input",
-    "long_context_output",
-    "long_context_cached_input",
-    "long_context_cache_write",
-    "per_request",
-)
 
 
 @dataclass(frozen=True, kw_only=True)
