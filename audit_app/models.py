@@ -156,6 +156,11 @@ class PriceCard(models.Model):
     Requests whose log carries no cost are priced with the card valid on their day.
     """
 
+    class Origin(models.TextChoices):
+        CATALOG = "catalog", "Shipped catalog"
+        DATASET = "dataset", "Price dataset (prices_sync)"
+        LOCAL = "local", "Local override"
+
     provider = models.CharField(max_length=64)
     model = models.CharField(max_length=200)
     input_usd_per_mtok = models.DecimalField(max_digits=12, decimal_places=6)
@@ -181,9 +186,55 @@ class PriceCard(models.Model):
         blank=True,
         help_text="Empty: batch-API output is priced as ordinary output.",
     )
+    cache_write_input_usd_per_mtok = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Cache creation (cache write) input. Empty: priced as ordinary input.",
+    )
+    long_context_threshold_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=(
+            "A request whose input is above this many tokens is priced at the long-context "
+            "prices below (all its tokens). Empty: no long-context tier."
+        ),
+    )
+    long_context_input_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_output_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cached_input_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cache_write_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    per_request_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="A price per request on top of the token prices (a provider that charges so).",
+    )
     valid_from = models.DateField()
     source = models.CharField(max_length=300, blank=True)
     source_date = models.CharField(max_length=64, blank=True)
+    origin = models.CharField(
+        max_length=16,
+        choices=Origin.choices,
+        default=Origin.LOCAL,
+        help_text="Where the card came from; a local card wins over the dataset's prices.",
+    )
+    dataset_model = models.CharField(
+        max_length=200, blank=True, help_text="The price dataset's id of this model."
+    )
+    # The dataset's rule for the names a request may use for this model (its aliases):
+    # {"equals": ...}, {"starts_with": ...}, {"or": [...]}, ... (`audit_app.costs.pricing`).
+    match_rule = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["provider", "model", "-valid_from"]
@@ -220,6 +271,14 @@ class RollupColumns(models.Model):
     unlogged_input_tokens = models.BigIntegerField(default=0)
     unlogged_cached_input_tokens = models.BigIntegerField(default=0)
     unlogged_output_tokens = models.BigIntegerField(default=0)
+    cache_creation_input_tokens = models.BigIntegerField(default=0)
+    unlogged_cache_creation_input_tokens = models.BigIntegerField(default=0)
+    # Tokens of unlogged requests whose input was above LONG_CONTEXT_THRESHOLD_TOKENS
+    # (`audit_app.costs.pricing`), counted at ingest: a card's long-context tier prices them.
+    unlogged_long_context_input_tokens = models.BigIntegerField(default=0)
+    unlogged_long_context_cached_input_tokens = models.BigIntegerField(default=0)
+    unlogged_long_context_cache_creation_input_tokens = models.BigIntegerField(default=0)
+    unlogged_long_context_output_tokens = models.BigIntegerField(default=0)
     # Latency histograms in LatencyHistogram's compact binary form (`to_bytes`, b"" when the
     # rows had none): pages merge thousands per request and decoding bytes is far cheaper than
     # JSON, and ingest writes them with COPY as raw bytes (`audit_app.lib.bulk`).

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
@@ -88,9 +88,35 @@ def price_book() -> PriceBook:
             cached_input=card.cached_input_usd_per_mtok,
             batch_input=card.batch_input_usd_per_mtok,
             batch_output=card.batch_output_usd_per_mtok,
+            cache_write_input=card.cache_write_input_usd_per_mtok,
+            long_context_threshold=card.long_context_threshold_tokens,
+            long_context_input=card.long_context_input_usd_per_mtok,
+            long_context_output=card.long_context_output_usd_per_mtok,
+            long_context_cached_input=card.long_context_cached_input_usd_per_mtok,
+            long_context_cache_write=card.long_context_cache_write_usd_per_mtok,
+            per_request=card.per_request_usd,
+            match_rule=card.match_rule,
         )
         for card in PriceCard.objects.all()
     )
+
+
+def hosted_pooled_q(pooled: Iterable[str]) -> Q:
+    """Rollups logged without a pool whose model a serving pool runs but which a hosted API
+    served (a card prices that provider's model, `PriceBook.prices_model`): they are priced
+    from cards, not costed from the pool's GPU bills."""
+    book = price_book()
+    pairs = (
+        HourlyRollup.objects.filter(pool="", model__in=list(pooled))
+        .values_list("provider", "model")
+        .distinct()
+        .order_by()
+    )
+    hosted = Q(pk__in=[])
+    for provider, model in pairs:
+        if book.prices_model(provider=provider, model=model):
+            hosted |= Q(provider=provider, model=model)
+    return hosted
 
 
 def rollups_in_range(
@@ -145,6 +171,7 @@ class PricedGroup:
     provider: str
     model: str
     self_hosted_requests: int  # costed from GPU bills, not in this group's dollars
+    self_hosted: bool = False  # served by a serving pool (by its pool, or its model + provider)
 
     @property
     def spend_usd(self) -> Decimal:
@@ -178,6 +205,11 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
             un_input=Sum("unlogged_input_tokens"),
             un_cached=Sum("unlogged_cached_input_tokens"),
             un_output=Sum("unlogged_output_tokens"),
+            un_creation=Sum("unlogged_cache_creation_input_tokens"),
+            long_input=Sum("unlogged_long_context_input_tokens"),
+            long_cached=Sum("unlogged_long_context_cached_input_tokens"),
+            long_creation=Sum("unlogged_long_context_cache_creation_input_tokens"),
+            long_output=Sum("unlogged_long_context_output_tokens"),
         )
         .order_by()
     )
@@ -187,19 +219,16 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
         unlogged = g["n_requests"] - g["n_logged"]
         estimated = Decimal(0)
         unpriced = unpriced_in = unpriced_out = 0
-        self_hosted = bool(g["pool"]) or g["model"] in pooled
+        # A model a pool serves is self-hosted unless a hosted API served the request.
+        self_hosted = bool(g["pool"]) or (
+            g["model"] in pooled and not book.prices_model(provider=g["provider"], model=g["model"])
+        )
         if unlogged and not self_hosted:
             price = book.find(provider=g["provider"], model=g["model"], day=g["day"])
             if price is None:
                 unpriced, unpriced_in, unpriced_out = unlogged, g["un_input"], g["un_output"]
             else:
-                usage = TokenUsage(
-                    input_tokens=g["un_input"],
-                    cached_input_tokens=g["un_cached"],
-                    output_tokens=g["un_output"],
-                    batch_api=g["batch_api"],
-                )
-                estimated = token_cost(price, usage)
+                estimated = token_cost(price, _unlogged_usage(g, requests=unlogged))
         out.append(
             PricedGroup(
                 dims=tuple(g[d] for d in dims),
@@ -214,9 +243,26 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
                 provider=g["provider"],
                 model=g["model"],
                 self_hosted_requests=unlogged if self_hosted else 0,
+                self_hosted=self_hosted,
             )
         )
     return out
+
+
+def _unlogged_usage(g: Mapping[str, Any], *, requests: int) -> TokenUsage:
+    """What a priced group's unlogged requests used, as `token_cost` prices it."""
+    return TokenUsage(
+        input_tokens=g["un_input"],
+        cached_input_tokens=g["un_cached"],
+        output_tokens=g["un_output"],
+        batch_api=g["batch_api"],
+        cache_creation_input_tokens=g["un_creation"],
+        requests=requests,
+        long_context_input_tokens=g["long_input"],
+        long_context_cached_input_tokens=g["long_cached"],
+        long_context_cache_creation_input_tokens=g["long_creation"],
+        long_context_output_tokens=g["long_output"],
+    )
 
 
 # --- Workloads --------------------------------------------------------------------------------

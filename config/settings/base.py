@@ -304,6 +304,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)),
     },
 }
+# Price cards from the maintained price dataset (`manage.py prices_sync`, README "Where prices
+# come from"): `make run` syncs once on first start; with PRICES_SYNC_WEEKLY beat syncs weekly
+# too, which picks up a newer dataset once the pinned genai-prices is upgraded.
+PRICES_SYNC_WEEKLY = env_bool("PRICES_SYNC_WEEKLY", False)
+if PRICES_SYNC_WEEKLY:
+    CELERY_BEAT_SCHEDULE["sync-prices"] = {
+        "task": "audit_app.prices_sync",
+        "schedule": float(7 * 24 * 3600),
+    }
 # Uploads left `queued` are queued again by a sweep in every worker (audit_app.ingestion.requeue):
 # at worker start and every UPLOAD_REQUEUE_INTERVAL_SECONDS (0 turns it off), those the broker
 # could not take when they were uploaded, and those queued longer than
