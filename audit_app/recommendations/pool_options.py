@@ -65,6 +65,7 @@ class PoolWorkload:
     attributed_usd: Decimal  # its share of the pool's bill over the window
     demand: tuple[int, ...]  # its output tokens per hour of the window
     requests: tuple[int, ...]  # its requests per hour of the window
+    latency_slo_ms: int | None = None
     # Its TTFT quantile in ms (from its own histogram) for q in [0, 1]; None when unknown.
     ttft_quantile: Callable[[float], float | None] = field(
         default=lambda q: None, compare=False, repr=False
@@ -104,6 +105,12 @@ class ColdStartRisk:
     share: float  # of its requests arriving while a replica they need is still starting
     p95_ttft_ms: float | None  # today
     p95_ttft_with_cold_starts_ms: float | None
+    latency_slo_ms: int | None = None
+
+    @property
+    def breaks_slo(self) -> bool:
+        later = self.p95_ttft_with_cold_starts_ms
+        return self.latency_slo_ms is not None and later is not None and later > self.latency_slo_ms
 
     @property
     def in_p95(self) -> bool:
@@ -119,10 +126,14 @@ class ColdStartRisk:
             else "unknown"
         )
         where = "in its p95 TTFT" if self.in_p95 else "below its p95 TTFT"
+        slo = ""
+        if self.latency_slo_ms is not None:
+            verdict = "over" if self.breaks_slo else "within"
+            slo = f" ({verdict} its {self.latency_slo_ms:,} ms SLO)"
         return (
             f"Real-time workload {self.workload}: {self.share:.1%} of its requests would wait for "
             f"a {self.cold_start_seconds:.0f} s cold start ({where}); p95 TTFT {now} today, "
-            f"{later} with cold starts."
+            f"{later} with cold starts{slo}."
         )
 
 
@@ -179,6 +190,36 @@ class PoolPlan:
         return "No real-time workload on the pool: cold starts delay only asynchronous work."
 
 
+@dataclass(frozen=True, kw_only=True)
+class PoolClaim:
+    """A pool recommendation's saving and the dollars it may claim, for the savings total."""
+
+    pools: tuple[str, ...]
+    savings: Decimal
+    idle_monthly: Decimal
+    moved_monthly: dict[str, Decimal]
+
+
+def counted_pool_savings(
+    claims: Sequence[PoolClaim], *, claimed_workloads: set[str] | frozenset[str]
+) -> Decimal:
+    """Pool savings counted once: largest first, a claim touching a pool an earlier one
+    counted is skipped, and each counts at most its idle cost plus the moved share of the
+    workloads not in ``claimed_workloads`` (those whose own recommendation counts them)."""
+    covered: set[str] = set()
+    total = Decimal(0)
+    for claim in sorted(claims, key=lambda c: (-c.savings, c.pools)):
+        if covered & set(claim.pools):
+            continue
+        covered |= set(claim.pools)
+        free = sum(
+            (v for name, v in claim.moved_monthly.items() if name not in claimed_workloads),
+            Decimal(0),
+        )
+        total += min(claim.savings, claim.idle_monthly + free)
+    return total
+
+
 def monthly(amount: Decimal, hours: int) -> Decimal:
     return amount * HOURS_IN_MONTH / hours
 
@@ -229,6 +270,7 @@ def cold_start_risk(
         share=share,
         p95_ttft_ms=today,
         p95_ttft_with_cold_starts_ms=later,
+        latency_slo_ms=workload.latency_slo_ms,
     )
 
 

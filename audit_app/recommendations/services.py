@@ -293,6 +293,12 @@ def recommendations_refresh(
                 recommendation.data_version = version
                 recommendation.save()
             kept.append(recommendation)
+    # Serving pools' own recommendations (issue 20) refresh with the workloads'.
+    from audit_app.recommendations.pools import pool_recommendations_write
+
+    kept.extend(
+        pool_recommendations_write(targets=targets, start=start, end=end, now=now, version=version)
+    )
     # Undecided proposals that no longer hold (the workload changed class, prices moved) go.
     Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).exclude(
         pk__in=[r.pk for r in kept]
