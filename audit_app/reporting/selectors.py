@@ -452,6 +452,47 @@ def recommendation_groups(
     return groups
 
 
+def changes_pool(recommendation: Recommendation, pool: str) -> bool:
+    """Whether ``recommendation`` is a pool recommendation changing the pool named ``pool``
+    (filed under it, or a consolidation taking it in)."""
+    if recommendation.pool is None:
+        return False
+    return recommendation.pool.name == pool or pool in recommendation.details.get("pools", [])
+
+
+def pool_groups_for(groups: list[RecommendationGroup], pool: str) -> list[RecommendationGroup]:
+    """The groups holding a recommendation that changes ``pool`` (every group when empty)."""
+    if not pool:
+        return groups
+    return [
+        g
+        for g in groups
+        if g.pool is not None
+        and any(
+            changes_pool(r, pool)
+            for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
+        )
+    ]
+
+
+def pool_best_recommendations() -> dict[str, Recommendation]:
+    """Each pool's best open recommendation (largest saving, then the pool's own ranking),
+    counting a consolidation for every pool it takes in: the pools table's last column."""
+    best: dict[str, Recommendation] = {}
+    for r in Recommendation.objects.filter(
+        pool__isnull=False, workload__isnull=True, status__in=OPEN_STATUSES
+    ).select_related("pool"):
+        for name in r.details.get("pools", [r.pool.name if r.pool else ""]):
+            current = best.get(name)
+            if current is None or (-r.savings_monthly_usd, r.rank, r.pk) < (
+                -current.savings_monthly_usd,
+                current.rank,
+                current.pk,
+            ):
+                best[name] = r
+    return best
+
+
 @dataclass(frozen=True, kw_only=True)
 class RecommendationRole:
     """Where a recommendation sits in its workload's group."""
