@@ -235,3 +235,26 @@ def test_replicas_from_hourly_cost() -> None:
     assert replicas_from_cost(
         [Decimal("196.64"), Decimal("98.32"), Decimal(0)], Decimal("98.32")
     ) == [2, 1, 0]
+
+
+def test_pool_savings_count_each_dollar_once() -> None:
+    from audit_app.recommendations.pool_options import PoolClaim, counted_pool_savings
+
+    # A consolidation of a and b saving $900 (idle $500, moving w1 $300 and w2 $200), and a's
+    # own right-size saving $400 (idle $400). w1 has its own workload recommendation, so only
+    # w2's $200 is free: the consolidation counts min(900, 500 + 200) = $700; a's right-size
+    # touches a pool already counted and is skipped. Total $700.
+    consolidation = PoolClaim(
+        pools=("a", "b"),
+        savings=Decimal(900),
+        idle_monthly=Decimal(500),
+        moved_monthly={"w1": Decimal(300), "w2": Decimal(200)},
+    )
+    rightsize = PoolClaim(
+        pools=("a",), savings=Decimal(400), idle_monthly=Decimal(400), moved_monthly={}
+    )
+    assert counted_pool_savings([rightsize, consolidation], claimed_workloads={"w1"}) == 700
+    # Nobody else claims w1: min(900, 1000) = $900.
+    assert counted_pool_savings([rightsize, consolidation], claimed_workloads=set()) == 900
+    # Without the consolidation the right-size counts: $400.
+    assert counted_pool_savings([rightsize], claimed_workloads=set()) == 400
