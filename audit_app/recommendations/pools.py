@@ -35,7 +35,6 @@ from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.models import (
     Recommendation,
-    RecommendationEvent,
     ServingPool,
     Workload,
     WorkloadClass,
@@ -58,7 +57,11 @@ from audit_app.recommendations.pool_options import (
     replicas_from_cost,
     rightsize_plan,
 )
-from audit_app.recommendations.services import OptionTargets, min_savings
+from audit_app.recommendations.services import (
+    OptionTargets,
+    min_savings,
+    recommendation_upsert,
+)
 from audit_app.reporting.selectors import rollups_in_range
 from audit_app.workloads.services import effective_class
 
@@ -352,26 +355,16 @@ def pool_recommendations_write(
     for pool, plan, values in pool_recommendation_values(
         pools, targets=targets, start=start, end=end
     ):
-        recommendation, created = Recommendation.objects.get_or_create(
-            pool=pool,
-            workload=None,
-            target_kind=plan.kind.value,
-            target=plan.target[:300],
-            defaults={**values, "computed_at": now, "data_version": version},
+        recommendation = recommendation_upsert(
+            lookup={
+                "pool": pool,
+                "workload": None,
+                "target_kind": plan.kind.value,
+                "target": plan.target[:300],
+            },
+            values=values,
+            now=now,
+            version=version,
         )
-        if created:
-            RecommendationEvent.objects.create(
-                recommendation=recommendation,
-                to_status=recommendation.status,
-                note="Proposed by the recommender.",
-            )
-        elif recommendation.status == Recommendation.Status.PROPOSED and any(
-            getattr(recommendation, name) != value for name, value in values.items()
-        ):
-            for name, value in values.items():
-                setattr(recommendation, name, value)
-            recommendation.computed_at = now
-            recommendation.data_version = version
-            recommendation.save()
         kept.append(recommendation)
     return kept
