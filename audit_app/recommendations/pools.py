@@ -279,6 +279,7 @@ def plan_details(plan: PoolPlan) -> dict[str, Any]:
                 "workload": r.workload,
                 "cold_start_seconds": r.cold_start_seconds,
                 "share": round(r.share, 6),
+                "share_percent": round(r.share * 100, 2),
                 "in_p95": r.in_p95,
                 "p95_ttft_ms": r.p95_ttft_ms,
                 "p95_ttft_with_cold_starts_ms": r.p95_ttft_with_cold_starts_ms,

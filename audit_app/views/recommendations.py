@@ -79,7 +79,10 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
             cost_figure=charts.build_cost_comparison_figure(
                 current=recommendation.current_monthly_usd,
                 projected=recommendation.projected_monthly_usd,
-                target=recommendation.target,
+                # A pool's target is a sentence; the bar is labelled with its kind.
+                target=recommendation.target
+                if recommendation.workload is not None
+                else recommendation.get_target_kind_display(),
             ),
             shape_figure=self._shape_figure(recommendation),
         )
