@@ -164,3 +164,49 @@ def test_demo_pools_get_priced_next_steps(
     page = client.get(reverse("recommendations"), {"pool": "h100-pool"})
     assert page.status_code == 200
     assert 'data-pool="h100-pool"' in page.content.decode()
+
+
+def test_async_pool_with_a_known_capacity_gets_an_offload(tmp_path: Path) -> None:
+    demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
+    # The Trainium pool runs an async tagger 24/7: every hour has traffic, so without a
+    # capacity it has no idle cost and no recommendation.
+    assert _pool_recs("trn1-pool") == [] or {r.target_kind for r in _pool_recs("trn1-pool")} == {
+        "pool_consolidate"
+    }
+    # Its two trn1.32xlarge serve 2 × 140.51 tok/s: with that capacity, quiet hours are idle.
+    trn1 = ServingPool.objects.get(name="trn1-pool")
+    trn1.capacity_tokens_per_hour = int(2 * 140.51 * 3600)
+    trn1.save()
+    recommendations_refresh()
+    recs = {r.target_kind: r for r in _pool_recs("trn1-pool")}
+    assert "pool_offload" in recs
+    offload = recs["pool_offload"]
+    start, end = offload.period_start, offload.period_end
+    hours = ((end - start).days + 1) * 24
+    (report,) = [r for r in pool_reports(start=start, end=end) if r.pool.name == "trn1-pool"]
+    to_month = Decimal(730) / hours
+    tagger_share = report.by_workload["ticket-tagger"] * to_month
+    idle = report.attribution.idle * to_month
+    assert report.attribution.idle > 0
+    # The tagger moves off, so the cap is idle + its share (= the whole bill here).
+    assert offload.details["moved_monthly_usd"] == {
+        "ticket-tagger": str(tagger_share.quantize(Decimal("0.01")))
+    }
+    assert 0 < offload.savings_monthly_usd <= (idle + tagger_share).quantize(Decimal("0.01"))
+    assert offload.savings_monthly_usd <= offload.current_monthly_usd
+    assert "ticket-tagger" in offload.target and "0 × trn1.32xlarge" in offload.target
+    # Each dollar once: whatever the pools' leaders are, the total adds to the workloads'
+    # leading savings at most each pool's idle cost once, plus the share of moved workloads
+    # that have no leading recommendation of their own (the tagger has: its share is theirs).
+    leaders = Recommendation.objects.filter(workload__isnull=False, rank=1)
+    claimed = set(leaders.values_list("workload__name", flat=True))
+    assert "ticket-tagger" in claimed
+    workload_leaders = sum((r.savings_monthly_usd for r in leaders), Decimal(0))
+    bound = workload_leaders
+    for report in pool_reports(start=start, end=end):
+        bound += report.attribution.idle * to_month
+        for name, share in report.by_workload.items():
+            if name not in claimed:
+                bound += share * to_month
+    total = potential_monthly_savings()
+    assert workload_leaders < total <= bound.quantize(Decimal("0.01"))
