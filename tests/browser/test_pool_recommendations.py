@@ -13,6 +13,7 @@ import pytest
 from audit_app.demo.seed import demo_data_load
 from audit_app.models import Recommendation
 from tests.factories import TEST_PASSWORD
+from tests.support.catalog import catalog_ensure
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,6 +27,7 @@ def _page_width(page: Any) -> int:
 def test_pool_next_steps_fit_1280_px_and_draw_the_replicas_chart(
     browser_page: Any, live_server: Any, finops_user: Any, tmp_path: Path
 ) -> None:
+    catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
     autoscale = Recommendation.objects.get(pool__name="h100-pool", target_kind="pool_autoscale")
     page = browser_page

@@ -27,6 +27,7 @@ from audit_app.demo.seed import demo_data_load
 from audit_app.models import Recommendation, ServingPool, Workload
 from audit_app.recommendations.services import recommendation_decide, recommendations_refresh
 from audit_app.reporting.selectors import potential_monthly_savings, rollups_in_range
+from tests.support.catalog import catalog_ensure
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +42,7 @@ def _pool_recs(pool: str) -> list[Recommendation]:
 def test_demo_pools_get_priced_next_steps(
     tmp_path: Path, manager_user: Any, finops_user: Any
 ) -> None:
+    catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
     h100 = _pool_recs("h100-pool")
     assert {r.target_kind for r in h100} >= {"pool_rightsize", "pool_autoscale"}
@@ -167,6 +169,7 @@ def test_demo_pools_get_priced_next_steps(
 
 
 def test_async_pool_with_a_known_capacity_gets_an_offload(tmp_path: Path) -> None:
+    catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
     # The Trainium pool runs an async tagger 24/7: every hour has traffic, so without a
     # capacity it has no idle cost and no recommendation.
