@@ -190,7 +190,7 @@ class RecommendationEventInline(admin.TabularInline):
 
 @admin.register(Recommendation)
 class RecommendationAdmin(admin.ModelAdmin):
-    list_display = ("workload", "target", "savings_monthly_usd", "status", "updated_at")
+    list_display = ("workload", "pool", "target", "savings_monthly_usd", "status", "updated_at")
     list_filter = ("status", "target_kind")
     inlines = [RecommendationEventInline]
     readonly_fields = ("status",)

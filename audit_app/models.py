@@ -629,7 +629,9 @@ class ThroughputAssumption(models.Model):
 
 
 class Recommendation(models.Model):
-    """Move an asynchronous workload to a cheaper target, priced on its last 30 days."""
+    """Move an asynchronous workload to a cheaper target, or change a serving pool (right-size,
+    autoscale, consolidate, offload), priced on the last 30 days. A workload recommendation has
+    a workload; a pool recommendation has a pool (and no workload)."""
 
     class Status(models.TextChoices):
         PROPOSED = "proposed", "Proposed"
@@ -642,8 +644,21 @@ class Recommendation(models.Model):
         BATCH_API = "batch_api", "Batch API"
         CHEAPER_PROVIDER = "cheaper_provider", "Cheaper provider"
         DEDICATED_HARDWARE = "dedicated_hardware", "Dedicated throughput hardware"
+        POOL_RIGHTSIZE = "pool_rightsize", "Right-size a pool"
+        POOL_AUTOSCALE = "pool_autoscale", "Autoscale a pool"
+        POOL_CONSOLIDATE = "pool_consolidate", "Consolidate pools"
+        POOL_OFFLOAD = "pool_offload", "Move async traffic off a pool"
 
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="recommendations")
+    workload = models.ForeignKey(
+        Workload, on_delete=models.CASCADE, related_name="recommendations", null=True, blank=True
+    )
+    pool = models.ForeignKey(
+        ServingPool,
+        on_delete=models.CASCADE,
+        related_name="recommendations",
+        null=True,
+        blank=True,
+    )
     target_kind = models.CharField(max_length=32, choices=TargetKind.choices)
     target = models.CharField(max_length=300)
     current_monthly_usd = models.DecimalField(max_digits=16, decimal_places=2)
@@ -660,6 +675,8 @@ class Recommendation(models.Model):
     computed_at = models.DateTimeField(null=True, blank=True)
     data_version = models.BigIntegerField(default=0)
     source_upload_ids = models.JSONField(default=list, blank=True)
+    # Pool recommendations: the chart series, the cold-start risk, the dollars moved off the pool.
+    details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -668,11 +685,31 @@ class Recommendation(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["workload", "target_kind", "target"], name="unique_recommendation"
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["pool", "target_kind", "target"],
+                condition=models.Q(workload__isnull=True),
+                name="unique_pool_recommendation",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(workload__isnull=False) | models.Q(pool__isnull=False),
+                name="recommendation_has_workload_or_pool",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.workload} -> {self.target} (${self.savings_monthly_usd}/month)"
+        return f"{self.subject} -> {self.target} (${self.savings_monthly_usd}/month)"
+
+    @property
+    def subject(self) -> str:
+        """What the recommendation is about: its workload, else its pool."""
+        if self.workload is not None:
+            return self.workload.name
+        return f"pool {self.pool.name}" if self.pool is not None else ""
+
+    @property
+    def is_pool(self) -> bool:
+        return self.pool_id is not None and self.workload_id is None
 
     @transaction.atomic
     def move_to(self, status: str, *, user: Any, note: str = "") -> RecommendationEvent:

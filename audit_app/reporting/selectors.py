@@ -25,6 +25,7 @@ from audit_app.models import (
     Upload,
     Workload,
 )
+from audit_app.recommendations.pool_options import PoolClaim, counted_pool_savings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -425,13 +426,20 @@ def hourly_output_tokens(*, queryset: QuerySet[HourlyRollup], start: date, end: 
 
 @dataclass(frozen=True, kw_only=True)
 class RecommendationGroup:
-    """One workload's recommendations: the one that leads, the alternatives under it, and the
-    closed ones (rejected, gate failed) kept for their history."""
+    """One workload's (or one serving pool's) recommendations: the one that leads, the
+    alternatives under it, and the closed ones (rejected, gate failed) kept for their history."""
 
-    workload: Workload
+    workload: Workload | None
     leader: Recommendation | None
     alternatives: list[Recommendation]
     closed: list[Recommendation]
+    pool: ServingPool | None = None
+
+    @property
+    def name(self) -> str:
+        if self.workload is not None:
+            return self.workload.name
+        return f"pool {self.pool.name}" if self.pool is not None else ""
 
     @property
     def open_savings(self) -> Decimal:
@@ -450,25 +458,28 @@ CLOSED_STATUSES = (Recommendation.Status.REJECTED, Recommendation.Status.GATE_FA
 def recommendation_groups(
     *, queryset: QuerySet[Recommendation] | None = None
 ) -> list[RecommendationGroup]:
-    """Recommendations per workload, largest open savings first. A pilot a manager approved
-    (or a gate verified) leads its workload; otherwise the recommender's best option does.
-    ``queryset`` lets a caller load more with them (their events, say)."""
-    by_workload: dict[int, list[Recommendation]] = defaultdict(list)
-    workloads: dict[int, Workload] = {}
+    """Recommendations per workload, and per serving pool for pool recommendations, largest open
+    savings first. A pilot a manager approved (or a gate verified) leads its group; otherwise
+    the recommender's best option does. ``queryset`` lets a caller load more with them (their
+    events, say)."""
+    by_subject: dict[tuple[str, int], list[Recommendation]] = defaultdict(list)
     if queryset is None:
         queryset = Recommendation.objects.all()
-    for recommendation in queryset.select_related("workload"):
-        by_workload[recommendation.workload_id].append(recommendation)
-        workloads[recommendation.workload_id] = recommendation.workload
+    for recommendation in queryset.select_related("workload", "pool"):
+        if recommendation.workload_id is not None:
+            by_subject[("workload", recommendation.workload_id)].append(recommendation)
+        elif recommendation.pool_id is not None:
+            by_subject[("pool", recommendation.pool_id)].append(recommendation)
     groups = []
-    for workload_id, items in by_workload.items():
+    for items in by_subject.values():
         active = [r for r in items if r.status not in CLOSED_STATUSES]
         decided = [r for r in active if r.status in DECIDED_ACTIVE]
         pool = decided or active
         leader = min(pool, key=lambda r: (r.rank, -r.savings_monthly_usd, r.pk)) if pool else None
         groups.append(
             RecommendationGroup(
-                workload=workloads[workload_id],
+                workload=items[0].workload,
+                pool=items[0].pool if items[0].workload is None else None,
                 leader=leader,
                 alternatives=sorted(
                     (r for r in active if r is not leader),
@@ -481,10 +492,51 @@ def recommendation_groups(
         key=lambda g: (
             -g.open_savings,
             -(g.leader.savings_monthly_usd if g.leader else Decimal(0)),
-            g.workload.name,
+            g.name,
         )
     )
     return groups
+
+
+def changes_pool(recommendation: Recommendation, pool: str) -> bool:
+    """Whether ``recommendation`` is a pool recommendation changing the pool named ``pool``
+    (filed under it, or a consolidation taking it in)."""
+    if recommendation.pool is None:
+        return False
+    return recommendation.pool.name == pool or pool in recommendation.details.get("pools", [])
+
+
+def pool_groups_for(groups: list[RecommendationGroup], pool: str) -> list[RecommendationGroup]:
+    """The groups holding a recommendation that changes ``pool`` (every group when empty)."""
+    if not pool:
+        return groups
+    return [
+        g
+        for g in groups
+        if g.pool is not None
+        and any(
+            changes_pool(r, pool)
+            for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
+        )
+    ]
+
+
+def pool_best_recommendations() -> dict[str, Recommendation]:
+    """Each pool's best open recommendation (largest saving, then the pool's own ranking),
+    counting a consolidation for every pool it takes in: the pools table's last column."""
+    best: dict[str, Recommendation] = {}
+    for r in Recommendation.objects.filter(
+        pool__isnull=False, workload__isnull=True, status__in=OPEN_STATUSES
+    ).select_related("pool"):
+        for name in r.details.get("pools", [r.pool.name if r.pool else ""]):
+            current = best.get(name)
+            if current is None or (-r.savings_monthly_usd, r.rank, r.pk) < (
+                -current.savings_monthly_usd,
+                current.rank,
+                current.pk,
+            ):
+                best[name] = r
+    return best
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -515,6 +567,30 @@ def recommendation_roles(groups: list[RecommendationGroup]) -> dict[int, Recomme
 
 
 def potential_monthly_savings() -> Decimal:
-    """Savings if every workload took its leading open recommendation: alternatives for the
-    same workload are not added up (a workload moves to one target)."""
-    return sum((group.open_savings for group in recommendation_groups()), Decimal(0))
+    """Savings if every workload and pool took its leading open recommendation, each dollar
+    counted once (`savings_counted_once`)."""
+    return savings_counted_once(recommendation_groups())
+
+
+def savings_counted_once(groups: list[RecommendationGroup]) -> Decimal:
+    """Workloads' leading open savings, plus pools' by `counted_pool_savings`: alternatives
+    are never added (a workload or a pool takes one option), a pool's saving counts at most
+    its idle cost plus the share of the workloads it moves that have no open recommendation
+    of their own, and a pool already changed by a larger pool recommendation (consolidation)
+    is not counted again."""
+    workload_total = sum((g.open_savings for g in groups if g.workload is not None), Decimal(0))
+    claimed = {g.workload.name for g in groups if g.workload is not None and g.open_savings}
+    claims = [
+        PoolClaim(
+            pools=tuple(g.leader.details.get("pools", [g.name])),
+            savings=g.open_savings,
+            idle_monthly=Decimal(g.leader.details.get("idle_monthly_usd", "0")),
+            moved_monthly={
+                name: Decimal(amount)
+                for name, amount in g.leader.details.get("moved_monthly_usd", {}).items()
+            },
+        )
+        for g in groups
+        if g.pool is not None and g.leader is not None and g.open_savings
+    ]
+    return workload_total + counted_pool_savings(claims, claimed_workloads=claimed)

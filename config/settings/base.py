@@ -179,6 +179,10 @@ MAX_WORKLOADS_TOTAL = env_int("MAX_WORKLOADS_TOTAL", 20000)
 MAX_TEAMS_PER_UPLOAD = env_int("MAX_TEAMS_PER_UPLOAD", 1000)
 # Recommendations saving less than this many USD a month are not proposed.
 RECOMMENDATION_MIN_SAVINGS_USD = env_int("RECOMMENDATION_MIN_SAVINGS_USD", 10)
+# Serving pools idling less than this many USD a month get no pool recommendation.
+POOL_RECOMMENDATION_MIN_IDLE_USD = env_int("POOL_RECOMMENDATION_MIN_IDLE_USD", 1000)
+# Pool recommendations size each hour for its demand plus this share (0.2 = 20 % headroom).
+POOL_HEADROOM = env_float("POOL_HEADROOM", 0.2)
 # Refresh workload classes and recommendations in the worker whenever one of their inputs
 # changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
 DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
