@@ -14,7 +14,7 @@ def mark_catalog_cards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("audit_app", "0023_audit_source_changed"),
+        ("audit_app", "0024_pool_recommendations"),
     ]
 
     operations = [
