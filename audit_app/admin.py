@@ -70,11 +70,19 @@ class PriceCardAdmin(admin.ModelAdmin):
         "cached_input_usd_per_mtok",
         "batch_input_usd_per_mtok",
         "batch_output_usd_per_mtok",
+        "origin",
         "source_date",
     )
-    list_filter = ("provider",)
+    list_filter = ("origin", "provider")
     search_fields = ("provider", "model", "source")
     ordering = ("provider", "model", "-valid_from")
+    readonly_fields = ("origin",)
+
+    # A card entered or edited by hand is a local override: it wins over the price dataset,
+    # and `prices_sync` never adds cards over it (audit_app.costs.price_sync).
+    def save_model(self, request: HttpRequest, obj: PriceCard, form: Any, change: bool) -> None:
+        obj.origin = PriceCard.Origin.LOCAL
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Workload)
@@ -182,7 +190,7 @@ class RecommendationEventInline(admin.TabularInline):
 
 @admin.register(Recommendation)
 class RecommendationAdmin(admin.ModelAdmin):
-    list_display = ("workload", "target", "savings_monthly_usd", "status", "updated_at")
+    list_display = ("workload", "pool", "target", "savings_monthly_usd", "status", "updated_at")
     list_filter = ("status", "target_kind")
     inlines = [RecommendationEventInline]
     readonly_fields = ("status",)

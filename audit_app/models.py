@@ -156,6 +156,11 @@ class PriceCard(models.Model):
     Requests whose log carries no cost are priced with the card valid on their day.
     """
 
+    class Origin(models.TextChoices):
+        CATALOG = "catalog", "Shipped catalog"
+        DATASET = "dataset", "Price dataset (prices_sync)"
+        LOCAL = "local", "Local override"
+
     provider = models.CharField(max_length=64)
     model = models.CharField(max_length=200)
     input_usd_per_mtok = models.DecimalField(max_digits=12, decimal_places=6)
@@ -181,9 +186,55 @@ class PriceCard(models.Model):
         blank=True,
         help_text="Empty: batch-API output is priced as ordinary output.",
     )
+    cache_write_input_usd_per_mtok = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Cache creation (cache write) input. Empty: priced as ordinary input.",
+    )
+    long_context_threshold_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=(
+            "A request whose input is above this many tokens is priced at the long-context "
+            "prices below (all its tokens). Empty: no long-context tier."
+        ),
+    )
+    long_context_input_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_output_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cached_input_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    long_context_cache_write_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True
+    )
+    per_request_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="A price per request on top of the token prices (a provider that charges so).",
+    )
     valid_from = models.DateField()
     source = models.CharField(max_length=300, blank=True)
     source_date = models.CharField(max_length=64, blank=True)
+    origin = models.CharField(
+        max_length=16,
+        choices=Origin.choices,
+        default=Origin.LOCAL,
+        help_text="Where the card came from; a local card wins over the dataset's prices.",
+    )
+    dataset_model = models.CharField(
+        max_length=200, blank=True, help_text="The price dataset's id of this model."
+    )
+    # The dataset's rule for the names a request may use for this model (its aliases):
+    # {"equals": ...}, {"starts_with": ...}, {"or": [...]}, ... (`audit_app.costs.pricing`).
+    match_rule = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["provider", "model", "-valid_from"]
@@ -220,6 +271,14 @@ class RollupColumns(models.Model):
     unlogged_input_tokens = models.BigIntegerField(default=0)
     unlogged_cached_input_tokens = models.BigIntegerField(default=0)
     unlogged_output_tokens = models.BigIntegerField(default=0)
+    cache_creation_input_tokens = models.BigIntegerField(default=0)
+    unlogged_cache_creation_input_tokens = models.BigIntegerField(default=0)
+    # Tokens of unlogged requests whose input was above LONG_CONTEXT_THRESHOLD_TOKENS
+    # (`audit_app.costs.pricing`), counted at ingest: a card's long-context tier prices them.
+    unlogged_long_context_input_tokens = models.BigIntegerField(default=0)
+    unlogged_long_context_cached_input_tokens = models.BigIntegerField(default=0)
+    unlogged_long_context_cache_creation_input_tokens = models.BigIntegerField(default=0)
+    unlogged_long_context_output_tokens = models.BigIntegerField(default=0)
     # Latency histograms in LatencyHistogram's compact binary form (`to_bytes`, b"" when the
     # rows had none): pages merge thousands per request and decoding bytes is far cheaper than
     # JSON, and ingest writes them with COPY as raw bytes (`audit_app.lib.bulk`).
@@ -570,7 +629,9 @@ class ThroughputAssumption(models.Model):
 
 
 class Recommendation(models.Model):
-    """Move an asynchronous workload to a cheaper target, priced on its last 30 days."""
+    """Move an asynchronous workload to a cheaper target, or change a serving pool (right-size,
+    autoscale, consolidate, offload), priced on the last 30 days. A workload recommendation has
+    a workload; a pool recommendation has a pool (and no workload)."""
 
     class Status(models.TextChoices):
         PROPOSED = "proposed", "Proposed"
@@ -583,8 +644,21 @@ class Recommendation(models.Model):
         BATCH_API = "batch_api", "Batch API"
         CHEAPER_PROVIDER = "cheaper_provider", "Cheaper provider"
         DEDICATED_HARDWARE = "dedicated_hardware", "Dedicated throughput hardware"
+        POOL_RIGHTSIZE = "pool_rightsize", "Right-size a pool"
+        POOL_AUTOSCALE = "pool_autoscale", "Autoscale a pool"
+        POOL_CONSOLIDATE = "pool_consolidate", "Consolidate pools"
+        POOL_OFFLOAD = "pool_offload", "Move async traffic off a pool"
 
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="recommendations")
+    workload = models.ForeignKey(
+        Workload, on_delete=models.CASCADE, related_name="recommendations", null=True, blank=True
+    )
+    pool = models.ForeignKey(
+        ServingPool,
+        on_delete=models.CASCADE,
+        related_name="recommendations",
+        null=True,
+        blank=True,
+    )
     target_kind = models.CharField(max_length=32, choices=TargetKind.choices)
     target = models.CharField(max_length=300)
     current_monthly_usd = models.DecimalField(max_digits=16, decimal_places=2)
@@ -601,6 +675,8 @@ class Recommendation(models.Model):
     computed_at = models.DateTimeField(null=True, blank=True)
     data_version = models.BigIntegerField(default=0)
     source_upload_ids = models.JSONField(default=list, blank=True)
+    # Pool recommendations: the chart series, the cold-start risk, the dollars moved off the pool.
+    details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -609,11 +685,31 @@ class Recommendation(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["workload", "target_kind", "target"], name="unique_recommendation"
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["pool", "target_kind", "target"],
+                condition=models.Q(workload__isnull=True),
+                name="unique_pool_recommendation",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(workload__isnull=False) | models.Q(pool__isnull=False),
+                name="recommendation_has_workload_or_pool",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.workload} -> {self.target} (${self.savings_monthly_usd}/month)"
+        return f"{self.subject} -> {self.target} (${self.savings_monthly_usd}/month)"
+
+    @property
+    def subject(self) -> str:
+        """What the recommendation is about: its workload, else its pool."""
+        if self.workload is not None:
+            return self.workload.name
+        return f"pool {self.pool.name}" if self.pool is not None else ""
+
+    @property
+    def is_pool(self) -> bool:
+        return self.pool_id is not None and self.workload_id is None
 
     @transaction.atomic
     def move_to(self, status: str, *, user: Any, note: str = "") -> RecommendationEvent:

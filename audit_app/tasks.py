@@ -132,6 +132,15 @@ def poll_billing_sources() -> int:
     return len(sources_poll_due())
 
 
+@shared_task(name="audit_app.prices_sync")
+def prices_sync() -> int:
+    """The weekly price sync (Celery beat, when PRICES_SYNC_WEEKLY): add the price dataset's
+    new models and prices as cards; how many cards were added."""
+    from audit_app.costs.price_cards import prices_sync as sync
+
+    return len(sync().added)
+
+
 @shared_task(name="audit_app.poll_billing_source")
 def poll_billing_source(source_id: int) -> str:
     """Poll one billing source now (its page's "Poll now", the API); "deleted" if it is gone,

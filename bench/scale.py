@@ -48,6 +48,7 @@ import django
 django.setup()
 from django.db import connection, transaction
 from django.utils import timezone
+from audit_app.ingestion.daily import PRICING_SUM_FIELDS
 from audit_app.ingestion.histograms import LatencyHistogram, bin_indices
 from audit_app.models import DailyRollup, HourlyRollup, PriceCard, Upload, Workload
 
@@ -95,7 +96,7 @@ hourly_cols = ["upload_id", "hour", "workload", "team", "provider", "model", "po
     "batch_api", "requests", "errors", "streaming_requests", "input_tokens", "output_tokens",
     "cached_input_tokens", "logged_requests", "logged_cost_usd", "unlogged_input_tokens",
     "unlogged_cached_input_tokens", "unlogged_output_tokens", "distinct_end_users",
-    "ttft_histogram", "latency_histogram", "tpot_histogram"]
+    "ttft_histogram", "latency_histogram", "tpot_histogram", *PRICING_SUM_FIELDS]
 daily_cols = [c for c in hourly_cols if c not in ("hour", "distinct_end_users")] + ["day"]
 raw = connection.cursor().cursor
 hourly_rows = daily_rows = 0
@@ -142,7 +143,7 @@ with transaction.atomic():
                     row["input_tokens"], row["output_tokens"], row["cached_input_tokens"],
                     row["logged_requests"], row["logged_cost_usd"], row["unlogged_input_tokens"],
                     row["unlogged_cached_input_tokens"], row["unlogged_output_tokens"], n // 3,
-                    parts[0][0], parts[1][0], parts[2][0]])
+                    parts[0][0], parts[1][0], parts[2][0], *[0] * len(PRICING_SUM_FIELDS)])
                 hourly_rows += 1
                 for m in range(3):
                     dense[m] += parts[m][1]
@@ -156,7 +157,7 @@ with transaction.atomic():
                 merged.total = totals[m]
                 hists.append(merged.to_bytes())
             daily.append([upload.pk, name, team, provider, model, "", "completion", batch,
-                *sums.values(), *hists, day])
+                *sums.values(), *hists, *[0] * len(PRICING_SUM_FIELDS), day])
         daily_rows += len(daily)
         all_daily.extend(daily)
     with raw.copy(f"COPY audit_app_dailyrollup ({', '.join(daily_cols)}) FROM STDIN") as copy_d:

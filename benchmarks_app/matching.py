@@ -5,10 +5,12 @@ A gate may move a recommendation to ``verified`` (pass) or ``gate_failed`` (fail
 
 1. a manager approved the recommendation for a pilot (status ``pilot_approved``); any other
    status refuses the link, whatever the runs;
-2. it targets dedicated hardware. ``batch_api`` and ``cheaper_provider`` recommendations cannot
-   be gated: a benchmark run records neither the API tier nor the provider it was measured
+2. it targets dedicated hardware, or consolidates pools onto one pool's hardware
+   (``pool_consolidate``). ``batch_api`` and ``cheaper_provider`` recommendations cannot be
+   gated: a benchmark run records neither the API tier nor the provider it was measured
    against, so no run can show it measured the target (their price is published; the pilot
-   itself is their check);
+   itself is their check). Right-sizing or autoscaling a pool needs no gate: its hardware
+   does not change;
 3. the baseline's model is the candidate's;
 4. the candidate's model is one the workload's traffic used in the recommendation's period
    (any of them when it used several);
@@ -34,6 +36,9 @@ from datetime import date
 
 APPROVED = "pilot_approved"
 GATEABLE_KIND = "dedicated_hardware"
+# A pool consolidation moves workloads onto another pool's hardware: a gate verifies it the same
+# way (its models are the pool's, its target names the host pool's replica).
+GATEABLE_KINDS = (GATEABLE_KIND, "pool_consolidate")
 _VENDORS = frozenset({"nvidia", "amd", "intel", "google", "aws", "tesla"})
 _WORD = re.compile(r"[a-z0-9]+")
 _PARENTHESISED = re.compile(r"\(([^()]*)\)")
@@ -112,15 +117,15 @@ def link_mismatches(*, recommendation: RecommendationTerms, runs: GateRuns) -> t
                 "verifies only a recommendation a manager approved for a pilot.",
             ),
         )
-    if rec.target_kind != GATEABLE_KIND:
+    if rec.target_kind not in GATEABLE_KINDS:
         return (
             Mismatch(
                 field="target_kind",
-                expected=(GATEABLE_KIND,),
+                expected=GATEABLE_KINDS,
                 actual=rec.target_kind,
                 sentence=f"Recommendation {rec.id} targets {rec.target_kind} ({rec.target}): a "
                 "benchmark run records neither the API tier nor the provider it measured, so a "
-                f"gate verifies only {GATEABLE_KIND} recommendations.",
+                f"gate verifies only {' and '.join(GATEABLE_KINDS)} recommendations.",
             ),
         )
     return tuple(

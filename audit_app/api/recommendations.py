@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,10 +13,13 @@ from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
+from audit_app.lib.query_params import text_param
 from audit_app.models import Recommendation, Workload
 from audit_app.recommendations.services import recommendation_decide
 from audit_app.reporting.selectors import (
     RecommendationRole,
+    changes_pool,
+    pool_groups_for,
     recommendation_groups,
     recommendation_roles,
 )
@@ -71,7 +74,19 @@ class EventOutput(serializers.Serializer):
 
 
 class RecommendationOutput(serializers.ModelSerializer):
-    workload = serializers.CharField(source="workload.name")
+    workload = serializers.CharField(
+        source="workload.name", allow_null=True, default=None, help_text="Null for a pool's."
+    )
+    pool = serializers.CharField(
+        source="pool.name",
+        allow_null=True,
+        default=None,
+        help_text="The serving pool a pool recommendation is filed under; null for a workload's.",
+    )
+    details = serializers.JSONField(
+        help_text="Pool recommendations: pools changed, scaling mode, cold-start risk per "
+        "real-time workload, idle and moved dollars, and the hour-of-week chart series."
+    )
     events = EventOutput(many=True)
     leads = serializers.SerializerMethodField(
         help_text="The workload's leading option: the one counted in potential savings."
@@ -97,6 +112,7 @@ class RecommendationOutput(serializers.ModelSerializer):
         fields = [
             "id",
             "workload",
+            "pool",
             "target_kind",
             "target",
             "current_monthly_usd",
@@ -113,6 +129,7 @@ class RecommendationOutput(serializers.ModelSerializer):
             "computed_at",
             "data_version",
             "source_upload_ids",
+            "details",
             "created_at",
             "updated_at",
             "events",
@@ -124,23 +141,30 @@ class RecommendationPageOutput(PageOutput):
 
 
 class RecommendationListApi(APIView):
-    """Recommendations grouped per workload, largest open savings first: each workload's
-    leading option, then its alternatives (`alternative_to` names the leader), then closed
-    ones."""
+    """Recommendations grouped per workload (and per serving pool), largest open savings first:
+    each group's leading option, then its alternatives (`alternative_to` names the leader), then
+    closed ones. `?pool=` keeps the pool recommendations changing that pool."""
 
     @extend_schema(
-        parameters=PAGE_PARAMETERS,
+        parameters=[
+            *PAGE_PARAMETERS,
+            OpenApiParameter(
+                "pool", str, description="Only the recommendations changing this serving pool."
+            ),
+        ],
         responses=RecommendationPageOutput,
         operation_id="v1_recommendations_list",
     )
     def get(self, request: Request) -> Response:
+        pool = text_param(request.query_params, "pool")
         groups = recommendation_groups(
             queryset=Recommendation.objects.prefetch_related("events__user")
         )
         ordered = [
             r
-            for g in groups
+            for g in pool_groups_for(groups, pool)
             for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
+            if not pool or changes_pool(r, pool)
         ]
         page = paginate(ordered, request)
         context = {"roles": recommendation_roles(groups)}

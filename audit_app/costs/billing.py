@@ -24,7 +24,7 @@ from audit_app.costs.pricing import normalize_model
 from audit_app.costs.providers import normalize_provider, usage_provider
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, HourlyRollup, ServingPool, Upload
-from audit_app.reporting.selectors import priced_groups, rollups_in_range
+from audit_app.reporting.selectors import hosted_pooled_q, priced_groups, rollups_in_range
 
 DEFAULT_THRESHOLD_PERCENT = Decimal(5)
 _MODEL_BOUNDARY = frozenset("-:@.")
@@ -62,7 +62,9 @@ def pooled_models() -> dict[str, str]:
 def pool_rollups(pool: ServingPool, queryset: QuerySet[HourlyRollup]) -> QuerySet[HourlyRollup]:
     served = Q(pool=pool.name)
     if pool.models_served:
-        served |= Q(pool="", model__in=list(pool.models_served))
+        served |= Q(pool="", model__in=list(pool.models_served)) & ~hosted_pooled_q(
+            pool.models_served
+        )
     return queryset.filter(served)
 
 
@@ -328,7 +330,11 @@ def _estimated_sides(start: date, end: date) -> dict[_LogKey, _Side]:
     self-hosted traffic (costed from GPU bills, never reconciled against token charges)."""
     estimates: dict[_LogKey, _Side] = defaultdict(_Side)
     pooled = set(pooled_models())
-    rollups = rollups_in_range(start=start, end=end).filter(pool="").exclude(model__in=pooled)
+    rollups = (
+        rollups_in_range(start=start, end=end)
+        .filter(pool="")
+        .exclude(Q(model__in=pooled) & ~hosted_pooled_q(pooled))
+    )
     for group in priced_groups(rollups, ["provider", "model", "day", "upload_id"]):
         provider, model, day, upload_id = group.dims
         side = estimates[(normalize_provider(provider), normalize_model(model), day)]

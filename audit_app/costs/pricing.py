@@ -4,21 +4,32 @@ Pure module (no Django). Money is Decimal. Rules:
 - Providers are normalised to the catalog's names by `audit_app.costs.providers.normalize_provider`
   (LiteLLM's ``bedrock`` and OTel's ``aws.bedrock`` are both ``aws-bedrock``; ``vertex_ai`` and
   ``gcp.vertex_ai`` are ``gcp-vertex``; ...).
-- Models are matched case-insensitively after dropping a routing prefix (``openai/``,
+- Cards synced from the price dataset carry the dataset's own aliases as a match rule
+  (``{"or": [{"equals": ...}, {"starts_with": ...}]}``, see `rule_matches`). They are written
+  for the names requests send, so they are tried first, on the model as logged: the first card
+  (in creation order, the dataset's) whose rule matches is taken. That tells Bedrock's
+  ``global.`` from its regional ``us.`` / ``eu.`` prices, which differ.
+- Else models are matched case-insensitively after dropping a routing prefix (``openai/``,
   ``bedrock/``) and a Bedrock cross-region prefix (``us.``, ``eu.``, ``apac.``, ``global.``).
-  An exact match wins; else the longest card model that is a prefix of the request's model at a
-  ``-``, ``:``, ``@`` or ``.`` boundary (``gpt-4o-mini-2024-07-18`` takes the ``gpt-4o-mini``
-  card, never the ``gpt-4o`` one).
+  An exact match wins; then the rules again on that name; else the longest card model that is
+  a prefix of the request's model at a ``-``, ``:``, ``@`` or ``.`` boundary
+  (``gpt-4o-mini-2024-07-18`` takes the ``gpt-4o-mini`` card, never the ``gpt-4o`` one).
 - The card used is the latest whose ``valid_from`` is on or before the request's day.
-- ``input_tokens`` includes cached input; cached input is priced at the cached price when the
-  card has one, else as ordinary input. Batch-API requests use the card's batch prices when it
-  has them, else the ordinary prices (never a guessed discount).
+- ``input_tokens`` includes cached input and cache-creation (cache write) input; each is priced
+  at its own price when the card has one, else as ordinary input. Batch-API requests use the
+  card's batch prices when it has them, else the ordinary prices (never a guessed discount).
+- Long-context tiers: requests whose input is above `LONG_CONTEXT_THRESHOLD_TOKENS` are
+  counted apart at ingest; a card whose tier starts there (Anthropic's and Google's 200k)
+  prices all their tokens at its long-context prices (each falling back to the ordinary price
+  it replaces). A tier at another threshold is kept on the card but not applied: rollups count
+  only this one (`tier_applies`).
+- A per-request price is added once per priced request.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -26,6 +37,12 @@ from decimal import Decimal
 from audit_app.costs.providers import PROVIDER_ALIASES, normalize_provider
 
 MILLION = Decimal(1_000_000)
+# Input size above which a request's tokens are counted apart at ingest (rollups'
+# ``unlogged_long_context_*``). Anthropic's and Google's long-context tiers start here; the
+# dataset writes some as "above 199,999", the same tier for every request but one of exactly
+# 200,000 input tokens.
+LONG_CONTEXT_THRESHOLD_TOKENS = 200_000
+_APPLIED_THRESHOLDS = frozenset({LONG_CONTEXT_THRESHOLD_TOKENS - 1, LONG_CONTEXT_THRESHOLD_TOKENS})
 
 _ROUTING_PREFIX = re.compile(r"^[a-z0-9_.\-]+/(?=.)")
 _BEDROCK_REGION = re.compile(r"^(us|eu|apac|global|us-gov|jp|au|ca)\.(?=[a-z])")
@@ -49,7 +66,7 @@ def card_model_name(raw: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Price:
-    """Prices of one card, in USD per million tokens."""
+    """Prices of one card, in USD per million tokens (``per_request`` in USD per request)."""
 
     card_id: int | None
     provider: str
@@ -60,27 +77,131 @@ class Price:
     cached_input: Decimal | None = None
     batch_input: Decimal | None = None
     batch_output: Decimal | None = None
+    cache_write_input: Decimal | None = None
+    long_context_threshold: int | None = None
+    long_context_input: Decimal | None = None
+    long_context_output: Decimal | None = None
+    long_context_cached_input: Decimal | None = None
+    long_context_cache_write: Decimal | None = None
+    per_request: Decimal | None = None
+    match_rule: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class TokenUsage:
-    input_tokens: int  # includes cached input
+    input_tokens: int  # includes cached and cache-creation input
     cached_input_tokens: int
     output_tokens: int
     batch_api: bool = False
+    cache_creation_input_tokens: int = 0
+    requests: int = 0  # priced requests, for a per-request price
+    # The part of the counts above that belongs to requests whose input was above
+    # LONG_CONTEXT_THRESHOLD_TOKENS.
+    long_context_input_tokens: int = 0
+    long_context_cached_input_tokens: int = 0
+    long_context_cache_creation_input_tokens: int = 0
+    long_context_output_tokens: int = 0
+
+
+def threshold_applies(threshold: int | None) -> bool:
+    """Whether a long-context tier starting above ``threshold`` input tokens is priced: it
+    starts where rollups count long requests."""
+    return threshold in _APPLIED_THRESHOLDS
+
+
+def tier_applies(price: Price) -> bool:
+    return threshold_applies(price.long_context_threshold)
+
+
+def _tokens_cost(
+    *,
+    input_tokens: int,
+    cached: int,
+    creation: int,
+    output: int,
+    prices: tuple[Decimal, Decimal, Decimal, Decimal],
+) -> Decimal:
+    input_price, cached_price, write_price, output_price = prices
+    return (
+        Decimal(input_tokens - cached - creation) * input_price
+        + Decimal(cached) * cached_price
+        + Decimal(creation) * write_price
+        + Decimal(output) * output_price
+    )
 
 
 def token_cost(price: Price, usage: TokenUsage) -> Decimal:
     input_price = price.batch_input if usage.batch_api and price.batch_input else price.input
     output_price = price.batch_output if usage.batch_api and price.batch_output else price.output
     cached_price = price.cached_input if price.cached_input is not None else input_price
-    uncached = usage.input_tokens - usage.cached_input_tokens
-    total = (
-        Decimal(uncached) * input_price
-        + Decimal(usage.cached_input_tokens) * cached_price
-        + Decimal(usage.output_tokens) * output_price
+    write_price = price.cache_write_input if price.cache_write_input is not None else input_price
+    ordinary = (input_price, cached_price, write_price, output_price)
+    if tier_applies(price):
+        long = (
+            _or(price.long_context_input, input_price),
+            _or(price.long_context_cached_input, cached_price),
+            _or(price.long_context_cache_write, write_price),
+            _or(price.long_context_output, output_price),
+        )
+        long_counts = (
+            usage.long_context_input_tokens,
+            usage.long_context_cached_input_tokens,
+            usage.long_context_cache_creation_input_tokens,
+            usage.long_context_output_tokens,
+        )
+    else:
+        long, long_counts = ordinary, (0, 0, 0, 0)
+    total = _tokens_cost(
+        input_tokens=usage.input_tokens - long_counts[0],
+        cached=usage.cached_input_tokens - long_counts[1],
+        creation=usage.cache_creation_input_tokens - long_counts[2],
+        output=usage.output_tokens - long_counts[3],
+        prices=ordinary,
+    ) + _tokens_cost(
+        input_tokens=long_counts[0],
+        cached=long_counts[1],
+        creation=long_counts[2],
+        output=long_counts[3],
+        prices=long,
     )
-    return total / MILLION
+    per_request = (price.per_request or Decimal(0)) * usage.requests
+    return total / MILLION + per_request
+
+
+def _or(value: Decimal | None, fallback: Decimal) -> Decimal:
+    return fallback if value is None else value
+
+
+_RULE_KEYS = frozenset({"equals", "starts_with", "ends_with", "contains", "regex", "or", "and"})
+
+
+def rule_matches(rule: Mapping[str, object], name: str) -> bool:
+    """Whether a model name matches a price dataset's match rule (case-insensitive, except
+    ``regex`` which is applied as written, as the dataset does)."""
+    (kind, value), *_ = rule.items()
+    lowered = name.lower()
+    if kind == "or":
+        return any(rule_matches(clause, name) for clause in _clauses(value))
+    if kind == "and":
+        return all(rule_matches(clause, name) for clause in _clauses(value))
+    if kind == "regex":
+        return bool(re.search(str(value), name))
+    text = str(value).lower()
+    if kind == "equals":
+        return lowered == text
+    if kind == "starts_with":
+        return lowered.startswith(text)
+    if kind == "ends_with":
+        return lowered.endswith(text)
+    if kind == "contains":
+        return text in lowered
+    raise ValueError(f"unknown match rule {kind!r}; expected one of {sorted(_RULE_KEYS)}")
+
+
+def _clauses(value: object) -> list[Mapping[str, object]]:
+    if not isinstance(value, list) or not all(isinstance(c, Mapping) and c for c in value):
+        raise ValueError(f"a match rule's or/and must be a list of rules, not {value!r}")
+    return value
 
 
 class PriceBook:
@@ -88,13 +209,27 @@ class PriceBook:
 
     def __init__(self, prices: Iterable[Price]) -> None:
         self._by_provider: dict[str, dict[str, list[Price]]] = {}
+        self._rules: dict[str, list[tuple[int, Mapping[str, object], str]]] = {}
         for price in prices:
-            models = self._by_provider.setdefault(normalize_provider(price.provider), {})
-            models.setdefault(card_model_name(price.model), []).append(price)
+            provider = normalize_provider(price.provider)
+            models = self._by_provider.setdefault(provider, {})
+            name = card_model_name(price.model)
+            models.setdefault(name, []).append(price)
+            if price.match_rule:
+                order = price.card_id if price.card_id is not None else 0
+                self._rules.setdefault(provider, []).append((order, price.match_rule, name))
         for models in self._by_provider.values():
             for versions in models.values():
                 versions.sort(key=lambda p: p.valid_from, reverse=True)
+        for rules in self._rules.values():
+            rules.sort(key=lambda rule: rule[0])
         self._cache: dict[tuple[str, str, date], Price | None] = {}
+
+    def prices_model(self, *, provider: str, model: str) -> bool:
+        """Whether a card prices this provider's model on some day: a hosted API served it.
+        A model a serving pool also runs (self-hosted, costed from GPU bills) is told apart by
+        its provider this way (`groq` has a card for Llama, `vllm` has none)."""
+        return self.find(provider=provider, model=model, day=date.max) is not None
 
     def find(self, *, provider: str, model: str, day: date) -> Price | None:
         key = (provider, model, day)
@@ -103,14 +238,28 @@ class PriceBook:
         return self._cache[key]
 
     def _find(self, *, provider: str, model: str, day: date) -> Price | None:
-        models = self._by_provider.get(normalize_provider(provider))
+        name = normalize_provider(provider)
+        models = self._by_provider.get(name)
         if not models:
             return None
         wanted = normalize_model(model)
-        versions = models.get(wanted) or _longest_prefix_match(wanted, models)
+        versions = (
+            self._rule_match(name, model.strip(), models)
+            or models.get(wanted)
+            or self._rule_match(name, wanted, models)
+            or _longest_prefix_match(wanted, models)
+        )
         if not versions:
             return None
         return next((p for p in versions if p.valid_from <= day), None)
+
+    def _rule_match(
+        self, provider: str, model: str, models: dict[str, list[Price]]
+    ) -> Sequence[Price]:
+        for _, rule, name in self._rules.get(provider, ()):
+            if rule_matches(rule, model):
+                return models[name]
+        return ()
 
 
 def _longest_prefix_match(wanted: str, models: dict[str, list[Price]]) -> Sequence[Price]:

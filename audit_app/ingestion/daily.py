@@ -14,6 +14,15 @@ from typing import Any
 from audit_app.ingestion.histograms import LatencyHistogram
 
 KEY_FIELDS = ("workload", "team", "provider", "model", "pool", "operation", "batch_api")
+# Sums the price cards' cache-write and long-context prices read (issue 19).
+PRICING_SUM_FIELDS = (
+    "cache_creation_input_tokens",
+    "unlogged_cache_creation_input_tokens",
+    "unlogged_long_context_input_tokens",
+    "unlogged_long_context_cached_input_tokens",
+    "unlogged_long_context_cache_creation_input_tokens",
+    "unlogged_long_context_output_tokens",
+)
 SUM_FIELDS = (
     "requests",
     "errors",
@@ -26,6 +35,7 @@ SUM_FIELDS = (
     "unlogged_input_tokens",
     "unlogged_cached_input_tokens",
     "unlogged_output_tokens",
+    *PRICING_SUM_FIELDS,
 )
 HISTOGRAM_FIELDS = ("ttft_histogram", "latency_histogram", "tpot_histogram")
 

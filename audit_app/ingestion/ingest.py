@@ -36,7 +36,7 @@ from audit_app.ingestion.cardinality import (
     team_fold_note,
     workload_fold_note,
 )
-from audit_app.ingestion.daily import daily_from_hourly
+from audit_app.ingestion.daily import PRICING_SUM_FIELDS, daily_from_hourly
 from audit_app.ingestion.reading import ImportFileError, RowReject, read_head
 from audit_app.ingestion.rollups import IngestAggregate, distinct_sketch
 from audit_app.ingestion.supersession import charges_supersede
@@ -372,6 +372,7 @@ def rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str
             "unlogged_input_tokens": t.unlogged_input_tokens,
             "unlogged_cached_input_tokens": t.unlogged_cached_input_tokens,
             "unlogged_output_tokens": t.unlogged_output_tokens,
+            **{name: getattr(t, name) for name in PRICING_SUM_FIELDS},
             "distinct_end_users": len(t.end_users),
             "ttft_histogram": t.ttft.to_bytes(),
             "latency_histogram": t.latency.to_bytes(),

@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit_app.costs.pricing import LONG_CONTEXT_THRESHOLD_TOKENS
 from audit_app.costs.providers import normalize_provider
 from audit_app.ingestion.histograms import ZERO_BIN, LatencyHistogram, bin_indices
 from audit_app.ingestion.token_logs.frame import (
     BATCH_API,
+    CACHE_CREATION_INPUT_TOKENS,
     CACHED_INPUT_TOKENS,
     CALLER,
     COST_NANOS,
@@ -90,6 +92,12 @@ class RollupTotals:
     unlogged_input_tokens: int = 0
     unlogged_cached_input_tokens: int = 0
     unlogged_output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    unlogged_cache_creation_input_tokens: int = 0
+    unlogged_long_context_input_tokens: int = 0
+    unlogged_long_context_cached_input_tokens: int = 0
+    unlogged_long_context_cache_creation_input_tokens: int = 0
+    unlogged_long_context_output_tokens: int = 0
     end_users: set[int] | np.ndarray = field(default_factory=set)  # distinct hashes, no 0
     ttft: LatencyHistogram = field(default_factory=LatencyHistogram)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -145,6 +153,12 @@ _SUMMED = (
     "unlogged_input_tokens",
     "unlogged_cached_input_tokens",
     "unlogged_output_tokens",
+    CACHE_CREATION_INPUT_TOKENS,
+    "unlogged_cache_creation_input_tokens",
+    "unlogged_long_context_input_tokens",
+    "unlogged_long_context_cached_input_tokens",
+    "unlogged_long_context_cache_creation_input_tokens",
+    "unlogged_long_context_output_tokens",
 )
 
 
@@ -318,6 +332,7 @@ def _derived_columns(frame: pd.DataFrame) -> pd.DataFrame:
             INPUT_TOKENS,
             OUTPUT_TOKENS,
             CACHED_INPUT_TOKENS,
+            CACHE_CREATION_INPUT_TOKENS,
         ]
     ].copy()
     work["hour"] = started.dt.floor("h")
@@ -335,6 +350,14 @@ def _derived_columns(frame: pd.DataFrame) -> pd.DataFrame:
     work["unlogged_input_tokens"] = frame[INPUT_TOKENS].to_numpy() * unlogged
     work["unlogged_cached_input_tokens"] = frame[CACHED_INPUT_TOKENS].to_numpy() * unlogged
     work["unlogged_output_tokens"] = frame[OUTPUT_TOKENS].to_numpy() * unlogged
+    work["unlogged_cache_creation_input_tokens"] = (
+        frame[CACHE_CREATION_INPUT_TOKENS].to_numpy() * unlogged
+    )
+    # Long-context tiers price every token of a request whose input is above the threshold,
+    # so those requests' tokens are kept apart (per request, here, where requests still exist).
+    long_context = unlogged * (frame[INPUT_TOKENS].to_numpy() > LONG_CONTEXT_THRESHOLD_TOKENS)
+    for column in (INPUT_TOKENS, CACHED_INPUT_TOKENS, CACHE_CREATION_INPUT_TOKENS, OUTPUT_TOKENS):
+        work[f"unlogged_long_context_{column}"] = frame[column].to_numpy() * long_context
     # 0 stands for "no end user"; a real hash of 0 is as likely as a cosmic ray.
     users = frame[END_USER]
     hashed = pd.util.hash_pandas_object(users, index=False).to_numpy().astype(np.int64)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
-from typing import cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -214,6 +214,32 @@ def _source_uploads(workload: Workload, *, start: date, end: date, gpu: bool) ->
     return sorted(ids)
 
 
+def recommendation_upsert(
+    *, lookup: dict[str, Any], values: dict[str, Any], now: datetime, version: int
+) -> Recommendation:
+    """The recommendation ``lookup`` finds, created with ``values`` (and its first history row)
+    or, while still proposed, updated to them when they changed; a decided one keeps its
+    figures."""
+    recommendation, created = Recommendation.objects.get_or_create(
+        **lookup, defaults={**values, "computed_at": now, "data_version": version}
+    )
+    if created:
+        RecommendationEvent.objects.create(
+            recommendation=recommendation,
+            to_status=recommendation.status,
+            note="Proposed by the recommender.",
+        )
+    elif recommendation.status == Recommendation.Status.PROPOSED and any(
+        getattr(recommendation, name) != value for name, value in values.items()
+    ):
+        for name, value in values.items():
+            setattr(recommendation, name, value)
+        recommendation.computed_at = now
+        recommendation.data_version = version
+        recommendation.save()
+    return recommendation
+
+
 def min_savings() -> Decimal:
     return Decimal(str(settings.RECOMMENDATION_MIN_SAVINGS_USD))
 
@@ -272,27 +298,24 @@ def recommendations_refresh(
                 "rank": rank,
                 "source_upload_ids": sources,
             }
-            recommendation, created = Recommendation.objects.get_or_create(
-                workload=workload,
-                target_kind=option.kind,
-                target=option.target[:300],
-                defaults={**values, "computed_at": now, "data_version": version},
-            )
-            if created:
-                RecommendationEvent.objects.create(
-                    recommendation=recommendation,
-                    to_status=recommendation.status,
-                    note="Proposed by the recommender.",
+            kept.append(
+                recommendation_upsert(
+                    lookup={
+                        "workload": workload,
+                        "target_kind": option.kind,
+                        "target": option.target[:300],
+                    },
+                    values=values,
+                    now=now,
+                    version=version,
                 )
-            elif recommendation.status == Recommendation.Status.PROPOSED and any(
-                getattr(recommendation, name) != value for name, value in values.items()
-            ):
-                for name, value in values.items():
-                    setattr(recommendation, name, value)
-                recommendation.computed_at = now
-                recommendation.data_version = version
-                recommendation.save()
-            kept.append(recommendation)
+            )
+    # Serving pools' own recommendations (issue 20) refresh with the workloads'.
+    from audit_app.recommendations.pools import pool_recommendations_write
+
+    kept.extend(
+        pool_recommendations_write(targets=targets, start=start, end=end, now=now, version=version)
+    )
     # Undecided proposals that no longer hold (the workload changed class, prices moved) go.
     Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).exclude(
         pk__in=[r.pk for r in kept]

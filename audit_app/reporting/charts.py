@@ -406,6 +406,37 @@ def build_cost_comparison_figure(
     return figure.to_dict()
 
 
+def build_pool_replicas_figure(
+    *, demanded: Sequence[float], before: Sequence[float], after: Sequence[float]
+) -> dict[str, Any]:
+    """Replicas per hour of week (UTC, mean over the window's weeks): demanded, provisioned
+    today and provisioned under the recommendation."""
+    hours = [f"{WEEKDAYS[h // 24]} {h % 24:02d}:00" for h in range(len(demanded))]
+    figure = go.Figure()
+    for name, values, style in (
+        ("Demanded", demanded, {"color": "#1f77b4", "width": 2}),
+        ("Provisioned now", before, {"color": "#d1495b", "dash": "dot"}),
+        ("Provisioned after", after, {"color": "#2e7d32", "shape": "hv"}),
+    ):
+        figure.add_trace(
+            go.Scatter(
+                name=name,
+                x=hours,
+                y=list(values),
+                mode="lines",
+                line=style,
+                hovertemplate="%{x}: %{y:.2f} replicas<extra>%{fullData.name}</extra>",
+            )
+        )
+    figure.update_layout(
+        **BASE_LAYOUT,
+        title={"text": "Replicas by hour of week: demanded vs provisioned, before and after"},
+        xaxis={"title": {"text": "Hour of week (UTC)"}, "type": "category", "nticks": 14},
+        yaxis={"title": {"text": "Replicas"}, "rangemode": "tozero"},
+    )
+    return figure_to_dict(figure)
+
+
 CAUSE_COLOURS = {"Volume": "#1f77b4", "Mix": "#ff7f0e", "Price": "#2ca02c"}
 
 

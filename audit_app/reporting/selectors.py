@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
@@ -25,6 +25,7 @@ from audit_app.models import (
     Upload,
     Workload,
 )
+from audit_app.recommendations.pool_options import PoolClaim, counted_pool_savings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,9 +89,35 @@ def price_book() -> PriceBook:
             cached_input=card.cached_input_usd_per_mtok,
             batch_input=card.batch_input_usd_per_mtok,
             batch_output=card.batch_output_usd_per_mtok,
+            cache_write_input=card.cache_write_input_usd_per_mtok,
+            long_context_threshold=card.long_context_threshold_tokens,
+            long_context_input=card.long_context_input_usd_per_mtok,
+            long_context_output=card.long_context_output_usd_per_mtok,
+            long_context_cached_input=card.long_context_cached_input_usd_per_mtok,
+            long_context_cache_write=card.long_context_cache_write_usd_per_mtok,
+            per_request=card.per_request_usd,
+            match_rule=card.match_rule,
         )
         for card in PriceCard.objects.all()
     )
+
+
+def hosted_pooled_q(pooled: Iterable[str]) -> Q:
+    """Rollups logged without a pool whose model a serving pool runs but which a hosted API
+    served (a card prices that provider's model, `PriceBook.prices_model`): they are priced
+    from cards, not costed from the pool's GPU bills."""
+    book = price_book()
+    pairs = (
+        HourlyRollup.objects.filter(pool="", model__in=list(pooled))
+        .values_list("provider", "model")
+        .distinct()
+        .order_by()
+    )
+    hosted = Q(pk__in=[])
+    for provider, model in pairs:
+        if book.prices_model(provider=provider, model=model):
+            hosted |= Q(provider=provider, model=model)
+    return hosted
 
 
 def rollups_in_range(
@@ -145,6 +172,7 @@ class PricedGroup:
     provider: str
     model: str
     self_hosted_requests: int  # costed from GPU bills, not in this group's dollars
+    self_hosted: bool = False  # served by a serving pool (by its pool, or its model + provider)
 
     @property
     def spend_usd(self) -> Decimal:
@@ -178,6 +206,11 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
             un_input=Sum("unlogged_input_tokens"),
             un_cached=Sum("unlogged_cached_input_tokens"),
             un_output=Sum("unlogged_output_tokens"),
+            un_creation=Sum("unlogged_cache_creation_input_tokens"),
+            long_input=Sum("unlogged_long_context_input_tokens"),
+            long_cached=Sum("unlogged_long_context_cached_input_tokens"),
+            long_creation=Sum("unlogged_long_context_cache_creation_input_tokens"),
+            long_output=Sum("unlogged_long_context_output_tokens"),
         )
         .order_by()
     )
@@ -187,19 +220,16 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
         unlogged = g["n_requests"] - g["n_logged"]
         estimated = Decimal(0)
         unpriced = unpriced_in = unpriced_out = 0
-        self_hosted = bool(g["pool"]) or g["model"] in pooled
+        # A model a pool serves is self-hosted unless a hosted API served the request.
+        self_hosted = bool(g["pool"]) or (
+            g["model"] in pooled and not book.prices_model(provider=g["provider"], model=g["model"])
+        )
         if unlogged and not self_hosted:
             price = book.find(provider=g["provider"], model=g["model"], day=g["day"])
             if price is None:
                 unpriced, unpriced_in, unpriced_out = unlogged, g["un_input"], g["un_output"]
             else:
-                usage = TokenUsage(
-                    input_tokens=g["un_input"],
-                    cached_input_tokens=g["un_cached"],
-                    output_tokens=g["un_output"],
-                    batch_api=g["batch_api"],
-                )
-                estimated = token_cost(price, usage)
+                estimated = token_cost(price, _unlogged_usage(g, requests=unlogged))
         out.append(
             PricedGroup(
                 dims=tuple(g[d] for d in dims),
@@ -214,9 +244,26 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
                 provider=g["provider"],
                 model=g["model"],
                 self_hosted_requests=unlogged if self_hosted else 0,
+                self_hosted=self_hosted,
             )
         )
     return out
+
+
+def _unlogged_usage(g: Mapping[str, Any], *, requests: int) -> TokenUsage:
+    """What a priced group's unlogged requests used, as `token_cost` prices it."""
+    return TokenUsage(
+        input_tokens=g["un_input"],
+        cached_input_tokens=g["un_cached"],
+        output_tokens=g["un_output"],
+        batch_api=g["batch_api"],
+        cache_creation_input_tokens=g["un_creation"],
+        requests=requests,
+        long_context_input_tokens=g["long_input"],
+        long_context_cached_input_tokens=g["long_cached"],
+        long_context_cache_creation_input_tokens=g["long_creation"],
+        long_context_output_tokens=g["long_output"],
+    )
 
 
 # --- Workloads --------------------------------------------------------------------------------
@@ -384,13 +431,20 @@ def hourly_output_tokens(*, queryset: QuerySet[HourlyRollup], start: date, end: 
 
 @dataclass(frozen=True, kw_only=True)
 class RecommendationGroup:
-    """One workload's recommendations: the one that leads, the alternatives under it, and the
-    closed ones (rejected, gate failed) kept for their history."""
+    """One workload's (or one serving pool's) recommendations: the one that leads, the
+    alternatives under it, and the closed ones (rejected, gate failed) kept for their history."""
 
-    workload: Workload
+    workload: Workload | None
     leader: Recommendation | None
     alternatives: list[Recommendation]
     closed: list[Recommendation]
+    pool: ServingPool | None = None
+
+    @property
+    def name(self) -> str:
+        if self.workload is not None:
+            return self.workload.name
+        return f"pool {self.pool.name}" if self.pool is not None else ""
 
     @property
     def open_savings(self) -> Decimal:
@@ -409,25 +463,28 @@ CLOSED_STATUSES = (Recommendation.Status.REJECTED, Recommendation.Status.GATE_FA
 def recommendation_groups(
     *, queryset: QuerySet[Recommendation] | None = None
 ) -> list[RecommendationGroup]:
-    """Recommendations per workload, largest open savings first. A pilot a manager approved
-    (or a gate verified) leads its workload; otherwise the recommender's best option does.
-    ``queryset`` lets a caller load more with them (their events, say)."""
-    by_workload: dict[int, list[Recommendation]] = defaultdict(list)
-    workloads: dict[int, Workload] = {}
+    """Recommendations per workload, and per serving pool for pool recommendations, largest open
+    savings first. A pilot a manager approved (or a gate verified) leads its group; otherwise
+    the recommender's best option does. ``queryset`` lets a caller load more with them (their
+    events, say)."""
+    by_subject: dict[tuple[str, int], list[Recommendation]] = defaultdict(list)
     if queryset is None:
         queryset = Recommendation.objects.all()
-    for recommendation in queryset.select_related("workload"):
-        by_workload[recommendation.workload_id].append(recommendation)
-        workloads[recommendation.workload_id] = recommendation.workload
+    for recommendation in queryset.select_related("workload", "pool"):
+        if recommendation.workload_id is not None:
+            by_subject[("workload", recommendation.workload_id)].append(recommendation)
+        elif recommendation.pool_id is not None:
+            by_subject[("pool", recommendation.pool_id)].append(recommendation)
     groups = []
-    for workload_id, items in by_workload.items():
+    for items in by_subject.values():
         active = [r for r in items if r.status not in CLOSED_STATUSES]
         decided = [r for r in active if r.status in DECIDED_ACTIVE]
         pool = decided or active
         leader = min(pool, key=lambda r: (r.rank, -r.savings_monthly_usd, r.pk)) if pool else None
         groups.append(
             RecommendationGroup(
-                workload=workloads[workload_id],
+                workload=items[0].workload,
+                pool=items[0].pool if items[0].workload is None else None,
                 leader=leader,
                 alternatives=sorted(
                     (r for r in active if r is not leader),
@@ -440,10 +497,51 @@ def recommendation_groups(
         key=lambda g: (
             -g.open_savings,
             -(g.leader.savings_monthly_usd if g.leader else Decimal(0)),
-            g.workload.name,
+            g.name,
         )
     )
     return groups
+
+
+def changes_pool(recommendation: Recommendation, pool: str) -> bool:
+    """Whether ``recommendation`` is a pool recommendation changing the pool named ``pool``
+    (filed under it, or a consolidation taking it in)."""
+    if recommendation.pool is None:
+        return False
+    return recommendation.pool.name == pool or pool in recommendation.details.get("pools", [])
+
+
+def pool_groups_for(groups: list[RecommendationGroup], pool: str) -> list[RecommendationGroup]:
+    """The groups holding a recommendation that changes ``pool`` (every group when empty)."""
+    if not pool:
+        return groups
+    return [
+        g
+        for g in groups
+        if g.pool is not None
+        and any(
+            changes_pool(r, pool)
+            for r in [*([g.leader] if g.leader else []), *g.alternatives, *g.closed]
+        )
+    ]
+
+
+def pool_best_recommendations() -> dict[str, Recommendation]:
+    """Each pool's best open recommendation (largest saving, then the pool's own ranking),
+    counting a consolidation for every pool it takes in: the pools table's last column."""
+    best: dict[str, Recommendation] = {}
+    for r in Recommendation.objects.filter(
+        pool__isnull=False, workload__isnull=True, status__in=OPEN_STATUSES
+    ).select_related("pool"):
+        for name in r.details.get("pools", [r.pool.name if r.pool else ""]):
+            current = best.get(name)
+            if current is None or (-r.savings_monthly_usd, r.rank, r.pk) < (
+                -current.savings_monthly_usd,
+                current.rank,
+                current.pk,
+            ):
+                best[name] = r
+    return best
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -474,6 +572,30 @@ def recommendation_roles(groups: list[RecommendationGroup]) -> dict[int, Recomme
 
 
 def potential_monthly_savings() -> Decimal:
-    """Savings if every workload took its leading open recommendation: alternatives for the
-    same workload are not added up (a workload moves to one target)."""
-    return sum((group.open_savings for group in recommendation_groups()), Decimal(0))
+    """Savings if every workload and pool took its leading open recommendation, each dollar
+    counted once (`savings_counted_once`)."""
+    return savings_counted_once(recommendation_groups())
+
+
+def savings_counted_once(groups: list[RecommendationGroup]) -> Decimal:
+    """Workloads' leading open savings, plus pools' by `counted_pool_savings`: alternatives
+    are never added (a workload or a pool takes one option), a pool's saving counts at most
+    its idle cost plus the share of the workloads it moves that have no open recommendation
+    of their own, and a pool already changed by a larger pool recommendation (consolidation)
+    is not counted again."""
+    workload_total = sum((g.open_savings for g in groups if g.workload is not None), Decimal(0))
+    claimed = {g.workload.name for g in groups if g.workload is not None and g.open_savings}
+    claims = [
+        PoolClaim(
+            pools=tuple(g.leader.details.get("pools", [g.name])),
+            savings=g.open_savings,
+            idle_monthly=Decimal(g.leader.details.get("idle_monthly_usd", "0")),
+            moved_monthly={
+                name: Decimal(amount)
+                for name, amount in g.leader.details.get("moved_monthly_usd", {}).items()
+            },
+        )
+        for g in groups
+        if g.pool is not None and g.leader is not None and g.open_savings
+    ]
+    return workload_total + counted_pool_savings(claims, claimed_workloads=claimed)

@@ -283,7 +283,7 @@ def spend_lines(filters: SpendFilters) -> SpendLines:
             team=team,
             provider=provider,
             model=model,
-            pool=pool or pools_by_model.get(model, ""),
+            pool=pool or (pools_by_model.get(model, "") if group.self_hosted else ""),
         )
         lines[key].add(
             _Sums(

@@ -25,6 +25,7 @@ from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import (
     filter_choices,
     hour_of_week_requests,
+    pool_best_recommendations,
     potential_monthly_savings,
     upload_list,
     uploads_per_day,
@@ -76,11 +77,14 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         for row in by_workload:
             class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
         window = f"between {filters.start} and {filters.end}"
+        pool_best = pool_best_recommendations()
         context.update(
             report=report,
             class_split=class_split,
             potential_savings=potential_monthly_savings(),
             pools=reports,
+            pool_best=pool_best,
+            pool_rows=[(r, pool_best.get(r.pool.name)) for r in reports],
             pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
             pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),
             pools_figure=charts.build_pool_attribution_figure(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -13,7 +12,9 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.lib.query_params import text_param
 from audit_app.models import Recommendation, Upload, Workload
+from audit_app.recommendations.pools import min_idle
 from audit_app.recommendations.services import (
     DecisionRefused,
     min_savings,
@@ -23,23 +24,30 @@ from audit_app.reporting import charts
 from audit_app.reporting.derived import derived_state
 from audit_app.reporting.selectors import (
     hour_of_week_requests,
+    pool_groups_for,
     recommendation_groups,
     rollups_in_range,
+    savings_counted_once,
 )
+from audit_app.views.query import QueryParamsMixin
 from audit_app.workloads.services import OverrideRefused, workload_override
 
 
-class RecommendationListView(RoleRequiredMixin, TemplateView):
+class RecommendationListView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
     template_name = "audit/recommendations.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
+        pool = self.param(text_param, "pool")
         groups = recommendation_groups()
-        context["groups"] = groups
-        context["recommendations"] = [g for g in groups if g.leader or g.closed]
-        context["total_savings"] = sum((g.open_savings for g in groups), Decimal(0))
+        shown = pool_groups_for(groups, pool)
+        context["groups"] = shown
+        context["recommendations"] = [g for g in shown if g.leader or g.closed]
+        context["total_savings"] = savings_counted_once(shown)
+        context["pool_filter"] = pool
         context["state"] = derived_state()
         context["min_savings"] = min_savings()
+        context["min_idle"] = min_idle()
         return context
 
 
@@ -49,15 +57,15 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         recommendation = get_object_or_404(
-            Recommendation.objects.select_related("workload"), pk=kwargs["recommendation_id"]
-        )
-        queryset = rollups_in_range(
-            start=recommendation.period_start,
-            end=recommendation.period_end,
-            workload=recommendation.workload.name,
+            Recommendation.objects.select_related("workload", "pool"),
+            pk=kwargs["recommendation_id"],
         )
         group = next(
-            (g for g in recommendation_groups() if g.workload.pk == recommendation.workload_id),
+            (
+                g
+                for g in recommendation_groups()
+                if recommendation in (g.leader, *g.alternatives, *g.closed)
+            ),
             None,
         )
         context.update(
@@ -71,13 +79,31 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
             cost_figure=charts.build_cost_comparison_figure(
                 current=recommendation.current_monthly_usd,
                 projected=recommendation.projected_monthly_usd,
-                target=recommendation.target,
+                # A pool's target is a sentence; the bar is labelled with its kind.
+                target=recommendation.target
+                if recommendation.workload is not None
+                else recommendation.get_target_kind_display(),
             ),
-            shape_figure=charts.build_hour_of_week_figure(
-                matrix=hour_of_week_requests(queryset=queryset)
-            ),
+            shape_figure=self._shape_figure(recommendation),
         )
         return context
+
+    @staticmethod
+    def _shape_figure(recommendation: Recommendation) -> dict[str, Any]:
+        """A pool's replicas per hour of week before and after; a workload's traffic shape."""
+        if recommendation.workload is None:
+            chart = recommendation.details.get("chart", {})
+            return charts.build_pool_replicas_figure(
+                demanded=chart.get("demanded", []),
+                before=chart.get("before", []),
+                after=chart.get("after", []),
+            )
+        queryset = rollups_in_range(
+            start=recommendation.period_start,
+            end=recommendation.period_end,
+            workload=recommendation.workload.name,
+        )
+        return charts.build_hour_of_week_figure(matrix=hour_of_week_requests(queryset=queryset))
 
 
 class RecommendationDecisionView(RoleRequiredMixin, View):

@@ -140,7 +140,6 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "config.staticfiles.PlotlyFinder",
 ]
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("DJANGO_MEDIA_ROOT", str(VAR_DIR / "media")))
@@ -186,6 +185,10 @@ MAX_WORKLOADS_TOTAL = env_int("MAX_WORKLOADS_TOTAL", 20000)
 MAX_TEAMS_PER_UPLOAD = env_int("MAX_TEAMS_PER_UPLOAD", 1000)
 # Recommendations saving less than this many USD a month are not proposed.
 RECOMMENDATION_MIN_SAVINGS_USD = env_int("RECOMMENDATION_MIN_SAVINGS_USD", 10)
+# Serving pools idling less than this many USD a month get no pool recommendation.
+POOL_RECOMMENDATION_MIN_IDLE_USD = env_int("POOL_RECOMMENDATION_MIN_IDLE_USD", 1000)
+# Pool recommendations size each hour for its demand plus this share (0.2 = 20 % headroom).
+POOL_HEADROOM = env_float("POOL_HEADROOM", 0.2)
 # Refresh workload classes and recommendations in the worker whenever one of their inputs
 # changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
 DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
@@ -311,6 +314,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)),
     },
 }
+# Price cards from the maintained price dataset (`manage.py prices_sync`, README "Where prices
+# come from"): `make run` syncs once on first start; with PRICES_SYNC_WEEKLY beat syncs weekly
+# too, which picks up a newer dataset once the pinned genai-prices is upgraded.
+PRICES_SYNC_WEEKLY = env_bool("PRICES_SYNC_WEEKLY", False)
+if PRICES_SYNC_WEEKLY:
+    CELERY_BEAT_SCHEDULE["sync-prices"] = {
+        "task": "audit_app.prices_sync",
+        "schedule": float(7 * 24 * 3600),
+    }
 # Uploads left `queued` are queued again by a sweep in every worker (audit_app.ingestion.requeue):
 # at worker start and every UPLOAD_REQUEUE_INTERVAL_SECONDS (0 turns it off), those the broker
 # could not take when they were uploaded, and those queued longer than

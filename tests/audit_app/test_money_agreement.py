@@ -125,6 +125,7 @@ NO_MONEY = {
     "budget-delete",
     "command:issue_token",
     "command:serve",
+    "command:prices_sync",  # prints the price cards it added (unit prices), no spend figures
     # Billing sources: where exports come from, when polled, what failed; no figures.
     "sources",
     "source-poll",

@@ -115,18 +115,22 @@ def test_only_an_approved_recommendation_may_be_gated(status: str) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "target"),
-    [("batch_api", "openai batch API, gpt-4o"), ("cheaper_provider", "together Llama 3.1 70B")],
+    [
+        ("batch_api", "openai batch API, gpt-4o"),
+        ("cheaper_provider", "together Llama 3.1 70B"),
+        ("pool_rightsize", "h100-pool: 1 × p5.48xlarge (NVIDIA H100 80GB) always on"),
+    ],
 )
 def test_api_targets_cannot_be_gated(kind: str, target: str) -> None:
     terms = replace(TERMS, target_kind=kind, target=target)
     assert link_mismatches(recommendation=terms, runs=RUNS) == (
         Mismatch(
             field="target_kind",
-            expected=("dedicated_hardware",),
+            expected=("dedicated_hardware", "pool_consolidate"),
             actual=kind,
             sentence=f"Recommendation 7 targets {kind} ({target}): a benchmark run records "
             "neither the API tier nor the provider it measured, so a gate verifies only "
-            "dedicated_hardware recommendations.",
+            "dedicated_hardware and pool_consolidate recommendations.",
         ),
     )
 

@@ -27,7 +27,10 @@ import pandas as pd
 from audit_app.ingestion.token_logs import frame as canonical
 from audit_app.ingestion.token_logs.base import CanonicalRequest
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 1 rows lack the last field (`cache_creation_input_tokens`, added in version 2): they
+# are read with 0 there, so batches received before an upgrade still land.
+_V1_FIELD_COUNT = 20
 # A stored record's values, in the order of the canonical request's fields (times as integer
 # nanoseconds, the cost as text); a change to those fields changes FORMAT_VERSION too.
 FIELDS = tuple(field.name for field in dataclasses.fields(CanonicalRequest))
@@ -69,10 +72,13 @@ def decode_rows(blob: bytes | memoryview) -> list[list[Any]]:
     landing reads, keys (`row_key`) and turns into a frame (`rows_to_frame`) without building
     a `CanonicalRequest` per record."""
     document = json.loads(zlib.decompress(bytes(blob)))
-    if document.get("v") != FORMAT_VERSION:
-        raise ValueError(f"unknown live record format {document.get('v')!r}")
+    version = document.get("v")
+    if version not in (1, FORMAT_VERSION):
+        raise ValueError(f"unknown live record format {version!r}")
     rows: list[list[Any]] = document["rows"]
     for row in rows:
+        if version == 1 and len(row) == _V1_FIELD_COUNT:
+            row.append(0)
         if len(row) != len(FIELDS):
             raise ValueError(f"a live record has {len(row)} fields, not {len(FIELDS)}")
     return rows
@@ -173,7 +179,12 @@ def rows_to_frame(rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
     out[canonical.STREAMING] = [-1 if v is None else int(v) for v in by_name["streaming"]]
     out[canonical.BATCH_API] = list(by_name["batch_api"])
     out[canonical.IS_ERROR] = [status == "error" for status in by_name["status"]]
-    for name in (canonical.INPUT_TOKENS, canonical.OUTPUT_TOKENS, canonical.CACHED_INPUT_TOKENS):
+    for name in (
+        canonical.INPUT_TOKENS,
+        canonical.OUTPUT_TOKENS,
+        canonical.CACHED_INPUT_TOKENS,
+        canonical.CACHE_CREATION_INPUT_TOKENS,
+    ):
         out[name] = list(by_name[name])
     out[canonical.COST_NANOS] = [
         canonical.cost_to_nanos(None if v is None else Decimal(v)) for v in by_name["cost_usd"]

@@ -15,8 +15,9 @@ Conventions fixed here for all formats:
   without `Z` / `UTC` / an offset and with any number of fraction digits (cut to microseconds),
   and epoch numbers whose magnitude tells the unit (seconds, ms, µs or ns). Naive means UTC.
   A date without a time of day is rejected: a request log needs the time.
-- `input_tokens` includes cached input tokens (OpenAI and OTel semantics), so
-  `cached_input_tokens` can never exceed it.
+- `input_tokens` includes cached input tokens and cache-creation (cache write) input tokens
+  (OpenAI and OTel semantics), so `cached_input_tokens` + `cache_creation_input_tokens` can
+  never exceed it.
 - A missing input/output token count is 0 on an error row and an embedding has 0 output tokens
   when none is given; anywhere else a missing count is a reject, because a silent 0 would
   under-report spend.
@@ -82,6 +83,7 @@ class CanonicalRequest:
     request_id: str
     pool: str
     line: int
+    cache_creation_input_tokens: int = 0
 
     @property
     def latency_ms(self) -> float:
@@ -127,6 +129,7 @@ class SourceFields:
     input_tokens: str = "input_tokens"
     output_tokens: str = "output_tokens"
     cached_input_tokens: str = "cached_input_tokens"
+    cache_creation_input_tokens: str = "cache_creation_input_tokens"
     cost_usd: str = "cost_usd"
     streaming: str = "streaming"
     batch_api: str = "batch_api"
@@ -201,11 +204,13 @@ def _token_counts(
     input_tokens: object,
     output_tokens: object,
     cached_input_tokens: object,
+    cache_creation_input_tokens: object,
     names: SourceFields,
     is_error: bool,
     is_embedding: bool,
-) -> tuple[int, int, int]:
-    """(input, output, cached input) token counts; cached ones are part of the input."""
+) -> tuple[int, int, int, int]:
+    """(input, output, cached input, cache-creation input) token counts; cached and
+    cache-creation ones are part of the input."""
     # A failed request often carries no usage, and an embedding produces no output tokens;
     # anywhere else an empty count would silently under-report spend, so it is a reject.
     input_count = _token_count_or_default(
@@ -226,7 +231,21 @@ def _token_counts(
                 f"`{names.input_tokens}` ({input_count}); input tokens must include cached ones."
             ),
         )
-    return input_count, output_count, cached_count
+    creation_count = _token_count_or_default(
+        cache_creation_input_tokens, field=names.cache_creation_input_tokens, zero_when_missing=True
+    )
+    if cached_count + creation_count > input_count:
+        raise RowRejected(
+            field=names.cache_creation_input_tokens,
+            value=cache_creation_input_tokens,
+            reason=(
+                f"`{names.cached_input_tokens}` ({cached_count}) plus "
+                f"`{names.cache_creation_input_tokens}` ({creation_count}) is more than "
+                f"`{names.input_tokens}` ({input_count}); input tokens must include cache reads "
+                "and cache writes."
+            ),
+        )
+    return input_count, output_count, cached_count, creation_count
 
 
 def build_request(
@@ -240,6 +259,7 @@ def build_request(
     output_tokens: object,
     first_token_at: object = None,
     cached_input_tokens: object = None,
+    cache_creation_input_tokens: object = None,
     cost_usd: object = None,
     streaming: object = None,
     batch_api: object = None,
@@ -265,10 +285,11 @@ def build_request(
     model_name = _model_name(model, names=names)
     status_word = parse_status(status, field=names.status)
     operation_name = text(operation).lower()
-    input_count, output_count, cached_count = _token_counts(
+    input_count, output_count, cached_count, creation_count = _token_counts(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_input_tokens=cached_input_tokens,
+        cache_creation_input_tokens=cache_creation_input_tokens,
         names=names,
         is_error=status_word == STATUS_ERROR,
         is_embedding=operation_name == OPERATION_EMBEDDING,
@@ -297,6 +318,7 @@ def build_request(
         input_tokens=input_count,
         output_tokens=output_count,
         cached_input_tokens=cached_count,
+        cache_creation_input_tokens=creation_count,
         cost_usd=parse_cost(cost_usd, field=names.cost_usd),
         status=status_word,
         request_id=text(request_id),

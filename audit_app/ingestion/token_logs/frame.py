@@ -32,11 +32,19 @@ IS_ERROR = "is_error"
 INPUT_TOKENS = "input_tokens"
 OUTPUT_TOKENS = "output_tokens"
 CACHED_INPUT_TOKENS = "cached_input_tokens"
+CACHE_CREATION_INPUT_TOKENS = "cache_creation_input_tokens"  # part of input, like cached
 COST_NANOS = "cost_nanos"  # the log's own cost in 1e-9 USD; -1 when the log has none
 LINE = "line"
 
 TEXT_COLUMNS = (WORKLOAD, TEAM, END_USER, CALLER, PROVIDER, MODEL, OPERATION, POOL)
-INT_COLUMNS = (INPUT_TOKENS, OUTPUT_TOKENS, CACHED_INPUT_TOKENS, COST_NANOS, LINE)
+INT_COLUMNS = (
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    CACHED_INPUT_TOKENS,
+    CACHE_CREATION_INPUT_TOKENS,
+    COST_NANOS,
+    LINE,
+)
 FRAME_COLUMNS = (
     STARTED_AT,
     ENDED_AT,
@@ -82,6 +90,7 @@ def requests_to_frame(requests: Sequence[CanonicalRequest]) -> pd.DataFrame:
         columns[INPUT_TOKENS].append(r.input_tokens)
         columns[OUTPUT_TOKENS].append(r.output_tokens)
         columns[CACHED_INPUT_TOKENS].append(r.cached_input_tokens)
+        columns[CACHE_CREATION_INPUT_TOKENS].append(r.cache_creation_input_tokens)
         columns[COST_NANOS].append(cost_to_nanos(r.cost_usd))
         columns[LINE].append(r.line)
     return normalize_frame(pd.DataFrame(columns))

@@ -20,6 +20,7 @@ does not matter and unknown columns are ignored. Empty cells and `NULL` count as
 | `input_tokens` | yes | prompt tokens, cached ones included (may be empty on an error row) |
 | `output_tokens` | yes | completion tokens (may be empty on an error or embedding row) |
 | `cached_input_tokens` | no | input tokens read from the prompt cache (default 0) |
+| `cache_creation_input_tokens` | no | input tokens written to the prompt cache (default 0) |
 | `cost_usd` | no | cost the source computed, in USD; empty = priced from a price card |
 | `status` | no | `success` (default) or `error`; `failure`, `failed`, HTTP codes work |
 | `request_id` | no | the request's id in the source system |
@@ -62,6 +63,7 @@ COLUMNS = (
     "input_tokens",
     "output_tokens",
     "cached_input_tokens",
+    "cache_creation_input_tokens",
     "cost_usd",
     "status",
     "request_id",
@@ -102,6 +104,7 @@ def _request_from_record(record: Mapping[str, object], line: int) -> CanonicalRe
         input_tokens=record.get("input_tokens"),
         output_tokens=record.get("output_tokens"),
         cached_input_tokens=record.get("cached_input_tokens"),
+        cache_creation_input_tokens=record.get("cache_creation_input_tokens"),
         cost_usd=record.get("cost_usd"),
         streaming=record.get("streaming"),
         batch_api=record.get("batch_api"),

@@ -157,6 +157,7 @@ class _MetadataFacts:
     pool: str
     status: str
     cached_tokens: int | None  # None: the row path rejects the cached-token count
+    cache_creation_tokens: int | None = 0  # None: the row path rejects this count
     batch_api: bool | None  # None: `metadata.batch_api` is unreadable
     workload: str | None  # what the metadata names as workload by itself (see `_workloads`)
 
@@ -203,6 +204,8 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
             if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
                 return None
             cached = value
+        if usage.get("cache_creation_input_tokens") is not None:
+            return None  # rare (Anthropic usage): the full decoding reads it
     return _MetadataFacts(
         tags=(),
         alias=text(metadata.get("user_api_key_alias")),
@@ -240,6 +243,14 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
     except RowRejected:
         cached_tokens = None
     try:
+        creation = parse_token_count(
+            litellm_rows.cached_tokens(metadata, litellm_rows.CACHE_CREATION_TOKEN_PATHS),
+            field=litellm_rows.SOURCE_FIELDS.cache_creation_input_tokens,
+        )
+        creation_tokens: int | None = 0 if creation is None else creation
+    except RowRejected:
+        creation_tokens = None
+    try:
         batch_api: bool | None = litellm_rows.is_batch("", metadata)
     except RowRejected:
         batch_api = None
@@ -252,6 +263,7 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
         pool=first_text(metadata.get("pool"), spend_logs_metadata.get("pool")),
         status=text(metadata.get("status")),
         cached_tokens=cached_tokens,
+        cache_creation_tokens=creation_tokens,
         batch_api=batch_api,
         workload=_workload_named_by(metadata=identity),
     )
@@ -480,6 +492,7 @@ class _Usage:
     input_tokens: np.ndarray
     output_tokens: np.ndarray
     cached_tokens: np.ndarray
+    cache_creation_tokens: np.ndarray
     cost_nanos: np.ndarray
     slow: np.ndarray
 
@@ -493,7 +506,15 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
         lambda f: -1 if f is None or f.cached_tokens is None else f.cached_tokens
     )
     cached_tokens = np.maximum(cached_by_metadata, 0)
-    slow |= (cached_by_metadata < 0) | (cached_tokens > input_tokens)
+    creation_by_metadata = facts.per_row(
+        lambda f: -1 if f is None or f.cache_creation_tokens is None else f.cache_creation_tokens
+    )
+    creation_tokens = np.maximum(creation_by_metadata, 0)
+    slow |= (
+        (cached_by_metadata < 0)
+        | (creation_by_metadata < 0)
+        | (cached_tokens + creation_tokens > input_tokens)
+    )
     costs = cells.costs(columns.plain("spend"), columns.rows)
     slow |= ~(costs.missing | costs.readable)
     cache_values, cache_codes = columns.distinct("cache_hit")
@@ -506,6 +527,7 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_tokens=cached_tokens,
+        cache_creation_tokens=creation_tokens,
         cost_nanos=np.where(costs.missing | unpriced, canonical.NO_COST, costs.nanos),
         slow=slow,
     )
@@ -617,6 +639,7 @@ def _canonical_frame(
                 canonical.INPUT_TOKENS: rows_kept(usage.input_tokens),
                 canonical.OUTPUT_TOKENS: rows_kept(usage.output_tokens),
                 canonical.CACHED_INPUT_TOKENS: rows_kept(usage.cached_tokens),
+                canonical.CACHE_CREATION_INPUT_TOKENS: rows_kept(usage.cache_creation_tokens),
                 canonical.COST_NANOS: rows_kept(usage.cost_nanos),
                 canonical.LINE: rows_kept(lines),
             }

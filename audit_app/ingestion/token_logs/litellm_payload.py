@@ -30,6 +30,7 @@ Mapping (canonical field <- payload field), in the vocabulary of the spend-log i
   `cache_read_input_tokens` in the usage LiteLLM logged: `metadata.usage_object` (then
   `metadata.additional_usage_values`, as in spend logs), `hidden_params.usage_object`, then the
   `response`'s own `usage`; 0 when none is present.
+- cache_creation_input_tokens <- `cache_creation_input_tokens` in the same usage objects.
 - cost_usd <- `response_cost`, except None (priced later from a price card) when LiteLLM says it
   could not price the call: `response_cost_failure_debug_info` is set, or the cost is 0 while
   tokens were used and `cache_hit` is not true.
@@ -93,6 +94,7 @@ from audit_app.ingestion.token_logs.coerce import (
     parse_token_count,
 )
 from audit_app.ingestion.token_logs.litellm_rows import (
+    CACHE_CREATION_TOKEN_PATHS,
     CACHED_TOKEN_PATHS,
     OPERATION_BY_CALL_TYPE,
     cached_tokens,
@@ -285,15 +287,17 @@ def usage_cached_tokens(
     record: Mapping[str, object],
     metadata: Mapping[str, object],
     hidden_params: Mapping[str, object],
+    paths: tuple[tuple[str, ...], ...] = CACHED_TOKEN_PATHS,
 ) -> object:
-    """Cached input tokens from the usage LiteLLM logged (see the module docstring)."""
-    value = cached_tokens(metadata)
+    """Cached input tokens from the usage LiteLLM logged (see the module docstring); with
+    ``paths=CACHE_CREATION_TOKEN_PATHS`` the cache-creation ones."""
+    value = cached_tokens(metadata, paths)
     usages = (nested(hidden_params, "usage_object"), nested(record, "response", "usage"))
     for usage in usages:
         if value is not None:
             break
         if isinstance(usage, Mapping):
-            for path in CACHED_TOKEN_PATHS:
+            for path in paths:
                 value = nested(usage, *path)
                 if value is not None:
                     break
@@ -374,6 +378,9 @@ def request_from_payload(record: Mapping[str, object], line: int) -> CanonicalRe
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_input_tokens=usage_cached_tokens(record, metadata, hidden_params),
+        cache_creation_input_tokens=usage_cached_tokens(
+            record, metadata, hidden_params, CACHE_CREATION_TOKEN_PATHS
+        ),
         cost_usd=logged_cost(record, input_tokens=input_tokens, output_tokens=output_tokens),
         streaming=streaming,
         batch_api=is_batch(call_type, metadata)

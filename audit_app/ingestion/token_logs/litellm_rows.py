@@ -12,6 +12,8 @@ Mapping (canonical field <- LiteLLM field):
   column): `metadata.usage_object.prompt_tokens_details.cached_tokens`, else
   `metadata.usage_object.cache_read_input_tokens`, else the same two keys under
   `metadata.additional_usage_values`; 0 when none is present.
+- cache_creation_input_tokens <- `cache_creation_input_tokens` (Anthropic's usage field, kept by
+  LiteLLM) in the same two usage objects; 0 when absent.
 - cost_usd <- `spend`, except None when `spend` is 0 while tokens were used and `cache_hit` is
   not true: LiteLLM had no price for the model, so the product prices it from a price card.
 - caller <- `metadata.user_api_key_alias`, else `api_key` (the hashed key).
@@ -91,10 +93,16 @@ def nested(mapping: Mapping[str, object], *path: str) -> object:
     return value
 
 
-def cached_tokens(metadata: Mapping[str, object]) -> object:
-    """LiteLLM keeps no cached-token column in SpendLogs; the usage it logged in metadata has it."""
+CACHE_CREATION_TOKEN_PATHS = (("cache_creation_input_tokens",),)
+
+
+def cached_tokens(
+    metadata: Mapping[str, object], paths: tuple[tuple[str, ...], ...] = CACHED_TOKEN_PATHS
+) -> object:
+    """LiteLLM keeps no cached-token column in SpendLogs; the usage it logged in metadata has it.
+    With ``paths=CACHE_CREATION_TOKEN_PATHS``, the cache-creation (cache write) count."""
     for usage_key in ("usage_object", "additional_usage_values"):
-        for path in CACHED_TOKEN_PATHS:
+        for path in paths:
             value = nested(metadata, usage_key, *path)
             if value is not None:
                 return value
@@ -152,6 +160,7 @@ def request_from_record(record: Mapping[str, object], line: int) -> CanonicalReq
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_input_tokens=cached_tokens(metadata),
+        cache_creation_input_tokens=cached_tokens(metadata, CACHE_CREATION_TOKEN_PATHS),
         cost_usd=spend,
         streaming=streaming,
         batch_api=is_batch(call_type, metadata),

@@ -16,6 +16,7 @@ Mapping (span attribute first, then the older or vendor name it falls back to):
 - input / output tokens: `gen_ai.usage.input_tokens` / `output_tokens`, else the deprecated
   `gen_ai.usage.prompt_tokens` / `completion_tokens` (vLLM still writes these).
 - cached_input_tokens: `gen_ai.usage.cache_read.input_tokens`.
+- cache_creation_input_tokens: `gen_ai.usage.cache_creation.input_tokens`.
 - cost_usd: `gen_ai.usage.cost` (OpenLIT's extension; OTel has no cost attribute), else None.
 - status: error when the span status code is 2 (`STATUS_CODE_ERROR`) or `error.type` is set.
 - request_id: `<traceId>/<spanId>`.
@@ -91,6 +92,7 @@ SOURCE_FIELDS = SourceFields(
     input_tokens="gen_ai.usage.input_tokens",
     output_tokens="gen_ai.usage.output_tokens",
     cached_input_tokens="gen_ai.usage.cache_read.input_tokens",
+    cache_creation_input_tokens="gen_ai.usage.cache_creation.input_tokens",
     cost_usd="gen_ai.usage.cost",
     streaming="gen_ai.request.stream",
     batch_api="batch_api",
@@ -109,6 +111,7 @@ SPAN_ATTRIBUTES = frozenset(
         "gen_ai.response.model",
         "gen_ai.request.model",
         "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_creation.input_tokens",
         "gen_ai.usage.cost",
         "gen_ai.request.stream",
         "gen_ai.provider.name",
@@ -422,6 +425,7 @@ def _request_from_span(
         input_tokens=_first_attribute(attributes, INPUT_TOKEN_ATTRIBUTES),
         output_tokens=_first_attribute(attributes, OUTPUT_TOKEN_ATTRIBUTES),
         cached_input_tokens=attribute("gen_ai.usage.cache_read.input_tokens"),
+        cache_creation_input_tokens=attribute("gen_ai.usage.cache_creation.input_tokens"),
         cost_usd=attribute("gen_ai.usage.cost"),
         streaming=attribute("gen_ai.request.stream"),
         batch_api=False,

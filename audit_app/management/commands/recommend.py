@@ -1,4 +1,4 @@
-"""Re-price recommendations for asynchronous workloads and print them."""
+"""Re-price recommendations for asynchronous workloads and serving pools and print them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from audit_app.reporting.selectors import potential_monthly_savings, recommendat
 
 
 class Command(BaseCommand):
-    help = "Recommend cheaper targets for asynchronous workloads (--json for a JSON list)."
+    help = (
+        "Recommend cheaper targets for asynchronous workloads and next steps for serving pools "
+        "(--json for a JSON list; a pool's recommendation has `pool` set and `workload` null)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
@@ -27,7 +30,8 @@ class Command(BaseCommand):
                 rows.append(
                     {
                         "id": r.pk,
-                        "workload": r.workload.name,
+                        "workload": r.workload.name if r.workload else None,
+                        "pool": r.pool.name if r.pool else None,
                         "target": r.target,
                         "target_kind": r.target_kind,
                         "current_monthly_usd": str(r.current_monthly_usd),
@@ -44,6 +48,8 @@ class Command(BaseCommand):
                         "computed_at": r.computed_at.isoformat() if r.computed_at else None,
                         "data_version": r.data_version,
                         "source_upload_ids": r.source_upload_ids,
+                        "details": r.details,
+                        "subject": group.name,
                     }
                 )
         if options["json"]:
@@ -52,7 +58,7 @@ class Command(BaseCommand):
         for row in rows:
             marker = "" if row["leads"] else "  (alternative) "
             self.stdout.write(
-                f"{marker}{row['workload']:<28} -> {row['target'][:48]:<48} "
+                f"{marker}{row['subject']:<28} -> {row['target'][:48]:<48} "
                 f"saves ${row['savings_monthly_usd']}/month ({row['status']})"
             )
         self.stdout.write(f"potential savings: ${potential_monthly_savings()}/month")

@@ -7,11 +7,12 @@ process. Production runs one `celery beat` process of its own instead (README).
 Both run as child processes; Ctrl-C (SIGINT) or SIGTERM stops both, and if either exits the
 other is stopped too, so the pair never runs half-alive.
 
-``--prepare`` (what `make run` passes) first migrates, loads the demo data (a no-op once
-loaded) and, when static files are served from a manifest (DJANGO_STATIC_MANIFEST), collects
-them into STATIC_ROOT with hashed names and gzip / brotli copies, all in this one process: each
-extra `manage.py` would pay Django's ~5 s start again. The collect is skipped when the files
-the finders list are unchanged since the last one (a fingerprint beside the manifest), so a
+``--prepare`` (what `make run` passes) first migrates, syncs price cards from the price
+dataset on first start (`prices_sync`), loads the demo data (a no-op once loaded) and, when
+static files are served from a manifest (DJANGO_STATIC_MANIFEST), collects them into
+STATIC_ROOT with hashed names and gzip / brotli copies, all in this one process: each extra
+`manage.py` would pay Django's ~5 s start again. The collect is skipped when the files the
+finders list are unchanged since the last one (a fingerprint beside the manifest), so a
 second start pays nothing for it.
 """
 
@@ -108,6 +109,15 @@ class Command(BaseCommand):
     def _prepare(self) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Migrations applied.")
+        from audit_app.costs.price_cards import prices_sync_first_start
+
+        started = time.monotonic()
+        synced = prices_sync_first_start()
+        if synced is not None:
+            self.stdout.write(
+                f"Price cards synced from {synced.dataset}: {len(synced.added)} added "
+                f"in {time.monotonic() - started:.1f} s."
+            )
         call_command("seed_demo", stdout=self.stdout, stderr=self.stderr)
         if not getattr(settings, "STATIC_MANIFEST", False):
             return

@@ -346,3 +346,29 @@ def test_totals_never_add_currencies() -> None:
         ("openai", "EUR"),
         ("openai", "USD"),
     ]
+
+
+def test_a_model_served_hosted_and_self_hosted_is_told_apart_by_provider() -> None:
+    # The pool runs Llama 3.3 70B; DeepInfra serves the same model name as a hosted API, at
+    # its catalog card of $0.23 input and $0.40 output per million tokens.
+    model = "meta-llama/Llama-3.3-70B-Instruct"
+    log = (
+        b"started_at,ended_at,workload,provider,model,input_tokens,output_tokens,pool\n"
+        b"2026-11-02T00:05:00Z,2026-11-02T00:05:02Z,chat,hosted_vllm,MODEL,3000,1000,\n"
+        b"2026-11-02T00:10:00Z,2026-11-02T00:10:02Z,evals,deepinfra,MODEL,100000,10000,\n"
+    ).replace(b"MODEL", model.encode())
+    _ingest(log, "mixed.csv")
+    bill = _bill_upload()
+    _charge(bill, start=H0, cost="10.00", tags={"pool": "gpu"})
+    ServingPool.objects.create(name="gpu", tag_key="pool", tag_value="gpu", models_served=[model])
+
+    [report] = pool_reports(start=DAY, end=DAY)
+    # Only the self-hosted request shares the GPU bill: chat takes all $10 of hour 0.
+    assert report.by_workload == {"chat": Decimal("10.00")}
+    spend = spend_report(SpendFilters(start=DAY, end=DAY)).breakdown("workload")
+    assert spend.unpriced_models == []
+    # evals: 100,000 x 0.23 + 10,000 x 0.40 = 23,000 + 4,000 = 27,000 / 1M = $0.027
+    assert {r.key: (r.api_spend_usd, r.gpu_cost_usd) for r in spend.rows} == {
+        "chat": (Decimal(0), Decimal("10.00")),
+        "evals": (Decimal("0.027"), Decimal(0)),
+    }

@@ -269,7 +269,8 @@ def test_no_hardware_option(model: str, demand: list[int]) -> None:
 def test_kinds_and_window_are_the_apps() -> None:
     """The pure module spells the model's target kinds and the analysis window by itself."""
     from audit_app.models import Recommendation
+    from audit_app.recommendations.pool_options import PoolKind
     from audit_app.workloads.services import WINDOW_DAYS as ANALYSIS_WINDOW_DAYS
 
-    assert sorted(TargetKind) == sorted(Recommendation.TargetKind.values)
+    assert sorted([*TargetKind, *PoolKind]) == sorted(Recommendation.TargetKind.values)
     assert WINDOW_DAYS == ANALYSIS_WINDOW_DAYS

@@ -246,3 +246,20 @@ def test_every_label_from_data_reaches_the_figure_escaped() -> None:
 
     cost = build_cost_comparison_figure(current=Decimal(2), projected=Decimal(1), target=LINK)
     assert cost["data"][0]["x"] == ["Current", LINK_ESCAPED]
+
+
+def test_pool_replicas_figure_has_three_series_over_the_week() -> None:
+    from audit_app.reporting.charts import build_pool_replicas_figure
+
+    figure = build_pool_replicas_figure(
+        demanded=[0.25] * 168, before=[2.0] * 168, after=[1.0] * 168
+    )
+    assert [t["name"] for t in figure["data"]] == [
+        "Demanded",
+        "Provisioned now",
+        "Provisioned after",
+    ]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "Hour of week (UTC)"
+    assert figure["layout"]["yaxis"]["title"]["text"] == "Replicas"
+    assert figure["data"][0]["x"][0] == "Mon 00:00" and figure["data"][0]["x"][167] == "Sun 23:00"
+    assert figure["layout"]["yaxis"]["rangemode"] == "tozero"

@@ -173,8 +173,16 @@ def test_serving_the_model_from_a_pool_withdraws_the_api_recommendation(
     evals: Workload, django_capture_on_commit_callbacks: Any
 ) -> None:
     # Self-hosted traffic is costed from GPU bills only, and this pool has none: nothing to save.
+    # The requests logged without a pool are the pool's only when no card prices their
+    # provider's model (issue 19: a model served hosted and self-hosted is told apart by
+    # provider), so the pool serving OpenAI's model name does not take OpenAI's traffic...
     with django_capture_on_commit_callbacks(execute=True):
         _serving_pool()
+    assert Recommendation.objects.filter(workload=evals).exists()
+    # ...until no card prices it (no OpenAI card at all, so no family prefix either): then the
+    # pool served it.
+    with django_capture_on_commit_callbacks(execute=True):
+        PriceCard.objects.filter(provider="openai").delete()
     assert not Recommendation.objects.filter(workload=evals).exists()
 
 

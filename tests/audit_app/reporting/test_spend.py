@@ -17,7 +17,7 @@ from django.test import Client
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.lib.csv_export import safe_cell
-from audit_app.models import Workload
+from audit_app.models import PriceCard, Workload
 from tests.audit_app.ingestion.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
 
 pytestmark = pytest.mark.django_db
@@ -119,6 +119,37 @@ def test_workloads_cli_json(sample_upload: Any) -> None:
         "p95_e2e_ms",
     } <= set(rows["chat"])
     assert sum(Decimal(r["spend_usd"]) for r in rows.values()) == Decimal("0.092500")
+
+
+def test_an_unpriced_model_has_an_add_a_card_link_for_an_admin(
+    client: Client, finops_user: Any, admin_user: Any, sample_upload: Any
+) -> None:
+    add_link = (
+        "/admin/audit_app/pricecard/add/?provider=openai&amp;model=my-finetune"
+        "&amp;valid_from=2020-01-01"
+    )
+    client.force_login(finops_user)  # may not add cards: no link
+    assert add_link not in client.get(f"/?{RANGE}").content.decode()
+
+    client.force_login(admin_user)
+    assert add_link in client.get(f"/?{RANGE}").content.decode()
+    form = client.get(add_link.replace("&amp;", "&")).context["adminform"].form
+    assert (form.initial["provider"], form.initial["model"]) == ("openai", "my-finetune")
+    response = client.post(
+        "/admin/audit_app/pricecard/add/",
+        {
+            "provider": "openai",
+            "model": "my-finetune",
+            "input_usd_per_mtok": "1",
+            "output_usd_per_mtok": "4",
+            "valid_from": "2020-01-01",
+        },
+    )
+    assert response.status_code == 302
+    card = PriceCard.objects.get(model="my-finetune")
+    assert card.origin == "local"  # a hand-entered card is a local override
+    html = client.get(f"/?{RANGE}").content.decode()
+    assert "Unpriced models" not in html
 
 
 def test_overview_page_with_data(client: Client, finops_user: Any, sample_upload: Any) -> None:

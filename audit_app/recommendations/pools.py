@@ -1,0 +1,371 @@
+"""Pool recommendations (issue 20): read each serving pool's bill, demand and workloads, price
+what it could do (`audit_app.recommendations.pool_options`, pure) and keep the results as
+`Recommendation` rows with a ``pool`` and no workload.
+
+A pool is looked at when its idle cost over the analysis window, scaled to a month, is at least
+`POOL_RECOMMENDATION_MIN_IDLE_USD`. One replica is the instance type on its bill, priced from
+the hardware catalog, at the catalogued throughput for the size of the model it serves most
+(`ThroughputAssumption`): an assumption until a benchmark gate measures it, and the
+recommendation says so. Replicas billed per hour are the hour's cost over the instance's price.
+
+Called by `services.recommendations_refresh`, so pool recommendations refresh with the others
+(and keep their decisions and history the same way).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Sum
+
+from audit_app.costs.attribution import spread_over_hours
+from audit_app.costs.billing import (
+    PoolReport,
+    charges_in_range,
+    pool_charges,
+    pool_reports,
+    pool_rollups,
+)
+from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode
+from audit_app.ingestion.histograms import LatencyHistogram
+from audit_app.models import (
+    Recommendation,
+    ServingPool,
+    Workload,
+    WorkloadClass,
+)
+from audit_app.recommendations.options import (
+    COLD_START_SECONDS,
+    HardwareOffer,
+    Usage,
+    model_class,
+    provider_options,
+)
+from audit_app.recommendations.pool_options import (
+    PoolFacts,
+    PoolPlan,
+    PoolWorkload,
+    autoscale_plan,
+    consolidate_plan,
+    monthly,
+    offload_plan,
+    replicas_from_cost,
+    rightsize_plan,
+)
+from audit_app.recommendations.services import (
+    OptionTargets,
+    min_savings,
+    recommendation_upsert,
+)
+from audit_app.reporting.selectors import rollups_in_range
+from audit_app.workloads.services import effective_class
+
+
+@dataclass(frozen=True, kw_only=True)
+class PricedPool:
+    """A pool's facts for the pure layer, with what the service needs to store its plans."""
+
+    pool: ServingPool
+    facts: PoolFacts
+    model: str  # the model it serves most
+    report: PoolReport
+    usage: dict[str, Usage]  # asynchronous workloads' tokens, for an offload tier
+
+
+def headroom() -> Decimal:
+    return Decimal(str(settings.POOL_HEADROOM))
+
+
+def min_idle() -> Decimal:
+    return Decimal(str(settings.POOL_RECOMMENDATION_MIN_IDLE_USD))
+
+
+def _offer(offers: tuple[HardwareOffer, ...], instance: str, size: str) -> HardwareOffer | None:
+    return next(
+        (o for o in offers if o.instance.name == instance and o.throughput.model_class == size),
+        None,
+    )
+
+
+def _workloads(
+    pool: ServingPool, report: PoolReport, *, start: date, end: date, hours: int
+) -> tuple[list[PoolWorkload], dict[str, Usage], str]:
+    """The pool's workloads (demand, requests, TTFT), the asynchronous ones' token usage and
+    the model with the most output tokens."""
+    origin = datetime.combine(start, time.min, tzinfo=UTC)
+    queryset = pool_rollups(pool, rollups_in_range(start=start, end=end))
+    demand: dict[str, list[int]] = defaultdict(lambda: [0] * hours)
+    requests: dict[str, list[int]] = defaultdict(lambda: [0] * hours)
+    tokens: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_model: dict[str, int] = defaultdict(int)
+    for row in (
+        queryset.values("hour", "workload", "model")
+        .annotate(o=Sum("output_tokens"), i=Sum("input_tokens"), n=Sum("requests"))
+        .order_by()
+    ):
+        index = int((row["hour"] - origin).total_seconds() // 3600)
+        if not 0 <= index < hours:
+            continue
+        demand[row["workload"]][index] += row["o"]
+        requests[row["workload"]][index] += row["n"]
+        tokens[row["workload"]][0] += row["i"]
+        tokens[row["workload"]][1] += row["o"]
+        by_model[row["model"]] += row["o"]
+    histograms: dict[str, list[Any]] = defaultdict(list)
+    for name, blob in queryset.values_list("workload", "ttft_histogram").order_by():
+        histograms[name].append(blob)
+    model = max(sorted(by_model), key=lambda m: by_model[m]) if by_model else ""
+    attributed = report.by_workload
+    workloads = Workload.objects.filter(name__in=list(demand)).select_related("classification")
+    out: list[PoolWorkload] = []
+    usage: dict[str, Usage] = {}
+    for workload in workloads.prefetch_related("overrides"):
+        name = workload.name
+        kind = effective_class(workload)
+        ttft = LatencyHistogram.merge_bytes(histograms[name])
+        out.append(
+            PoolWorkload(
+                name=name,
+                realtime=kind == WorkloadClass.REALTIME,
+                asynchronous=kind == WorkloadClass.ASYNC,
+                attributed_usd=attributed.get(name, Decimal(0)),
+                demand=tuple(demand[name]),
+                requests=tuple(requests[name]),
+                ttft_quantile=ttft.quantile,
+                latency_slo_ms=workload.latency_slo_ms,
+            )
+        )
+        if kind == WorkloadClass.ASYNC:
+            usage[name] = Usage(
+                provider=pool.name,
+                model=model,
+                spend=Decimal(0),
+                input_tokens=tokens[name][0],
+                output_tokens=tokens[name][1],
+                batch_share=0.0,
+            )
+    return out, usage, model
+
+
+def priced_pools(*, start: date, end: date, targets: OptionTargets) -> list[PricedPool]:
+    """Every pool billed in USD over start..end whose instance and model the catalog prices."""
+    hours = ((end - start).days + 1) * 24
+    origin = datetime.combine(start, time.min, tzinfo=UTC)
+    out = []
+    for report in pool_reports(start=start, end=end):
+        if report.currency != "USD" or not report.instance_types or not report.attribution.billed:
+            continue
+        pool = report.pool
+        workloads, usage, model = _workloads(pool, report, start=start, end=end, hours=hours)
+        size = model_class(model)
+        offer = _offer(targets.offers, report.instance_types[0], size) if size else None
+        if offer is None or not workloads:
+            continue
+        instance, throughput = offer.instance, offer.throughput
+        accelerators = instance.accelerator_count or 1
+        hourly = spread_over_hours(
+            (c.period_start, c.period_end, c.billed_cost)
+            for c in pool_charges(pool, charges_in_range(start=start, end=end)).filter(
+                currency="USD"
+            )
+        )
+        costs = [Decimal(0)] * hours
+        for hour, cost in hourly.items():
+            index = int((hour - origin).total_seconds() // 3600)
+            if 0 <= index < hours:
+                costs[index] += cost
+        facts = PoolFacts(
+            name=pool.name,
+            models=(model,),
+            replica=f"{instance.name} ({instance.accelerator})",
+            deployment=Deployment(
+                tokens_per_second=throughput.tokens_per_second,
+                accelerators_per_replica=accelerators,
+                usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
+                cold_start_seconds=COLD_START_SECONDS,
+            ),
+            assumptions=(
+                f"{throughput.tokens_per_second:,.0f} output tokens/s per {instance.name} for a "
+                f"{size.upper() if size else ''} model: {throughput.source} "
+                f"({throughput.source_date}; {throughput.notes}). Catalogued, not measured: a "
+                "benchmark gate on this pool would confirm it.",
+                f"${instance.usd_per_hour}/hour per replica ({instance.source}, "
+                f"{instance.source_date}); today's cost is the pool's bill.",
+            ),
+            billed_usd=report.attribution.billed,
+            idle_usd=report.attribution.idle,
+            provisioned=tuple(replicas_from_cost(costs, instance.usd_per_hour)),
+            workloads=tuple(workloads),
+            first_hour_of_week=start.weekday() * 24,
+        )
+        out.append(PricedPool(pool=pool, facts=facts, model=model, report=report, usage=usage))
+    return out
+
+
+def _offload(priced: PricedPool, *, targets: OptionTargets, room: Decimal) -> PoolPlan | None:
+    """Move the pool's asynchronous workloads to the cheapest per-token listing of its model."""
+    if not priced.usage:
+        return None
+    hours = priced.facts.hours
+    total = Usage(
+        provider=priced.pool.name,
+        model=priced.model,
+        spend=Decimal(0),
+        input_tokens=sum(u.input_tokens for u in priced.usage.values()),
+        output_tokens=sum(u.output_tokens for u in priced.usage.values()),
+        batch_share=0.0,
+    )
+    options = provider_options(total, hours=hours, listings=targets.listings)
+    if not options:
+        return None
+    best = min(options, key=lambda o: (o.projected_monthly, o.target))
+    return offload_plan(
+        priced.facts,
+        tier=best.target,
+        tier_usd=best.projected_monthly * hours / HOURS_IN_MONTH,
+        tier_sources=best.assumptions[:1],
+        headroom=room,
+    )
+
+
+def pool_plans(
+    pools: list[PricedPool], *, targets: OptionTargets
+) -> list[tuple[PricedPool, PoolPlan]]:
+    """Every plan for pools idling above the floor, each with the pool it is filed under."""
+    room = headroom()
+    floor = min_savings()
+    idle_floor = min_idle()
+    eligible = [p for p in pools if monthly(p.facts.idle_usd, p.facts.hours) >= idle_floor]
+    by_name = {p.pool.name: p for p in pools}
+    plans: list[tuple[PricedPool, PoolPlan]] = []
+    for priced in eligible:
+        for plan in (
+            rightsize_plan(priced.facts, headroom=room),
+            autoscale_plan(priced.facts, headroom=room),
+            _offload(priced, targets=targets, room=room),
+        ):
+            if plan is not None:
+                plans.append((priced, plan))
+    by_model: dict[str, list[PricedPool]] = defaultdict(list)
+    for priced in pools:
+        by_model[priced.model.lower().rsplit("/", 1)[-1]].append(priced)
+    for group in by_model.values():
+        if len(group) < 2 or not any(p in eligible for p in group):
+            continue
+        plan = consolidate_plan([p.facts for p in group], headroom=room)
+        if plan is not None:
+            plans.append((by_name[plan.pool], plan))
+    return [(p, plan) for p, plan in plans if plan.savings_monthly >= floor]
+
+
+def _money(amount: Decimal) -> Decimal:
+    return amount.quantize(Decimal("0.01"))
+
+
+def plan_details(plan: PoolPlan) -> dict[str, Any]:
+    """What the pages, API and CLI show beyond the money columns: chart series, risk, claims."""
+    return {
+        "pools": list(plan.pools),
+        "mode": plan.mode.value,
+        "replicas_after": max(plan.replicas_per_hour),
+        "risk": plan.risk,
+        "cold_starts": [
+            {
+                "workload": r.workload,
+                "cold_start_seconds": r.cold_start_seconds,
+                "share": round(r.share, 6),
+                "share_percent": round(r.share * 100, 2),
+                "in_p95": r.in_p95,
+                "p95_ttft_ms": r.p95_ttft_ms,
+                "p95_ttft_with_cold_starts_ms": r.p95_ttft_with_cold_starts_ms,
+                "latency_slo_ms": r.latency_slo_ms,
+                "breaks_slo": r.breaks_slo,
+            }
+            for r in plan.risks
+        ],
+        "needs_gate": plan.needs_gate,
+        "modelled_monthly_usd": str(_money(plan.modelled_monthly)),
+        "idle_monthly_usd": str(_money(plan.idle_monthly)),
+        "moved_monthly_usd": {name: str(_money(v)) for name, v in plan.moved_monthly.items()},
+        "chart": {
+            "demanded": list(plan.chart.demanded),
+            "before": list(plan.chart.before),
+            "after": list(plan.chart.after),
+        },
+    }
+
+
+def plan_confidence(plan: PoolPlan) -> str:
+    if any(r.in_p95 or r.breaks_slo for r in plan.risks):
+        return "Low: real-time requests would wait for cold starts (see the risk)."
+    if plan.needs_gate:
+        return "Low until a benchmark gate measures the model on the host pool's hardware."
+    return "Medium: measured demand and bill; catalogued throughput per replica."
+
+
+def pool_recommendation_values(
+    pools: list[PricedPool], *, targets: OptionTargets, start: date, end: date
+) -> list[tuple[ServingPool, PoolPlan, dict[str, Any]]]:
+    """(pool, plan, the Recommendation's fields) for every plan, ranked within its pool by
+    saving (rank 1 is the pool's best)."""
+    by_pool: dict[int, list[tuple[PricedPool, PoolPlan]]] = defaultdict(list)
+    for priced, plan in pool_plans(pools, targets=targets):
+        by_pool[priced.pool.pk].append((priced, plan))
+    out = []
+    for items in by_pool.values():
+        # Equal savings: the plan without a cold-start risk, then the cheaper one, leads.
+        items.sort(
+            key=lambda item: (
+                -item[1].savings_monthly,
+                any(r.in_p95 or r.breaks_slo for r in item[1].risks),
+                item[1].mode is not ScalingMode.ALWAYS_ON,
+                item[1].modelled_monthly,
+                item[1].kind.value,
+            )
+        )
+        for rank, (priced, plan) in enumerate(items, start=1):
+            values = {
+                "current_monthly_usd": _money(plan.current_monthly),
+                "projected_monthly_usd": _money(plan.current_monthly)
+                - _money(plan.savings_monthly),
+                "savings_monthly_usd": _money(plan.savings_monthly),
+                "assumptions": [*plan.assumptions, f"Risk: {plan.risk}"],
+                "confidence": plan_confidence(plan)[:300],
+                "period_start": start,
+                "period_end": end,
+                "rank": rank,
+                "source_upload_ids": priced.report.upload_ids,
+                "details": {**plan_details(plan), "models": [priced.model]},
+            }
+            out.append((priced.pool, plan, values))
+    return out
+
+
+def pool_recommendations_write(
+    *, targets: OptionTargets, start: date, end: date, now: datetime, version: int
+) -> list[Recommendation]:
+    """Create or update the pool recommendations; decided ones keep their figures. Returns the
+    rows kept (the caller deletes the undecided proposals no longer made)."""
+    kept = []
+    pools = priced_pools(start=start, end=end, targets=targets)
+    for pool, plan, values in pool_recommendation_values(
+        pools, targets=targets, start=start, end=end
+    ):
+        recommendation = recommendation_upsert(
+            lookup={
+                "pool": pool,
+                "workload": None,
+                "target_kind": plan.kind.value,
+                "target": plan.target[:300],
+            },
+            values=values,
+            now=now,
+            version=version,
+        )
+        kept.append(recommendation)
+    return kept
