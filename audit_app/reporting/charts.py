@@ -412,14 +412,14 @@ def build_pool_replicas_figure(
     """Replicas per hour of week (UTC, mean over the window's weeks): demanded, provisioned
     today and provisioned under the recommendation."""
     hours = [f"{WEEKDAYS[h // 24]} {h % 24:02d}:00" for h in range(len(demanded))]
-    figure = go.Figure()
+    figure = Figure()
     for name, values, style in (
         ("Demanded", demanded, {"color": "#1f77b4", "width": 2}),
         ("Provisioned now", before, {"color": "#d1495b", "dash": "dot"}),
         ("Provisioned after", after, {"color": "#2e7d32", "shape": "hv"}),
     ):
         figure.add_trace(
-            go.Scatter(
+            scatter(
                 name=name,
                 x=hours,
                 y=list(values),
@@ -434,7 +434,7 @@ def build_pool_replicas_figure(
         xaxis={"title": {"text": "Hour of week (UTC)"}, "type": "category", "nticks": 14},
         yaxis={"title": {"text": "Replicas"}, "rangemode": "tozero"},
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
 CAUSE_COLOURS = {"Volume": "#1f77b4", "Mix": "#ff7f0e", "Price": "#2ca02c"}

@@ -96,6 +96,9 @@ FIGURES: dict[str, Any] = {
     "cost": lambda: charts.build_cost_comparison_figure(
         current=Decimal(200), projected=Decimal(120), target=LINK
     ),
+    "pool replicas": lambda: charts.build_pool_replicas_figure(
+        demanded=[0.5, 1.25, 2.0], before=[2.0, 2.0, 2.0], after=[1.0, 2.0, 2.0]
+    ),
     "anomalies": lambda: charts.build_anomaly_causes_figure(
         labels=["2026-11-01 chat", LINK],
         volume=[Decimal(2), Decimal(-1)],

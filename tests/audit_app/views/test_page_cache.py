@@ -13,8 +13,8 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
+from audit_app.ingestion.uploads import upload_delete
 from audit_app.lib import results_cache
-from audit_app.models import ServingPool
 from audit_app.reporting.derived import warm_defaults
 from audit_app.reporting.selectors import data_date_range
 from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
@@ -44,7 +44,7 @@ def test_the_reconciliation_page_follows_a_change(
     cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
-        _ingest(SAMPLE_CSV, "sample.csv")
+        logs = _ingest(SAMPLE_CSV, "sample.csv")
         bill = _bill_upload()
     # Billed 0.0175 for gpt-4o on 2 Nov. The sample's logs estimate gpt-4o at 0.0175 (0.01
     # logged + 0.0075 priced) and gpt-4o-mini at 0.0750003, which no bill line of its own names,
@@ -62,15 +62,18 @@ def test_the_reconciliation_page_follows_a_change(
     first = _gpt4o(client.get(f"/reconciliation/?{RANGE}"))
     assert (first.billed, first.estimated) == (Decimal("0.0175"), Decimal("0.0925003"))
     assert _gpt4o(client.get(f"/reconciliation/?{RANGE}")).estimated == Decimal("0.0925003")
-    # gpt-4o now runs on a serving pool: its tokens are self-hosted, never estimated from
-    # token prices; gpt-4o-mini's 0.0750003 is what is left against the line.
+    # The token logs are deleted: the bill line has no request in the logs any more.
     with django_capture_on_commit_callbacks(execute=True):
-        ServingPool.objects.create(name="gpu", models_served=["gpt-4o"])
+        upload_delete(upload=logs, user=None)
     after = _gpt4o(client.get(f"/reconciliation/?{RANGE}"))
-    assert after.estimated == Decimal("0.0750003")
+    assert (after.estimated, after.flagged, after.note) == (
+        None,
+        True,
+        "no requests in the token logs",
+    )
     api = client.get(f"/api/v1/reconciliation/?{RANGE}").json()
     [row] = [r for r in api["results"] if r["model"] == "gpt-4o"]
-    assert row["estimated"] == "0.075000"  # the API rounds money to 6 places
+    assert (row["estimated"], row["flagged"]) == (None, True)
 
 
 def test_a_page_reads_the_data_version_once(
