@@ -373,8 +373,7 @@ def _workload_usage(queryset: Rollups) -> list[WorkloadUsage]:
 
 
 def hour_of_week_requests(*, queryset: QuerySet[HourlyRollup]) -> list[list[int]]:
-    """Requests per (weekday Monday=0 .. Sunday=6, UTC hour 0..23); cached per data version
-    (it sums a workload's hourly rollups over the window)."""
+    """Requests per (weekday Monday=0 .. Sunday=6, UTC hour 0..23), cached per data version."""
     return cached("hour_of_week", query_key(queryset), lambda: _hour_of_week_requests(queryset))
 
 
