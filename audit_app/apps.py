@@ -8,10 +8,12 @@ class AuditAppConfig(AppConfig):
     verbose_name = "Inference spend audit"
 
     def ready(self) -> None:
+        from django.core.signals import request_finished, request_started
         from django.db.models.signals import post_delete, post_save
 
         # Registers the OpenAPI description of token auth with drf-spectacular.
         from audit_app.api import schema  # noqa: F401
+        from audit_app.lib import results_cache
         from audit_app.models import (
             HardwareTarget,
             PriceCard,
@@ -34,6 +36,9 @@ class AuditAppConfig(AppConfig):
             post_delete.connect(
                 _changed, sender=deleted, dispatch_uid=f"results-d-{deleted.__name__}"
             )
+        # A web request reads the data token once (results_cache, module docstring).
+        request_started.connect(results_cache.request_started, dispatch_uid="results-request")
+        request_finished.connect(results_cache.request_finished, dispatch_uid="results-request")
 
 
 def _changed(**kwargs: object) -> None:

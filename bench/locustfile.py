@@ -5,6 +5,13 @@ by bench/load.py): page users sign in through the login form like a browser and 
 pages; API users call /api/v1/ with `Authorization: Token <key>`. Every answer that is not 2xx
 is a failure, a redirect (to the login page or anywhere else) included: redirects are never
 followed. Failure messages start with "HTTP <status>" so bench/load.py can count 5xx.
+
+The server runs with DJANGO_SERVER_TIMING on: each answer's ``Server-Timing`` header (CPU ms,
+database ms, query count) is summed per endpoint and written, when locust quits, to the JSON
+file named by LOAD_TIMING (bench/load.py reports the means). Beside them go each endpoint's
+response times of the requests sent after the last sign-in finished: the sign-ins at the start
+(PBKDF2, a few hundred ms of CPU each) hold both cores for seconds, and bench/load.py reports
+the p95 without them too.
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ import json
 import os
 import random
 import re
+from collections import defaultdict
 from typing import Any
 
-from locust import FastHttpUser, between, task
+from locust import FastHttpUser, between, events, task
 
 with open(os.environ["LOAD_FIXTURE"], encoding="utf-8") as _fixture_file:
     FIXTURE: dict[str, Any] = json.load(_fixture_file)
@@ -28,6 +36,62 @@ _next_account = itertools.count()
 GROUP_BY = ("workload", "team", "model", "provider")
 STACKS = ("provider", "model", "team", "workload")
 _CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+_SERVER_TIMING = re.compile(r"(\w+);dur=([0-9.]+)(?:;desc=\"(\d+) queries\")?")
+# (method, name) -> [answers with the header, CPU ms, database ms, queries]
+TIMING: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
+
+
+# (method, name) -> [(start time, response ms)] of every request; when the last sign-in ended.
+RESPONSES: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+SIGNED_IN = {"last": 0.0}
+
+
+@events.request.add_listener
+def _record_response(
+    request_type: str, name: str, response_time: float, start_time: float, **_kwargs: Any
+) -> None:
+    RESPONSES[(request_type, name)].append((start_time, response_time))
+    if name == "login (POST)":
+        SIGNED_IN["last"] = max(SIGNED_IN["last"], start_time + response_time / 1000)
+
+
+def record_timing(method: str, name: str, header: str | None) -> None:
+    """Add one answer's ``Server-Timing`` figures to its endpoint's sums."""
+    if not header:
+        return
+    sums = TIMING[(method, name)]
+    sums[0] += 1
+    for metric, duration, queries in _SERVER_TIMING.findall(header):
+        if metric == "cpu":
+            sums[1] += float(duration)
+        elif metric == "db":
+            sums[2] += float(duration)
+            sums[3] += int(queries or 0)
+
+
+@events.quitting.add_listener
+def _write_timing(**_kwargs: Any) -> None:
+    path = os.environ.get("LOAD_TIMING")
+    if not path:
+        return
+    rows = [
+        {
+            "method": method,
+            "name": name,
+            "answers": int(s[0]),
+            "cpu_ms": s[1],
+            "db_ms": s[2],
+            "queries": int(s[3]),
+            "after_sign_ins_ms": [
+                ms for start, ms in RESPONSES.get((method, name), []) if start >= SIGNED_IN["last"]
+            ],
+        }
+        for (method, name), s in TIMING.items()
+    ]
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(rows, out)
 
 
 def _pick(key: str) -> int | None:
@@ -54,6 +118,7 @@ class AuditUser(FastHttpUser):
             catch_response=True,
         ) as response:
             status = response.status_code or 0
+            record_timing("GET", name or path, response.headers.get("Server-Timing"))
             if 200 <= status < 300:
                 response.success()
             elif 300 <= status < 400:
@@ -70,6 +135,7 @@ class PageUser(AuditUser):
     def on_start(self) -> None:
         super().on_start()
         form = self.client.get("/accounts/login/", name="login form")
+        record_timing("GET", "login form", form.headers.get("Server-Timing"))
         match = _CSRF.search(form.text or "")
         token = match.group(1) if match else ""
         with self.client.request(
@@ -86,6 +152,7 @@ class PageUser(AuditUser):
             catch_response=True,
         ) as response:
             location = response.headers.get("Location", "")
+            record_timing("POST", "login (POST)", response.headers.get("Server-Timing"))
             if response.status_code == 302 and "/accounts/login/" not in location:
                 response.success()
             else:

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import plotly.graph_objects as go
-
 from audit_app.costs.costing import ScalingMode
-from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict, plotly_texts
+from audit_app.reporting.charts import BASE_LAYOUT, Figure, bar, histogram, plotly_texts, scatter
 from benchmarks_app.metrics import METRIC_LABELS, SERVING_HOSTED
 
 
@@ -16,9 +14,9 @@ def build_latency_distribution_figure(
     *, ttft_ms: Sequence[float], tpot_ms: Sequence[float]
 ) -> dict[str, Any]:
     """Histograms of per-request TTFT and TPOT."""
-    figure = go.Figure()
-    figure.add_trace(go.Histogram(name="TTFT (ms)", x=list(ttft_ms), opacity=0.7))
-    figure.add_trace(go.Histogram(name="TPOT (ms)", x=list(tpot_ms), opacity=0.7))
+    figure = Figure()
+    figure.add_trace(histogram(name="TTFT (ms)", x=list(ttft_ms), opacity=0.7))
+    figure.add_trace(histogram(name="TPOT (ms)", x=list(tpot_ms), opacity=0.7))
     figure.update_layout(
         **{**BASE_LAYOUT, "hovermode": "closest"},
         barmode="overlay",
@@ -26,14 +24,14 @@ def build_latency_distribution_figure(
         xaxis={"title": {"text": "Milliseconds"}, "rangemode": "nonnegative"},
         yaxis={"title": {"text": "Requests"}, "rangemode": "tozero"},
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
 def build_throughput_timeline_figure(
     *, seconds: Sequence[float], tokens_per_s: Sequence[float]
 ) -> dict[str, Any]:
-    figure = go.Figure(
-        go.Scatter(name="Output tokens/s", x=list(seconds), y=list(tokens_per_s), mode="lines")
+    figure = Figure(
+        scatter(name="Output tokens/s", x=list(seconds), y=list(tokens_per_s), mode="lines")
     )
     figure.update_layout(
         **BASE_LAYOUT,
@@ -41,18 +39,18 @@ def build_throughput_timeline_figure(
         xaxis={"title": {"text": "Seconds since start"}, "rangemode": "nonnegative"},
         yaxis={"title": {"text": "Tokens/s"}, "rangemode": "tozero"},
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
 def build_telemetry_figure(
     *, seconds: Sequence[float], utilization: Sequence[float | None], power: Sequence[float | None]
 ) -> dict[str, Any]:
-    figure = go.Figure()
+    figure = Figure()
     figure.add_trace(
-        go.Scatter(name="GPU utilization (%)", x=list(seconds), y=list(utilization), mode="lines")
+        scatter(name="GPU utilization (%)", x=list(seconds), y=list(utilization), mode="lines")
     )
     figure.add_trace(
-        go.Scatter(name="Power (W)", x=list(seconds), y=list(power), mode="lines", yaxis="y2")
+        scatter(name="Power (W)", x=list(seconds), y=list(power), mode="lines", yaxis="y2")
     )
     figure.update_layout(
         **BASE_LAYOUT,
@@ -67,15 +65,15 @@ def build_telemetry_figure(
             "rangemode": "tozero",
         },
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
 def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Cost per 1M output tokens, baseline vs candidate, for each serving mode."""
-    figure = go.Figure()
+    figure = Figure()
     for side in ("baseline", "candidate"):
         figure.add_trace(
-            go.Bar(
+            bar(
                 name=side.capitalize(),
                 x=[mode.label for mode in ScalingMode],
                 y=[_number(cost_by_mode.get(mode.value, {}).get(side)) for mode in ScalingMode],
@@ -89,7 +87,7 @@ def build_cost_by_mode_figure(*, cost_by_mode: Mapping[str, Mapping[str, Any]]) 
         # Costs are never negative: without this an all-zero chart draws a "$−1" tick.
         yaxis={"title": {"text": "USD per 1M tokens"}, "tickprefix": "$", "rangemode": "tozero"},
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
 def build_run_curve_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -104,8 +102,8 @@ def build_run_curve_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, 
         ),
         key=lambda row: row[0],
     )
-    figure = go.Figure(
-        go.Scatter(
+    figure = Figure(
+        scatter(
             name="Load points",
             x=[x for x, _, _ in known],
             y=[y for _, y, _ in known],
@@ -123,7 +121,7 @@ def build_run_curve_figure(*, points: Sequence[Mapping[str, Any]]) -> dict[str, 
         },
         yaxis={"title": {"text": "Decode tok/s"}, "rangemode": "tozero"},
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
 # The Pareto chart's axes: interactivity across, throughput per accelerator (or per dollar when
@@ -154,7 +152,7 @@ def build_pareto_figure(
     a vertical line at 1000 / limit, and each side's operating point as a star."""
     dollars = pareto_uses_dollars(serving)
     y_key = "tokens_per_dollar" if dollars else "per_accelerator"
-    figure = go.Figure()
+    figure = Figure()
     stars: list[tuple[float, float, str, str]] = []
     for side in ("baseline", "candidate"):
         rows = sorted(
@@ -167,7 +165,7 @@ def build_pareto_figure(
             key=lambda row: row[0],
         )
         figure.add_trace(
-            go.Scatter(
+            scatter(
                 name=side.capitalize(),
                 x=[x for x, _, _, _ in rows],
                 y=[y for _, y, _, _ in rows],
@@ -179,7 +177,7 @@ def build_pareto_figure(
         stars.extend((x, y, side, label) for x, y, label, operating in rows if operating)
     if stars:
         figure.add_trace(
-            go.Scatter(
+            scatter(
                 name="operating point",
                 x=[x for x, _, _, _ in stars],
                 y=[y for _, y, _, _ in stars],
@@ -205,10 +203,10 @@ def build_pareto_figure(
             "rangemode": "tozero",
         },
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()
 
 
-def _pareto_slo_line(figure: go.Figure, slo: Mapping[str, Any] | None) -> None:
+def _pareto_slo_line(figure: Figure, slo: Mapping[str, Any] | None) -> None:
     """A p95 TPOT limit of N ms is a vertical line at 1000 / N tok/s per user: points right of
     it are fast enough for each user."""
     limit = _number((slo or {}).get("tpot_ms"))

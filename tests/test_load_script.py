@@ -99,23 +99,79 @@ def test_a_5xx_alone_fails_even_if_locust_counted_no_failure() -> None:
     assert load.verdict(clean, None, failures).reasons == ["2 answers were 5xx"]
 
 
+# What the locustfile writes when locust quits: sums of the Server-Timing figures per endpoint.
+TIMING_JSON = """[
+ {"method": "GET", "name": "/", "answers": 10, "cpu_ms": 412.0, "db_ms": 50.0, "queries": 45,
+  "after_sign_ins_ms": [90, 20, 30, 40, 50, 60, 70, 80, 10, 100, 110, 120, 130, 140, 150, 160,
+                        170, 180, 190, 200, 999]},
+ {"method": "GET", "name": "/api/v1/spend/?group_by=[g]", "answers": 4, "cpu_ms": 30.0,
+  "db_ms": 8.0, "queries": 12, "after_sign_ins_ms": [35.0]}
+]"""
+
+
 def test_table_rows_are_sorted_and_end_with_the_total() -> None:
     rows, total = load.parse_stats(STATS_CSV)
-    table = load.table_rows(rows, total)
+    table = load.table_rows(rows, total, load.parse_timing(TIMING_JSON))
+    # cpu ms: 412 / 10 = 41.2 and 30 / 4 = 7.5; queries 45 / 10 = 4.5 and 12 / 4 = 3.0; the
+    # total over all 14 answers: 442 / 14 = 31.57 ms and 57 / 14 = 4.07 queries. The sign-in
+    # POST sent no header: "-". p95 after sign-ins, nearest rank: of /'s 21 times, the
+    # ceil(0.95 * 21) = 20th smallest, 200 ms; spend's one time, 35 ms; of all 22, the 21st
+    # (ceil(20.9)), 200 ms.
     assert table == [
-        ["GET /", "10", "0", "120", "400", "411", "0.50"],
-        ["GET /api/v1/spend/?group_by=[g]", "4", "1", "35", "95", "95", "0.20"],
-        ["POST login (POST)", "0", "0", "-", "-", "0", "0.00"],
-        ["total", "14", "1", "100", "400", "411", "0.70"],
+        ["GET /", "10", "0", "120", "400", "411", "0.50", "41.2", "4.5", "200"],
+        ["GET /api/v1/spend/?group_by=[g]", "4", "1", "35", "95", "95", "0.20", "7.5", "3.0"]
+        + ["35"],
+        ["POST login (POST)", "0", "0", "-", "-", "0", "0.00", "-", "-", "-"],
+        ["total", "14", "1", "100", "400", "411", "0.70", "31.6", "4.1", "200"],
     ]
     text = load.text_table(table).splitlines()
     assert text[0].split() == ["endpoint", "requests", "failures", "p50", "ms", "p95", "ms"] + [
         "max",
         "ms",
         "req/s",
+        "cpu",
+        "ms",
+        "queries",
+        "p95",
+        "after",
+        "sign-ins",
     ]
-    assert text[-1].split() == ["total", "14", "1", "100", "400", "411", "0.70"]
+    assert text[-1].split() == [
+        "total",
+        "14",
+        "1",
+        "100",
+        "400",
+        "411",
+        "0.70",
+        "31.6",
+        "4.1",
+        "200",
+    ]
     assert len({len(line) for line in text}) == 1  # columns line up
+
+
+def test_table_rows_without_timing_show_dashes() -> None:
+    rows, total = load.parse_stats(STATS_CSV)
+    assert load.table_rows(rows, total)[0][-3:] == ["-", "-", "-"]
+
+
+def test_target_line_names_the_endpoints_over_300_ms_and_leaves_the_sign_in_out() -> None:
+    rows, _ = load.parse_stats(STATS_CSV)
+    # GET / has p95 400 ms: over; spend 95 ms: within.
+    assert load.target_line(rows) == (
+        "Target: every page and API p95 <= 300 ms (the sign-in POST aside): "
+        "NOT met (1 over: GET / 400 ms)"
+    )
+    login = load.EndpointStats("POST", "login (POST)", 5, 0, 3000.0, 5000.0, 5600.0, 0.1)
+    fast = [r for r in rows if r.name != "/"]
+    assert load.target_line([*fast, login]).endswith(": MET")
+    # After the sign-ins, / has p95 200 ms and spend 35 ms: both within.
+    after = load.p95_after_sign_ins(load.parse_timing(TIMING_JSON))
+    assert load.target_line(rows, after) == (
+        "Target: every page and API p95 <= 300 ms (the sign-in POST aside) after the sign-ins "
+        "at the start: MET"
+    )
 
 
 def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> None:
@@ -125,6 +181,7 @@ def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> Non
     body = load.markdown(
         load.Config(),
         load.table_rows(rows, total),
+        load.target_line(rows),
         result,
         {"requests": 117_815, "workloads": 13},
         failures,
@@ -134,7 +191,8 @@ def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> Non
     assert "`make load`" in body
     assert "2 workers x 8 threads" in body and "50 users" in body and "60 s" in body
     assert "117,815 requests" in body
-    assert "| total | 14 | 1 | 100 | 400 | 411 | 0.70 |" in body
+    assert "| total | 14 | 1 | 100 | 400 | 411 | 0.70 | - | - | - |" in body
+    assert "NOT met (1 over: GET / 400 ms)." in body
     assert "**FAIL** (1 of 14 requests failed; 1 answers were 5xx)" in body
     assert "other process 0.60" in body
     doc = tmp_path / "reliability.md"
@@ -145,3 +203,13 @@ def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("text", "seconds"), [("60s", 60), ("90", 90), ("2m", 120)])
 def test_run_time(text: str, seconds: int) -> None:
     assert load._seconds(text) == seconds
+
+
+def test_the_redis_database_is_a_knob(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOAD_REDIS_DB", "13")
+    config = load.Config.from_env()
+    env = load._server_env(config)
+    assert env["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/13"
+    assert env["DJANGO_SERVER_TIMING"] == "true"
+    monkeypatch.delenv("LOAD_REDIS_DB")
+    assert load._server_env(load.Config.from_env())["CELERY_BROKER_URL"].endswith("/6")

@@ -6,10 +6,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-import plotly.graph_objects as go
-
 from audit_app.budgets.forecast import Forecast
-from audit_app.reporting.charts import BASE_LAYOUT, figure_to_dict
+from audit_app.reporting.charts import BASE_LAYOUT, Figure, scatter
 
 ACTUAL_COLOUR = "#1f4e79"
 FORECAST_COLOUR = "#d17a00"
@@ -25,9 +23,9 @@ def build_budget_forecast_figure(*, forecast: Forecast, amount: Decimal) -> dict
     """Cumulative spend over the period: the actual line up to as_of, the forecast line, the
     low–high band as a filled area, and a horizontal line at the budget's amount."""
     x = [d.day.isoformat() for d in forecast.days]
-    figure = go.Figure()
+    figure = Figure()
     figure.add_trace(
-        go.Scatter(
+        scatter(
             name="Low",
             x=x,
             y=_floats([d.low_usd for d in forecast.days]),
@@ -38,7 +36,7 @@ def build_budget_forecast_figure(*, forecast: Forecast, amount: Decimal) -> dict
         )
     )
     figure.add_trace(
-        go.Scatter(
+        scatter(
             name="Forecast band (low–high)",
             x=x,
             y=_floats([d.high_usd for d in forecast.days]),
@@ -50,7 +48,7 @@ def build_budget_forecast_figure(*, forecast: Forecast, amount: Decimal) -> dict
         )
     )
     figure.add_trace(
-        go.Scatter(
+        scatter(
             name="Forecast",
             x=x,
             y=_floats([d.forecast_usd for d in forecast.days]),
@@ -60,7 +58,7 @@ def build_budget_forecast_figure(*, forecast: Forecast, amount: Decimal) -> dict
         )
     )
     figure.add_trace(
-        go.Scatter(
+        scatter(
             name="Spent",
             x=x,
             y=_floats([d.actual_usd for d in forecast.days]),
@@ -70,7 +68,7 @@ def build_budget_forecast_figure(*, forecast: Forecast, amount: Decimal) -> dict
         )
     )
     figure.add_trace(
-        go.Scatter(
+        scatter(
             name=f"Budget ${amount:,.2f}",
             x=[x[0], x[-1]] if x else [],
             y=[float(amount)] * (2 if x else 0),
@@ -89,4 +87,4 @@ def build_budget_forecast_figure(*, forecast: Forecast, amount: Decimal) -> dict
             "tickprefix": "$",
         },
     )
-    return figure_to_dict(figure)
+    return figure.to_dict()

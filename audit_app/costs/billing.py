@@ -435,7 +435,21 @@ def reconciliation(
     flagged_only: bool = False,
 ) -> list[ReconciliationRow]:
     """Billed token charges vs the token-log estimate per provider x model x day; flagged rows
-    first, largest variance first. ``flagged_only`` keeps the flagged rows alone."""
+    first, largest variance first. ``flagged_only`` keeps the flagged rows alone.
+
+    Cached per data version (`results_cache`): it reads every billed token charge and priced
+    rollup group of the range, and the page and the API ask for it on every view."""
+    key = f"{start}|{end}|{threshold_percent}|{flagged_only}"
+    return cached(
+        "reconciliation",
+        key,
+        lambda: _reconciliation(start, end, threshold_percent, flagged_only),
+    )
+
+
+def _reconciliation(
+    start: date, end: date, threshold_percent: Decimal, flagged_only: bool
+) -> list[ReconciliationRow]:
     bills = _billed_token_sides(start, end)
     estimates = _estimated_sides(start, end)
     attached, unmatched = _attach_estimates(bills, estimates)

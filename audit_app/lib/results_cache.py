@@ -14,14 +14,23 @@ one Redis), or a database restored from a backup, never read each other's result
 their version numbers match. Entries of old versions are never read again and expire.
 
 Keys also include the filters (or SQL) a result was computed from, so two filters never share
-an entry. The first reader after a change pays the full cost; the worker's warm-up after a
-refresh (`audit_app.reporting.derived`) pays it instead.
+an entry.
+
+Within one web request the token is read once (`request_started` and `request_finished`,
+connected to Django's request signals in `audit_app.apps`): a page reading five cached results
+asks the database for the version once, not five times. Outside requests (the worker, the CLI)
+every read asks, and ``data_changed`` forgets the request's token, so a request that changes
+data reads its own new version.
+
+The first reader after a change pays the full cost; the worker's warm-up after a refresh
+(`audit_app.reporting.derived`) pays it instead.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -63,7 +72,31 @@ def data_version() -> int:
     return current_version().version
 
 
+# The data token of the request running on this thread, once read (see the module docstring).
+_request = threading.local()
+
+
+def request_started(**_kwargs: Any) -> None:
+    _request.active = True
+    _request.token = None
+
+
+def request_finished(**_kwargs: Any) -> None:
+    _request.active = False
+    _request.token = None
+
+
 def data_token() -> str:
+    """The current data token; read once per web request."""
+    if not getattr(_request, "active", False):
+        return _read_token()
+    if _request.token is None:
+        _request.token = _read_token()
+    token: str = _request.token
+    return token
+
+
+def _read_token() -> str:
     row = current_version()
     if not row.token:  # a row from before tokens existed
         DataVersion.objects.filter(pk=1, token="").update(token=new_token())
@@ -78,6 +111,7 @@ def data_changed(*, live: bool = False) -> None:
     draws a new token, so pages show the new records at once, but keeps the version number:
     the number counts the changes derived results follow at once, and live landings refresh
     them at most every LIVE_REFRESH_MIN_SECONDS (`audit_app.reporting.derived`)."""
+    _request.token = None  # this request reads the new token from now on
     changes: dict[str, Any] = {"token": new_token(), "changed_at": timezone.now()}
     if not live:
         changes["version"] = F("version") + 1

@@ -90,8 +90,8 @@ def refresh_due(*, state: DerivedState | None, version: DataVersion, now: dateti
 def derived_refresh(*, force: bool = False, now: datetime | None = None) -> bool:
     """Re-classify workloads and re-price recommendations if a refresh is due (`refresh_due`:
     the data changed since the last refresh, live landings only on their throttle) or
-    ``force``; then warm the default pages' cache. True when it recomputed; False when nothing
-    was due or the data changed under it (then a new refresh is requested)."""
+    ``force``; then warm the pages' cache (`warm_defaults`). True when it recomputed; False
+    when nothing was due or the data changed under it (then a new refresh is requested)."""
     from audit_app.recommendations.services import recommendations_refresh
     from audit_app.workloads.services import workloads_classify
 
@@ -168,13 +168,20 @@ def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
 
 
 def warm_defaults() -> None:
-    """Compute what the overview, workloads list and spend API show by default, so the first
-    visitor after a change is served from the cache."""
-    from audit_app.reporting.filters import parse_filters
+    """Compute what the overview, workloads list and spend API show by default and over each
+    quick window (the last 7, 30, 90 and 365 days with data, `filters.QUICK_WINDOW_DAYS`), and
+    the overview's month comparison, so the first visitor after a change is served from the
+    cache, a year of data included."""
+    from audit_app.costs.billing import pool_reports
+    from audit_app.reporting.filters import parse_filters, quick_windows
     from audit_app.reporting.selectors import filter_choices
-    from audit_app.reporting.spend import spend_report, workload_list
+    from audit_app.reporting.spend import month_comparison, spend_report, workload_list
 
-    filters = parse_filters({})
     filter_choices()
-    spend_report(filters)
-    workload_list(filters)
+    month_comparison(today=timezone.now().date())  # the overview's this month vs last
+    default = parse_filters({})
+    windows = [default, *(w for w in quick_windows() if w != default)]
+    for filters in windows:  # the default first: most visitors see it
+        spend_report(filters)
+        workload_list(filters)
+        pool_reports(start=filters.start, end=filters.end)

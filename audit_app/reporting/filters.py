@@ -18,6 +18,10 @@ from audit_app.reporting.selectors import daily_rollups, data_date_range, rollup
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 800
+# Windows the filters offer as one-click links: the last N days with data. The worker's warm-up
+# (audit_app.reporting.derived.warm_defaults) computes each after every change, so the first
+# visitor of a year of data is served from the cache like the visitor of the default window.
+QUICK_WINDOW_DAYS = (7, DEFAULT_DAYS, 90, 365)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,14 +102,25 @@ def whole_range() -> SpendFilters:
     return SpendFilters(start=bounds[0], end=bounds[1])
 
 
+def last_data_day() -> date:
+    """The last day with data (today when there is none): where default windows end."""
+    bounds = data_date_range()
+    return bounds[1] if bounds else timezone.now().date()
+
+
+def quick_windows() -> list[SpendFilters]:
+    """The QUICK_WINDOW_DAYS windows ending on the last day with data, unfiltered."""
+    end = last_data_day()
+    return [SpendFilters(start=end - timedelta(days=n - 1), end=end) for n in QUICK_WINDOW_DAYS]
+
+
 def date_window(params: QueryParams) -> tuple[date, date]:
     """``?start=&end=`` (YYYY-MM-DD): without them, the DEFAULT_DAYS days ending on the last
     day with data (today when there is none). A bad value raises ParameterError naming it."""
     start = date_param(params, "start")
     end = date_param(params, "end")
     if end is None:
-        bounds = data_date_range()
-        end = bounds[1] if bounds else timezone.now().date()
+        end = last_data_day()
     if start is None:
         start = end - timedelta(days=DEFAULT_DAYS - 1)
     if start > end:

@@ -373,7 +373,11 @@ def _workload_usage(queryset: Rollups) -> list[WorkloadUsage]:
 
 
 def hour_of_week_requests(*, queryset: QuerySet[HourlyRollup]) -> list[list[int]]:
-    """Requests per (weekday Monday=0 .. Sunday=6, UTC hour 0..23)."""
+    """Requests per (weekday Monday=0 .. Sunday=6, UTC hour 0..23), cached per data version."""
+    return cached("hour_of_week", query_key(queryset), lambda: _hour_of_week_requests(queryset))
+
+
+def _hour_of_week_requests(queryset: QuerySet[HourlyRollup]) -> list[list[int]]:
     matrix = [[0] * 24 for _ in range(7)]
     rows = (
         queryset.annotate(weekday=ExtractIsoWeekDay("hour"), hour_of_day=ExtractHour("hour"))

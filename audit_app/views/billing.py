@@ -6,24 +6,29 @@ from collections import defaultdict
 from datetime import date, timedelta
 from decimal import Decimal
 
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.views import View
 
 from audit_app.access.permissions import RoleRequiredMixin
 from audit_app.costs.billing import (
     DEFAULT_THRESHOLD_PERCENT,
+    ReconciliationRow,
     reconciliation,
     reconciliation_totals,
     unknown_meters,
 )
 from audit_app.lib.csv_export import csv_response
-from audit_app.lib.query_params import QueryParams, bool_param, decimal_param
+from audit_app.lib.query_params import QueryParams, bool_param, decimal_param, int_param
 from audit_app.reporting import charts
-from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import filter_choices
 from audit_app.views.query import QueryParamsMixin
 
 MAX_THRESHOLD_PERCENT = Decimal(100_000)
+# The page's table lists this many rows a page (?page=2, ...), flagged and largest variance
+# first; the totals, the chart and the CSV cover every row.
+ROWS_PER_PAGE = 100
 
 
 def parse_threshold(params: QueryParams) -> Decimal:
@@ -40,6 +45,44 @@ def parse_threshold(params: QueryParams) -> Decimal:
 def parse_flagged(params: QueryParams) -> bool:
     """``flagged=1`` / ``true`` keeps the flagged rows alone (page and API)."""
     return bool_param(params, "flagged")
+
+
+def reconciliation_csv(filters: SpendFilters, rows: list[ReconciliationRow]) -> HttpResponse:
+    """Every reconciliation row as CSV (the page's export)."""
+    return csv_response(
+        filename=f"reconciliation-{filters.start}-{filters.end}.csv",
+        header=[
+            "day",
+            "provider",
+            "model",
+            "currency",
+            "billed",
+            "estimated",
+            "variance",
+            "variance_percent",
+            "flagged",
+            "note",
+            "bill_uploads",
+            "log_uploads",
+        ],
+        rows=(
+            [
+                r.day.isoformat(),
+                r.provider,
+                r.model,
+                r.currency,
+                r.billed,
+                r.estimated,
+                r.variance,
+                r.variance_percent,
+                r.flagged,
+                r.note,
+                " ".join(map(str, r.bill_upload_ids)),
+                " ".join(map(str, r.log_upload_ids)),
+            ]
+            for r in rows
+        ),
+    )
 
 
 class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
@@ -59,40 +102,7 @@ class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
             flagged_only=flagged_only,
         )
         if export_csv:
-            return csv_response(
-                filename=f"reconciliation-{filters.start}-{filters.end}.csv",
-                header=[
-                    "day",
-                    "provider",
-                    "model",
-                    "currency",
-                    "billed",
-                    "estimated",
-                    "variance",
-                    "variance_percent",
-                    "flagged",
-                    "note",
-                    "bill_uploads",
-                    "log_uploads",
-                ],
-                rows=(
-                    [
-                        r.day.isoformat(),
-                        r.provider,
-                        r.model,
-                        r.currency,
-                        r.billed,
-                        r.estimated,
-                        r.variance,
-                        r.variance_percent,
-                        r.flagged,
-                        r.note,
-                        " ".join(map(str, r.bill_upload_ids)),
-                        " ".join(map(str, r.log_upload_ids)),
-                    ]
-                    for r in rows
-                ),
-            )
+            return reconciliation_csv(filters, rows)
         days = [
             filters.start + timedelta(days=i) for i in range((filters.end - filters.start).days + 1)
         ]
@@ -104,12 +114,19 @@ class ReconciliationView(RoleRequiredMixin, QueryParamsMixin, View):
             if row.currency == "USD":
                 billed[row.day] += row.billed
                 estimated[row.day] += row.estimated or Decimal(0)
+        paginator = Paginator(rows, ROWS_PER_PAGE)
+        page = paginator.page(
+            self.param(int_param, "page", default=1, minimum=1, maximum=paginator.num_pages)
+        )
+        query = filters.query_string(threshold=str(threshold), flagged="1" if flagged_only else "")
         context = {
             "filters": filters,
             "choices": filter_choices(),
             "threshold": threshold,
             "flagged_only": flagged_only,
             "rows": rows,
+            "page": page,
+            "page_query": query,
             "totals": reconciliation_totals(rows),
             "flagged": sum(1 for r in rows if r.flagged),
             "unknown_meters": unknown_meters(start=filters.start, end=filters.end),

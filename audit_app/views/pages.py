@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Paginator
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -18,7 +19,7 @@ from audit_app.costs.billing import pool_reports
 from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
-from audit_app.models import Workload, WorkloadClass
+from audit_app.models import Workload, WorkloadClass, WorkloadOverride
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import (
@@ -309,7 +310,14 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        workload = get_object_or_404(Workload, pk=kwargs["workload_id"])
+        # The classification and the overrides (newest first) in the same two queries the class,
+        # the classification panel and the override form all read.
+        workload = get_object_or_404(
+            Workload.objects.select_related("classification").prefetch_related(
+                Prefetch("overrides", queryset=WorkloadOverride.objects.select_related("user"))
+            ),
+            pk=kwargs["workload_id"],
+        )
         filters = self.param(parse_filters)
         mine = filters.for_workload(workload.name)
         report = spend_report(mine)

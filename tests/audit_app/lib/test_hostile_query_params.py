@@ -45,10 +45,16 @@ PAGE = {"limit": "number", "offset": "number"}
 ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "overview": {**FILTERS, "stack": "choice"},
     "spend-csv": {**FILTERS, "group_by": "choice"},
-    "workloads": {**FILTERS, "sort": "choice", "export": "choice"},
+    "workloads": {**FILTERS, "sort": "choice", "export": "choice", "page": "number"},
     "workloads?export=csv": {**FILTERS, "sort": "choice"},
     "workload-detail": FILTERS,
-    "reconciliation": {**FILTERS, "threshold": "number", "flagged": "bool", "export": "choice"},
+    "reconciliation": {
+        **FILTERS,
+        "threshold": "number",
+        "flagged": "bool",
+        "export": "choice",
+        "page": "number",
+    },
     "reconciliation?export=csv": {**FILTERS, "threshold": "number", "flagged": "bool"},
     "audit-trail": {"action": "choice"},
     "api-spend": {**FILTERS, **PAGE, "group_by": "choice"},
