@@ -109,7 +109,15 @@ def test_price_card_and_pool_edits_are_seen(
     before = spend_breakdown(group_by="model", filters=NOVEMBER)
     by_model = {row.key: row for row in before.rows}
     assert by_model["my-finetune"].unpriced_requests == 1
-    # A card for the unpriced model: 100 in / 10 out at $1 / $2 per 1M = $0.00012.
+    # A pool serving the unpriced model makes its tokens self-hosted: priced by GPU bills, so
+    # no longer unpriced and no token cost.
+    with django_capture_on_commit_callbacks(execute=True):
+        ServingPool.objects.create(name="gpu", models_served=["my-finetune"])
+    pooled = {row.key: row for row in spend_breakdown(group_by="model", filters=NOVEMBER).rows}
+    assert pooled["my-finetune"].unpriced_requests == 0
+    assert pooled["my-finetune"].estimated_cost_usd == 0
+    # A card for the provider's model: a hosted API prices it, so the pool no longer takes it
+    # (the provider rule). 100 in / 10 out at $1 / $2 per 1M = $0.00012.
     with django_capture_on_commit_callbacks(execute=True):
         PriceCard.objects.create(
             provider="openai",
@@ -121,11 +129,6 @@ def test_price_card_and_pool_edits_are_seen(
     after = {row.key: row for row in spend_breakdown(group_by="model", filters=NOVEMBER).rows}
     assert after["my-finetune"].unpriced_requests == 0
     assert after["my-finetune"].estimated_cost_usd == Decimal("0.00012")
-    # Serving gpt-4o from a pool makes its tokens self-hosted: no card price any more.
-    with django_capture_on_commit_callbacks(execute=True):
-        ServingPool.objects.create(name="gpu", models_served=["gpt-4o"])
-    pooled = {row.key: row for row in spend_breakdown(group_by="model", filters=NOVEMBER).rows}
-    assert pooled["gpt-4o"].estimated_cost_usd == 0
     assert after["gpt-4o"].estimated_cost_usd == Decimal("0.0075")
 
 
