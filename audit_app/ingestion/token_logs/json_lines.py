@@ -1,0 +1,153 @@
+"""Reading JSONL files as blocks of whole lines for the columnar JSON paths.
+
+`json_columnar` (LiteLLM) and `otel_columnar` (OpenTelemetry) parse each block with
+`pyarrow.json` and number the records by their lines, so a block is handed over only when every
+line holds exactly one JSON value that `json.loads` would read the same way. `check_block`
+raises `JsonBlockUnsupported` for anything else (an empty line, a byte order mark, invalid
+UTF-8, a NUL byte, ...); the caller then reads that block with the row path, line by line, as
+`lines_of` gives them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.json as pa_json
+
+from audit_app.ingestion.reading import decode_text
+
+MIN_BLOCK_BYTES = 1 << 20
+MAX_BLOCK_BYTES = 64 << 20
+LF = 0x0A
+OPEN_BRACE = 0x7B
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF8_BOM_TEXT = "\ufeff"
+# Numbers pyarrow's float64 reads as 0.0 where `Decimal` keeps a tiny non-zero amount (an
+# exponent of -100 or less, or 100 zeros after the point): a block holding one is read by rows.
+_UNDERFLOWING_NUMBER = re.compile(rb"[eE]-0*[1-9][0-9]{2}|\.0{100}")
+
+
+class JsonBlockUnsupported(Exception):
+    """This block has a shape the columnar path cannot read exactly; read it by rows."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LineBlock:
+    """A run of whole lines of the file: data[:size] starts at file position `offset`."""
+
+    data: bytes
+    size: int
+    offset: int
+    first_line: int
+    line_ends: np.ndarray  # position of every `\n` in data[:size]
+
+    @property
+    def lines(self) -> int:
+        return len(self.line_ends) + int(self.size > 0 and self.data[self.size - 1] != LF)
+
+    def line_span(self, index: int) -> tuple[int, int]:
+        """(start, end) of line `index` (0-based) within data, its newline included."""
+        start = 0 if index == 0 else int(self.line_ends[index - 1]) + 1
+        end = int(self.line_ends[index]) + 1 if index < len(self.line_ends) else self.size
+        return start, end
+
+    def line_text(self, index: int) -> str:
+        start, end = self.line_span(index)
+        line = decode_text(self.data[start:end], offset=self.offset + start)
+        # As `reading.iter_text_lines`: a byte order mark opening the file is not text.
+        return line.removeprefix(UTF8_BOM_TEXT) if self.offset + start == 0 else line
+
+    def position_after(self, lines: int) -> int:
+        """The file position just after the block's first `lines` lines."""
+        if lines <= 0:
+            return self.offset
+        return self.offset + self.line_span(lines - 1)[1]
+
+
+def block_bytes_for(head: bytes, *, chunk_rows: int) -> int:
+    """A block of about `chunk_rows` lines, judged from the average line in the head."""
+    line_bytes = len(head) / max(head.count(b"\n"), 1)
+    return int(min(max(0.9 * line_bytes * chunk_rows, MIN_BLOCK_BYTES), MAX_BLOCK_BYTES))
+
+
+def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
+    """The whole stream as runs of whole lines; a line longer than a block grows the read."""
+    offset = 0
+    first_line = 1
+    read_bytes = block_bytes
+    while True:
+        stream.seek(offset)
+        data = stream.read(read_bytes)
+        if not data:
+            return
+        size = data.rfind(b"\n") + 1
+        if size == 0:
+            if stream.read(1):
+                read_bytes *= 2
+                continue
+            size = len(data)
+        raw = np.frombuffer(data, np.uint8, count=size)
+        block = LineBlock(
+            data=data,
+            size=size,
+            offset=offset,
+            first_line=first_line,
+            line_ends=np.flatnonzero(raw == LF),
+        )
+        yield block
+        offset += size
+        first_line += block.lines
+        read_bytes = block_bytes
+    stream.seek(offset)
+
+
+def check_block(block: LineBlock) -> None:
+    """Raise `JsonBlockUnsupported` unless every line starts a JSON object at its first byte and
+    the bytes are what `json.loads` reads as pyarrow does (valid UTF-8, no BOM, no NUL, no
+    number that underflows a float)."""
+    data = memoryview(block.data)[: block.size]
+    raw = np.frombuffer(data, np.uint8)
+    starts = np.concatenate(([0], block.line_ends[:-1] + 1)) if block.line_ends.size else [0]
+    starts = np.asarray(starts, np.int64)
+    starts = starts[starts < block.size]
+    if not (raw[starts] == OPEN_BRACE).all():
+        # Empty lines (the row path skips them), leading spaces, arrays, scalars.
+        raise JsonBlockUnsupported("a line that does not start with `{`")
+    payload = bytes(data)
+    if b"\x00" in payload or UTF8_BOM in payload:
+        raise JsonBlockUnsupported("a NUL byte or a byte order mark")
+    if not payload.isascii():
+        whole = pa.py_buffer(np.array([0, block.size], np.int64))
+        run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
+        try:
+            run.cast(pa.large_string())
+        except pa.ArrowInvalid as error:
+            raise JsonBlockUnsupported("invalid UTF-8") from error
+    if _UNDERFLOWING_NUMBER.search(payload):
+        raise JsonBlockUnsupported("a number a float reads as zero")
+
+
+def parse_block(block: LineBlock, schema: pa.Schema) -> pa.Table:
+    """The block's lines as a table of the fields in `schema` (others ignored), one row per
+    line; raises `JsonBlockUnsupported` when pyarrow refuses it or reads another row count."""
+    check_block(block)
+    try:
+        table = pa_json.read_json(
+            pa.BufferReader(pa.py_buffer(block.data).slice(0, block.size)),
+            read_options=pa_json.ReadOptions(
+                use_threads=True, block_size=max(MIN_BLOCK_BYTES, block.size // 4 + 1)
+            ),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise JsonBlockUnsupported(f"pyarrow cannot read the block ({error})") from error
+    if table.num_rows != block.lines:
+        raise JsonBlockUnsupported(f"{table.num_rows} records on {block.lines} lines")
+    return table
