@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import BinaryIO
 
@@ -40,7 +40,8 @@ from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
-from audit_app.ingestion.token_logs.json_lines import JsonBlockUnsupported, LineBlock
+from audit_app.ingestion.token_logs.coerce import MAX_TOKENS_PER_REQUEST
+from audit_app.ingestion.token_logs.json_lines import LineBlock
 from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
 from audit_app.ingestion.token_logs.tabular import jsonl_record
 
@@ -99,6 +100,8 @@ CACHED_TOKEN_PATHS = (
     ("additional_usage_values", "prompt_tokens_details", "cached_tokens"),
     ("additional_usage_values", "cache_read_input_tokens"),
 )
+# `"spend": 0`, `"spend": -0.0e5`: the JSON spellings of a zero amount.
+WRITTEN_ZERO_SPEND = r'"spend"[ \t\r\n]*:[ \t\r\n]*-?0(\.0+)?([eE][+-]?[0-9]+)?[ \t\r\n]*[,}]'
 # Tags are compared joined by this character; a tag holding it takes the row path.
 TAG_SEPARATOR = "\x1f"
 
@@ -115,10 +118,8 @@ def read_jsonl_columnar(
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
     converter = _JsonConverter()
-    for block in json_lines.line_blocks(stream, block_bytes=size):
-        try:
-            table = json_lines.parse_block(block, SCHEMA)
-        except JsonBlockUnsupported:
+    for block, table in json_lines.parsed_blocks(stream, schema=SCHEMA, block_bytes=size):
+        if table is None:
             yield from _block_by_rows(block, chunk_rows=chunk_rows)
             continue
         for start in range(0, table.num_rows, chunk_rows):
@@ -184,16 +185,18 @@ class _JsonConverter:
     def convert(self, table: pa.Table, *, block: LineBlock, start: int) -> ParsedChunk:
         rows = table.num_rows
         columns = columnar._Columns(_as_text_columns(table))
-        facts, metadata_slow = self._facts(_plain(table, "metadata"))
+        facts, metadata_cached_tokens, metadata_slow = self._facts(_plain(table, "metadata"))
         tags, tags_slow = _request_tags(_plain(table, "request_tags"))
         timing = columnar._timing(columns)
-        usage = columnar._usage(columns, facts)
+        usage = _with_cached_tokens(columnar._usage(columns, facts), metadata_cached_tokens)
+        spend = _plain(table, "spend")
         status = columnar._status(columns, facts)
         names = columnar._names(columns, facts, tags)
         slow = (
             metadata_slow
             | tags_slow
-            | _near_cost_tie(_plain(table, "spend"))
+            | _near_cost_tie(spend)
+            | _unwritten_zeros(spend, block=block, start=start)
             | facts.unreadable()
             | tags.unreadable()
             | timing.slow
@@ -228,17 +231,20 @@ class _JsonConverter:
             frame=frame,
         )
 
-    def _facts(self, metadata: pa.StructArray) -> tuple[columnar._Facts, np.ndarray]:
-        """The decoded metadata per row, and the rows whose metadata must take the row path.
+    def _facts(self, metadata: pa.StructArray) -> tuple[columnar._Facts, pa.Array, np.ndarray]:
+        """The decoded metadata per row, its cached-token count (null: none), and the rows
+        whose metadata must take the row path.
 
-        Rows are grouped by the values of the keys the mapping reads; each group's keys are
-        written back as a small JSON object and decoded by `litellm_columnar`'s decoder, which
-        reads nothing else, so the facts are those of the whole object.
+        Rows are grouped by the values of the keys the mapping reads, but for the cached-token
+        count, which differs per request and is read per row (`_with_cached_tokens`); each
+        group's keys are written back as a small JSON object and decoded by
+        `litellm_columnar`'s decoder, which reads nothing else, so the facts are those of the
+        whole object.
         """
         parts = _MetadataParts.of(metadata)
         groups, representatives = cells.group_rows(parts.codes, len(metadata))
         texts = [json.dumps(parts.keys_of(int(row))) for row in representatives]
-        return columnar._Facts(self.metadata(texts), groups), parts.slow
+        return columnar._Facts(self.metadata(texts), groups), parts.cached_tokens, parts.slow
 
 
 @dataclass(frozen=True)
@@ -275,7 +281,6 @@ class _MetadataParts:
                 joined_tags,
                 batch_api,
                 pc.greater(pc.list_value_length(batch_models), 0),
-                cached_tokens,
                 spend_logs_pool,
                 spend_logs_workload,
             )
@@ -299,14 +304,14 @@ class _MetadataParts:
         )
 
     def keys_of(self, row: int) -> dict[str, object]:
-        """The keys the mapping reads, as row `row`'s metadata has them (nulls left out)."""
+        """The keys the mapping reads, as row `row`'s metadata has them (nulls left out), but
+        for the cached-token count: the decoded facts count 0 cached tokens."""
         keys: dict[str, object] = {}
         for key, column in self.texts.items():
             keys[key] = column[row].as_py()
         keys["tags"] = self.tags[row].as_py()
         keys["batch_api"] = self.batch_api[row].as_py()
         keys["batch_models"] = self.batch_models[row].as_py()
-        keys["usage_object"] = {"cache_read_input_tokens": self.cached_tokens[row].as_py()}
         keys["spend_logs_metadata"] = {
             "pool": self.spend_logs_pool[row].as_py(),
             "workload": self.spend_logs_workload[row].as_py(),
@@ -403,3 +408,33 @@ def starts_with_whole_record(head: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return isinstance(record, dict) and all(name in record for name in REQUIRED_COLUMNS)
+
+
+def _with_cached_tokens(usage: columnar._Usage, cached_tokens: pa.Array) -> columnar._Usage:
+    """`usage` (computed with 0 cached tokens) with each row's own count, as
+    `build_request` checks it: none is 0, and a count that is not a plausible token count or
+    is above the input tokens takes the row path."""
+    counts = pc.fill_null(cached_tokens, 0).to_numpy(zero_copy_only=False)
+    readable = (counts >= 0) & (counts <= MAX_TOKENS_PER_REQUEST)
+    return replace(
+        usage,
+        cached_tokens=counts,
+        slow=usage.slow | ~readable | (counts > usage.input_tokens),
+    )
+
+
+def _unwritten_zeros(spend: pa.Array, *, block: LineBlock, start: int) -> np.ndarray:
+    """Rows whose `spend` reads as 0.0 but may not be written as a zero: a float turns
+    `1e-400` into 0.0 where `Decimal` keeps a tiny amount, which changes whether the row is
+    unpriced. A row passes when its line has one `"spend"` key, written as a zero."""
+    zero = _bools(pc.equal(spend, 0.0))
+    rows = np.flatnonzero(zero)
+    if not rows.size:
+        return zero
+    lines = block.line_texts(rows + start)
+    written = pc.and_(
+        pc.equal(pc.count_substring(lines, '"spend"'), 1),
+        pc.match_substring_regex(lines, WRITTEN_ZERO_SPEND),
+    )
+    zero[rows] = ~_bools(written)
+    return zero
