@@ -116,9 +116,10 @@ def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
     stream.seek(offset)
 
 
-def check_block(block: LineBlock) -> None:
+def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
     """Raise `JsonBlockUnsupported` unless every line starts a JSON object at its first byte and
-    the bytes are what `json.loads` reads as pyarrow does (valid UTF-8, no BOM, no NUL)."""
+    the bytes are what `json.loads` reads as pyarrow does (valid UTF-8, no BOM, no NUL), with
+    none of the byte strings in `refuse`."""
     data = memoryview(block.data)[: block.size]
     raw = np.frombuffer(data, np.uint8)
     starts = np.concatenate(([0], block.line_ends[:-1] + 1)) if block.line_ends.size else [0]
@@ -130,6 +131,9 @@ def check_block(block: LineBlock) -> None:
     payload = block.data if block.size == len(block.data) else bytes(data)
     if b"\x00" in payload or UTF8_BOM in payload:
         raise JsonBlockUnsupported("a NUL byte or a byte order mark")
+    for refused in refuse:
+        if refused in payload:
+            raise JsonBlockUnsupported(f"the bytes {refused!r}")
     if not payload.isascii():
         whole = pa.py_buffer(np.array([0, block.size], np.int64))
         run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
@@ -139,10 +143,10 @@ def check_block(block: LineBlock) -> None:
             raise JsonBlockUnsupported("invalid UTF-8") from error
 
 
-def parse_block(block: LineBlock, schema: pa.Schema) -> pa.Table:
+def parse_block(block: LineBlock, schema: pa.Schema, *, refuse: tuple[bytes, ...] = ()) -> pa.Table:
     """The block's lines as a table of the fields in `schema` (others ignored), one row per
     line; raises `JsonBlockUnsupported` when pyarrow refuses it or reads another row count."""
-    check_block(block)
+    check_block(block, refuse=refuse)
     try:
         table = pa_json.read_json(
             pa.BufferReader(pa.py_buffer(block.data).slice(0, block.size)),
@@ -159,7 +163,7 @@ def parse_block(block: LineBlock, schema: pa.Schema) -> pa.Table:
 
 
 def parsed_blocks(
-    stream: BinaryIO, *, schema: pa.Schema, block_bytes: int
+    stream: BinaryIO, *, schema: pa.Schema, block_bytes: int, refuse: tuple[bytes, ...] = ()
 ) -> Iterator[tuple[LineBlock, pa.Table | None]]:
     """Each block with its table, or None when it must be read by rows.
 
@@ -173,7 +177,7 @@ def parsed_blocks(
         if block is None:
             return None
         try:
-            return block, parse_block(block, schema)
+            return block, parse_block(block, schema, refuse=refuse)
         except JsonBlockUnsupported:
             return block, None
 
