@@ -142,7 +142,7 @@ def _chunks(outcomes: _Outcomes, *, block: LineBlock, chunk_rows: int) -> Iterat
     lines = np.concatenate([outcomes.frame_lines, other_lines])
     order = np.argsort(lines, kind="stable")
     for start in range(0, lines.size, chunk_rows):
-        picked = np.sort(order[start : start + chunk_rows])
+        picked = order[start : start + chunk_rows]  # in line order; the frame's rows ascend
         others = [outcomes.others[i - in_frame] for i in picked if i >= in_frame]
         frame = outcomes.frame
         yield ParsedChunk(
