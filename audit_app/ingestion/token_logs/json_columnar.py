@@ -178,20 +178,20 @@ def _block_by_rows(block: LineBlock, *, chunk_rows: int) -> Iterator[ParsedChunk
 class _JsonConverter:
     """Turns parsed JSON blocks into chunks; keeps the metadata decodings between chunks."""
 
-    metadata: columnar._Memo[columnar._MetadataFacts | None] = field(
-        default_factory=lambda: columnar._Memo(columnar._metadata_facts)
+    metadata: columnar.Memo[columnar.MetadataFacts | None] = field(
+        default_factory=lambda: columnar.Memo(columnar.decode_metadata)
     )
 
     def convert(self, table: pa.Table, *, block: LineBlock, start: int) -> ParsedChunk:
         rows = table.num_rows
-        columns = columnar._Columns(_as_text_columns(table))
+        columns = columnar.Columns(_as_text_columns(table))
         facts, metadata_cached_tokens, metadata_slow = self._facts(_plain(table, "metadata"))
         tags, tags_slow = _request_tags(_plain(table, "request_tags"))
-        timing = columnar._timing(columns)
-        usage = _with_cached_tokens(columnar._usage(columns, facts), metadata_cached_tokens)
+        timing = columnar.timing_of(columns)
+        usage = _with_cached_tokens(columnar.usage_of(columns, facts), metadata_cached_tokens)
         spend = _plain(table, "spend")
-        status = columnar._status(columns, facts)
-        names = columnar._names(columns, facts, tags)
+        status = columnar.status_of(columns, facts)
+        names = columnar.names_of(columns, facts, tags)
         slow = (
             metadata_slow
             | tags_slow
@@ -206,7 +206,7 @@ class _JsonConverter:
         )
         keep = None if not slow.any() else np.flatnonzero(~slow)
         first_line = block.first_line + start
-        frame = columnar._canonical_frame(
+        frame = columnar.canonical_frame(
             timing=timing,
             usage=usage,
             status=status,
@@ -231,7 +231,7 @@ class _JsonConverter:
             frame=frame,
         )
 
-    def _facts(self, metadata: pa.StructArray) -> tuple[columnar._Facts, pa.Array, np.ndarray]:
+    def _facts(self, metadata: pa.StructArray) -> tuple[columnar.Facts, pa.Array, np.ndarray]:
         """The decoded metadata per row, its cached-token count (null: none), and the rows
         whose metadata must take the row path.
 
@@ -244,7 +244,7 @@ class _JsonConverter:
         parts = _MetadataParts.of(metadata)
         groups, representatives = cells.group_rows(parts.codes, len(metadata))
         texts = [json.dumps(parts.keys_of(int(row))) for row in representatives]
-        return columnar._Facts(self.metadata(texts), groups), parts.cached_tokens, parts.slow
+        return columnar.Facts(self.metadata(texts), groups), parts.cached_tokens, parts.slow
 
 
 @dataclass(frozen=True)
@@ -329,12 +329,12 @@ def _without_nulls(mapping: dict[str, object]) -> dict[str, object]:
     return kept
 
 
-def _request_tags(column: pa.Array) -> tuple[columnar._Tags, np.ndarray]:
+def _request_tags(column: pa.Array) -> tuple[columnar.Tags, np.ndarray]:
     joined, slow = _joined(column)
     # Slow rows are grouped apart, so none of them decodes a group of rows it may not match.
     groups, representatives = cells.group_rows([_codes(joined), slow.astype(np.int64)], len(column))
     tags = [tuple(_tag_texts(column[int(row)].as_py())) for row in representatives]
-    return columnar._Tags(list(tags), groups), slow
+    return columnar.Tags(list(tags), groups), slow
 
 
 def _tag_texts(values: list[str | None] | None) -> list[str]:
@@ -410,7 +410,7 @@ def starts_with_whole_record(head: bytes) -> bool:
     return isinstance(record, dict) and all(name in record for name in REQUIRED_COLUMNS)
 
 
-def _with_cached_tokens(usage: columnar._Usage, cached_tokens: pa.Array) -> columnar._Usage:
+def _with_cached_tokens(usage: columnar.Usage, cached_tokens: pa.Array) -> columnar.Usage:
     """`usage` (computed with 0 cached tokens) with each row's own count, as
     `build_request` checks it: none is 0, and a count that is not a plausible token count or
     is above the input tokens takes the row path."""

@@ -227,7 +227,7 @@ class _Attributes:
             repeated=repeated,
         )
 
-    def texts(self, name: str, owners: np.ndarray) -> tuple[columnar._Texts, np.ndarray]:
+    def texts(self, name: str, owners: np.ndarray) -> tuple[columnar.Texts, np.ndarray]:
         """`text(value)` of the attribute for each owner in `owners`, and where it is of a
         type this path does not read as text."""
         kind = self.kind[name][owners]
@@ -237,7 +237,7 @@ class _Attributes:
         encoded = pc.dictionary_encode(values, null_encoding="encode")
         distinct = [text(value) for value in encoded.dictionary.to_pylist()]
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
-        return columnar._Texts.of(distinct or [""], codes), (kind != ABSENT) & (kind != STRING)
+        return columnar.Texts.of(distinct or [""], codes), (kind != ABSENT) & (kind != STRING)
 
     def counts(self, name: str, owners: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(count, readable, absent) of an int attribute written as plain digits."""
@@ -366,7 +366,7 @@ class _SpanColumns:
             | self.resource_attributes.repeated[self.resource_of_row]
         )
         keep = None if not slow.any() else np.flatnonzero(~slow)
-        frame = columnar._canonical_frame(
+        frame = columnar.canonical_frame(
             timing=timing, usage=usage, status=status, names=names, lines=lines, keep=keep
         )
         return frame, slow
@@ -374,7 +374,7 @@ class _SpanColumns:
     def _span_field(self, *path: str) -> pa.Array:
         return pc.struct_field(self.spans, list(path)).take(pa.array(self.rows))
 
-    def _timing(self) -> columnar._Timing:
+    def _timing(self) -> columnar.Timing:
         started, started_ok = _unix_nanos(self._span_field("startTimeUnixNano"))
         ended, ended_ok = _unix_nanos(self._span_field("endTimeUnixNano"))
         slow = ~started_ok | ~ended_ok | (ended < started)
@@ -397,7 +397,7 @@ class _SpanColumns:
             np.maximum(self.attributes.entry["gen_ai.request.stream"][self.rows], 0)
         ]
         slow |= (streaming_kind != ABSENT) & (streaming_kind != BOOL)
-        return columnar._Timing(
+        return columnar.Timing(
             started=started,
             ended=ended,
             first_token=first_token,
@@ -418,7 +418,7 @@ class _SpanColumns:
             undecided &= absent
         return values, readable
 
-    def _usage(self) -> columnar._Usage:
+    def _usage(self) -> columnar.Usage:
         input_tokens, input_ok = self._first_count(otel.INPUT_TOKEN_ATTRIBUTES)
         output_tokens, output_ok = self._first_count(otel.OUTPUT_TOKEN_ATTRIBUTES)
         cached, cached_ok, cached_absent = self.attributes.counts(
@@ -440,7 +440,7 @@ class _SpanColumns:
             nanos = np.where(cost_ok, np.rint(scaled), 0).astype(np.int64)
         slow = ~input_ok | ~output_ok | ~(cached_ok | cached_absent) | (cached > input_tokens)
         slow |= (kind != ABSENT) & ~cost_ok
-        return columnar._Usage(
+        return columnar.Usage(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cached_tokens=cached,
@@ -448,7 +448,7 @@ class _SpanColumns:
             slow=slow,
         )
 
-    def _status(self) -> columnar._Status:
+    def _status(self) -> columnar.Status:
         code = pc.fill_null(self._span_field("status", "code"), 0).to_numpy(zero_copy_only=False)
         error_type, error_type_odd = self.attributes.texts("error.type", self.rows)
         is_error = (code == 2) | ~error_type.blank()
@@ -456,23 +456,23 @@ class _SpanColumns:
         names = [
             text(otel.OPERATION_BY_NAME.get(v.lower(), v.lower())).lower() for v in operation.texts
         ]
-        return columnar._Status(
+        return columnar.Status(
             status=np.where(is_error, columnar.STATUS_IS_ERROR, columnar.STATUS_IS_SUCCESS),
-            operation=columnar._Texts.of(names, operation.codes),
+            operation=columnar.Texts.of(names, operation.codes),
             batch_api=np.zeros(len(self.rows), bool),
             slow=error_type_odd | operation_odd,
         )
 
-    def _names(self) -> columnar._Names:
+    def _names(self) -> columnar.Names:
         odd = np.zeros(len(self.rows), bool)
 
-        def span_text(name: str) -> columnar._Texts:
+        def span_text(name: str) -> columnar.Texts:
             nonlocal odd
             texts, unread = self.attributes.texts(name, self.rows)
             odd |= unread
             return texts
 
-        def resource_text(name: str) -> columnar._Texts:
+        def resource_text(name: str) -> columnar.Texts:
             nonlocal odd
             texts, unread = self.resource_attributes.texts(name, self.resource_of_row)
             odd |= unread
@@ -482,7 +482,7 @@ class _SpanColumns:
         team = span_text("team").or_else(resource_text("team"))
         caller = resource_text("service.name")
         workload_named = span_text("workload").or_else(resource_text("workload"))
-        return columnar._Names(
+        return columnar.Names(
             model=model,
             team=team,
             caller=caller,
@@ -495,12 +495,12 @@ class _SpanColumns:
 
 
 def _workloads(
-    named: columnar._Texts,
+    named: columnar.Texts,
     *,
-    caller: columnar._Texts,
-    team: columnar._Texts,
-    model: columnar._Texts,
-) -> columnar._Texts:
+    caller: columnar.Texts,
+    team: columnar.Texts,
+    model: columnar.Texts,
+) -> columnar.Texts:
     """`resolve_workload` per span, run once per distinct input."""
     rows = len(named.codes)
     groups, representatives = cells.group_rows(
@@ -516,7 +516,7 @@ def _workloads(
         )
         for row in representatives
     ]
-    return columnar._Texts.of(values or [""], groups)
+    return columnar.Texts.of(values or [""], groups)
 
 
 def _unix_nanos(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
