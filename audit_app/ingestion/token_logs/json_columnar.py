@@ -395,16 +395,18 @@ def _near_cost_tie(spend: pa.Array) -> np.ndarray:
     return near
 
 
-def starts_with_whole_record(head: bytes) -> bool:
+def starts_with_whole_record(stream: BinaryIO) -> bool:
     """True when the file's first line is a JSON object holding every required field, so the
     row path would accept the file's shape and number its lines from 1 as the blocks do.
-    Anything else (a byte order mark, a blank or malformed first line, a missing field, a
-    first line longer than the head) is left to the row path, which says what is wrong."""
-    end = head.find(b"\n")
-    if not head.startswith(b"{") or end < 0:
+    Anything else (a byte order mark, a blank or malformed first line, a missing field) is
+    left to the row path, which says what is wrong. Leaves the stream at its start."""
+    stream.seek(0)
+    first = stream.readline()
+    stream.seek(0)
+    if not first.startswith(b"{"):
         return False
     try:
-        record = json.loads(head[:end], parse_float=Decimal)
+        record = json.loads(first, parse_float=Decimal)
     except (ValueError, RecursionError):
         return False
     return isinstance(record, dict) and all(name in record for name in REQUIRED_COLUMNS)

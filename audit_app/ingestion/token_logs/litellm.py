@@ -60,7 +60,7 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
         return
     _check_is_litellm(head)
     if head_text(head)[:1] == "{":
-        if json_columnar.starts_with_whole_record(head):
+        if json_columnar.starts_with_whole_record(stream):
             yield from json_columnar.read_jsonl_columnar(stream, chunk_rows=chunk_rows)
         else:
             yield from read_rows(stream, chunk_rows=chunk_rows)

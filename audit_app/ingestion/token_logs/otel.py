@@ -145,7 +145,7 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     # Imported here: the columnar path builds on this module's mapping.
     from audit_app.ingestion.token_logs import otel_columnar
 
-    if len(head) >= HEAD_BYTES and otel_columnar.starts_with_two_documents(head):
+    if len(head) >= HEAD_BYTES and otel_columnar.starts_with_two_documents(stream):
         yield from otel_columnar.read_jsonl_columnar(stream, chunk_rows=chunk_rows)
         return
     yield from read_rows(stream, chunk_rows=chunk_rows)

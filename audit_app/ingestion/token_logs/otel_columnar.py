@@ -29,6 +29,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import islice
 from typing import BinaryIO
 
 import numpy as np
@@ -94,17 +95,22 @@ MAX_NANOS_DIGITS = 19
 MAX_TOKEN_DIGITS = len(str(MAX_TOKENS_PER_REQUEST))
 
 
-def starts_with_two_documents(head: bytes) -> bool:
-    """True when the file opens with a whole JSON document on its first line and has a second
-    line: `otel.read` then reads it as JSON lines, numbering rows by line, as the blocks do."""
-    end = head.find(b"\n")
-    if not head.startswith(b"{") or end < 0 or not head[end + 1 :].strip():
-        return False
+def starts_with_two_documents(stream: BinaryIO) -> bool:
+    """True when the file opens with a whole JSON document on its first line and has another
+    non-blank line: `otel.read` then reads it as JSON lines, numbering rows by line, as the
+    blocks do. Leaves the stream at its start."""
+    stream.seek(0)
     try:
-        json.loads(head[:end])
-    except (ValueError, RecursionError):
-        return False
-    return True
+        first = stream.readline()
+        if not first.startswith(b"{"):
+            return False
+        try:
+            json.loads(first)
+        except (ValueError, RecursionError):
+            return False
+        return any(line.strip() for line in islice(iter(stream.readline, b""), 2))
+    finally:
+        stream.seek(0)
 
 
 def read_jsonl_columnar(

@@ -367,10 +367,14 @@ def test_bytes_json_reads_differently_take_the_row_path(data: bytes) -> None:
 
 def test_first_record_decides_between_the_paths() -> None:
     good = _line(_good_row(0, random.Random(0))).encode()
-    assert json_columnar.starts_with_whole_record(good + b"\n")
-    assert not json_columnar.starts_with_whole_record(b"\n" + good + b"\n")
-    assert not json_columnar.starts_with_whole_record(b'{"request_id": "x"}\n')
-    assert not json_columnar.starts_with_whole_record(good)  # no line end within the head
+
+    def whole_record(data: bytes) -> bool:
+        return json_columnar.starts_with_whole_record(io.BytesIO(data))
+
+    assert whole_record(good + b"\n")
+    assert whole_record(good + b" " * 100_000 + b"\n")  # longer than the head
+    assert not whole_record(b"\n" + good + b"\n")
+    assert not whole_record(b'{"request_id": "x"}\n')
 
 
 def test_litellm_read_uses_the_json_fast_path_for_large_jsonl() -> None:

@@ -314,9 +314,15 @@ def test_demo_export_matches_the_row_path(tmp_path: Path) -> None:
 
 def test_the_paths_are_chosen_by_the_head() -> None:
     line = json.dumps(_document([_good_span(0, random.Random(0))], service="a")).encode()
-    assert otel_columnar.starts_with_two_documents(line + b"\n" + line + b"\n")
-    assert not otel_columnar.starts_with_two_documents(line + b"\n")
-    assert not otel_columnar.starts_with_two_documents(b"{\n" + line)
+
+    def two_documents(data: bytes) -> bool:
+        return otel_columnar.starts_with_two_documents(io.BytesIO(data))
+
+    assert two_documents(line + b"\n" + line + b"\n")
+    assert two_documents(line + b"\n\n" + line)
+    assert not two_documents(line + b"\n")
+    assert not two_documents(line + b"\n\n\n")
+    assert not two_documents(b"{\n" + line)
     data = _generated_jsonl(400, seed=9, unusual=0.1)
     assert len(data) > 64 * 1024
     chunks = list(otel.read(io.BytesIO(data), chunk_rows=1000))
