@@ -96,7 +96,7 @@ def _child_env(database_url: str) -> dict[str, str]:
 def _write_once(path: Path, write: Callable[[Path], object]) -> Path:
     if not path.exists():
         started = time.perf_counter()
-        part = path.with_suffix(".part")
+        part = path.with_name(path.name + ".part")
         write(part)
         part.rename(path)
         print(
@@ -110,7 +110,7 @@ def _write_days(path: Path, rows: int, write_day: Callable[[pd.DataFrame, Path],
     """The bench requests, a day at a time, appended to `path` by `write_day(frame, part)`."""
     from audit_app.demo.writers import bench_frames
 
-    day_file = path.with_suffix(".day")
+    day_file = path.with_name(path.name + ".day")
     with path.open("wb") as out:
         for frame in bench_frames(rows=rows, seed=1):
             write_day(frame, day_file)
