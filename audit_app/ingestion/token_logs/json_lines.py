@@ -29,6 +29,9 @@ LF = 0x0A
 OPEN_BRACE = 0x7B
 UTF8_BOM = b"\xef\xbb\xbf"
 UTF8_BOM_TEXT = "\ufeff"
+# `json.loads` refuses JSON nested about 1,000 deep (Python's recursion limit); a block with
+# nesting anywhere near that is left to the row path, which says so per line.
+MAX_NESTING = 200
 
 
 class JsonBlockUnsupported(Exception):
@@ -134,6 +137,8 @@ def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
     for refused in refuse:
         if refused in payload:
             raise JsonBlockUnsupported(f"the bytes {refused!r}")
+    if _deepest_nesting(block, raw) >= MAX_NESTING:
+        raise JsonBlockUnsupported("JSON nested deeper than the row path reads")
     if not payload.isascii():
         whole = pa.py_buffer(np.array([0, block.size], np.int64))
         run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
@@ -141,6 +146,21 @@ def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
             run.cast(pa.large_string())
         except pa.ArrowInvalid as error:
             raise JsonBlockUnsupported("invalid UTF-8") from error
+
+
+def _deepest_nesting(block: LineBlock, raw: np.ndarray) -> int:
+    """The deepest nesting of brackets on any line, counting brackets inside strings too (an
+    estimate that errs high for a string of `[`, which only sends the block to the row path)."""
+    brackets = np.flatnonzero((raw == 0x7B) | (raw == 0x5B) | (raw == 0x7D) | (raw == 0x5D))
+    if not brackets.size:
+        return 0
+    step = np.where((raw[brackets] == 0x7B) | (raw[brackets] == 0x5B), 1, -1)
+    depth = np.cumsum(step)
+    line = np.searchsorted(block.line_ends, brackets)
+    first = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
+    # Each bracket's depth counted from the start of its line.
+    before = np.repeat(depth[first] - step[first], np.diff(np.append(first, brackets.size)))
+    return int((depth - before).max())
 
 
 def parse_block(block: LineBlock, schema: pa.Schema, *, refuse: tuple[bytes, ...] = ()) -> pa.Table:

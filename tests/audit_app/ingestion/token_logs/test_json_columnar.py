@@ -365,6 +365,16 @@ def test_bytes_json_reads_differently_take_the_row_path(data: bytes) -> None:
     assert outcome(read_jsonl_columnar) == outcome(litellm.read_rows)
 
 
+def test_json_nested_too_deeply_for_the_row_path_is_read_by_rows() -> None:
+    rows = [_good_row(number, random.Random(number)) for number in range(6)]
+    lines = [_line(row) for row in rows]
+    # json.loads refuses this line (too deep); pyarrow would skip the unread field.
+    lines[3] = lines[3][:-1] + ', "messages": ' + "[" * 3000 + "]" * 3000 + "}"
+    data = ("\n".join(lines) + "\n").encode()
+    chunks = _assert_same_as_row_path(data, chunk_rows=10)
+    assert [r.line for c in chunks for r in c.rejects] == [4]
+
+
 def test_first_record_decides_between_the_paths() -> None:
     good = _line(_good_row(0, random.Random(0))).encode()
 
