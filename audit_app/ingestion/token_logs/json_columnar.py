@@ -41,7 +41,7 @@ from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
 from audit_app.ingestion.token_logs.coerce import MAX_TOKENS_PER_REQUEST
-from audit_app.ingestion.token_logs.json_lines import LineBlock
+from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
 from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
 from audit_app.ingestion.token_logs.tabular import jsonl_record
 
@@ -118,13 +118,29 @@ def read_jsonl_columnar(
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
     converter = _JsonConverter()
-    for block, table in json_lines.parsed_blocks(stream, schema=SCHEMA, block_bytes=size):
-        if table is None:
-            yield from _block_by_rows(block, chunk_rows=chunk_rows)
-            continue
+    # Parsed blocks are joined until they hold a chunk: fewer, larger chunks are cheaper for
+    # the caller to aggregate.
+    pending: list[tuple[LineBlock, pa.Table]] = []
+
+    def convert_pending() -> Iterator[ParsedChunk]:
+        if not pending:
+            return
+        run = BlockRun([block for block, _ in pending])
+        table = pa.concat_tables([table for _, table in pending])
+        pending.clear()
         for start in range(0, table.num_rows, chunk_rows):
             stop = min(start + chunk_rows, table.num_rows)
-            yield converter.convert(table.slice(start, stop - start), block=block, start=start)
+            yield converter.convert(table.slice(start, stop - start), block=run, start=start)
+
+    for block, table in json_lines.parsed_blocks(stream, schema=SCHEMA, block_bytes=size):
+        if table is None:
+            yield from convert_pending()
+            yield from _block_by_rows(block, chunk_rows=chunk_rows)
+            continue
+        pending.append((block, table))
+        if sum(parsed.num_rows for _, parsed in pending) >= chunk_rows:
+            yield from convert_pending()
+    yield from convert_pending()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +198,7 @@ class _JsonConverter:
         default_factory=lambda: columnar.Memo(columnar.decode_metadata)
     )
 
-    def convert(self, table: pa.Table, *, block: LineBlock, start: int) -> ParsedChunk:
+    def convert(self, table: pa.Table, *, block: BlockRun, start: int) -> ParsedChunk:
         rows = table.num_rows
         columns = columnar.Columns(_as_text_columns(table))
         facts, metadata_cached_tokens, metadata_slow = self._facts(_plain(table, "metadata"))
@@ -425,7 +441,7 @@ def _with_cached_tokens(usage: columnar.Usage, cached_tokens: pa.Array) -> colum
     )
 
 
-def _unwritten_zeros(spend: pa.Array, *, block: LineBlock, start: int) -> np.ndarray:
+def _unwritten_zeros(spend: pa.Array, *, block: BlockRun, start: int) -> np.ndarray:
     """Rows whose `spend` reads as 0.0 but may not be written as a zero: a float turns
     `1e-400` into 0.0 where `Decimal` keeps a tiny amount, which changes whether the row is
     unpriced. A row passes when its line has one `"spend"` key, written as a zero."""

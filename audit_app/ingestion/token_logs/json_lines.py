@@ -10,6 +10,7 @@ UTF-8, a NUL byte, ...); the caller then reads that block with the row path, lin
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +23,11 @@ import pyarrow.json as pa_json
 from audit_app.ingestion.reading import decode_text
 
 MIN_BLOCK_BYTES = 1 << 20
-MAX_BLOCK_BYTES = 64 << 20
+# Blocks of 8-16 MiB keep the parsing thread and the converting one both busy (measured on a
+# 200k-row export: 64 MiB blocks took 15-25% longer); `BlockRun` joins them into whole chunks.
+MAX_BLOCK_BYTES = 16 << 20
+# Blocks parsed ahead of the one being converted (the converter joins several into a chunk).
+PREFETCH_BLOCKS = 4
 # What pyarrow parses at a time: about 1 MiB is cheapest per byte here (measured 0.5-16 MiB).
 PARSE_BLOCK_BYTES = 1 << 20
 LF = 0x0A
@@ -80,6 +85,46 @@ class LineBlock:
         if lines <= 0:
             return self.offset
         return self.offset + self.line_span(lines - 1)[1]
+
+
+@dataclass(frozen=True)
+class BlockRun:
+    """Consecutive blocks read as one run of lines, numbered across the blocks."""
+
+    blocks: list[LineBlock]
+
+    @property
+    def first_line(self) -> int:
+        return self.blocks[0].first_line
+
+    def _starts(self) -> np.ndarray:
+        return np.cumsum([0] + [block.lines for block in self.blocks])
+
+    def _locate(self, index: int) -> tuple[LineBlock, int]:
+        for block in self.blocks:
+            if index < block.lines:
+                return block, index
+            index -= block.lines
+        raise IndexError(index)
+
+    def line_text(self, index: int) -> str:
+        block, line = self._locate(index)
+        return block.line_text(line)
+
+    def line_texts(self, indexes: np.ndarray) -> pa.Array:
+        """Lines `indexes` (0-based, ascending) as a string array."""
+        starts = self._starts()
+        which = np.searchsorted(starts, indexes, side="right") - 1
+        parts = [
+            block.line_texts(indexes[which == number] - starts[number])
+            for number, block in enumerate(self.blocks)
+            if (which == number).any()
+        ]
+        return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
+
+    def position_after(self, lines: int) -> int:
+        block, line = self._locate(lines - 1)
+        return block.position_after(line + 1)
 
 
 def block_bytes_for(head: bytes, *, chunk_rows: int) -> int:
@@ -187,8 +232,8 @@ def parsed_blocks(
 ) -> Iterator[tuple[LineBlock, pa.Table | None]]:
     """Each block with its table, or None when it must be read by rows.
 
-    pyarrow releases the GIL, so the next block is read and parsed in a background thread while
-    the caller converts the current one.
+    pyarrow releases the GIL, so the next blocks are read and parsed in a background thread
+    while the caller converts the current ones.
     """
     blocks = line_blocks(stream, block_bytes=block_bytes)
 
@@ -201,8 +246,11 @@ def parsed_blocks(
         except JsonBlockUnsupported:
             return block, None
 
+    # One worker prepares the blocks in order, up to `PREFETCH_BLOCKS` ahead of the caller.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="json-blocks") as pool:
-        upcoming = pool.submit(prepare_next)
-        while (prepared := upcoming.result()) is not None:
-            upcoming = pool.submit(prepare_next)
+        upcoming = deque(pool.submit(prepare_next) for _ in range(PREFETCH_BLOCKS))
+        while (prepared := upcoming.popleft().result()) is not None:
+            upcoming.append(pool.submit(prepare_next))
             yield prepared
+        for future in upcoming:
+            future.cancel()
