@@ -97,6 +97,10 @@ class BlockRun:
     def first_line(self) -> int:
         return self.blocks[0].first_line
 
+    @property
+    def lines(self) -> int:
+        return sum(block.lines for block in self.blocks)
+
     def _starts(self) -> np.ndarray:
         return np.cumsum([0] + [block.lines for block in self.blocks])
 

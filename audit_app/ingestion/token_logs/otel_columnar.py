@@ -45,7 +45,7 @@ from audit_app.ingestion.token_logs import json_lines, otel
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
 from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
-from audit_app.ingestion.token_logs.json_lines import LineBlock
+from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
 
 ANY_VALUE = pa.struct(
     [
@@ -92,6 +92,8 @@ UNSUPPORTED_BYTES = (
 ABSENT, NO_SCALAR, STRING, BOOL, INT, DOUBLE = -1, 0, 1, 2, 3, 4
 NANOS_PER_MICROSECOND = 1_000
 MAX_NANOS_DIGITS = 19
+# Parsed blocks converted together.
+JOINED_BLOCKS = 4
 MAX_TOKEN_DIGITS = len(str(MAX_TOKENS_PER_REQUEST))
 
 
@@ -121,14 +123,32 @@ def read_jsonl_columnar(
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
+    # Parsed blocks are converted a few at a time: fewer, larger frames are cheaper for the
+    # caller to aggregate.
+    pending: list[tuple[LineBlock, pa.Table]] = []
+
+    def convert_pending() -> Iterator[ParsedChunk]:
+        if not pending:
+            return
+        run = BlockRun([block for block, _ in pending])
+        table = pa.concat_tables([table for _, table in pending])
+        pending.clear()
+        yield from _chunks(_BlockSpans.of(table, run).outcomes(), block=run, chunk_rows=chunk_rows)
+
     for block, table in json_lines.parsed_blocks(
         stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES
     ):
         if table is None:
-            outcomes = _block_by_rows(block, range(block.lines))
-        else:
-            outcomes = _BlockSpans.of(table, block).outcomes()
-        yield from _chunks(outcomes, block=block, chunk_rows=chunk_rows)
+            yield from convert_pending()
+            run = BlockRun([block])
+            yield from _chunks(
+                _block_by_rows(run, range(block.lines)), block=run, chunk_rows=chunk_rows
+            )
+            continue
+        pending.append((block, table))
+        if sum(parsed.size for parsed, _ in pending) >= JOINED_BLOCKS * size:
+            yield from convert_pending()
+    yield from convert_pending()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +161,7 @@ class _Outcomes:
     others: list[RowOutcome]
 
 
-def _chunks(outcomes: _Outcomes, *, block: LineBlock, chunk_rows: int) -> Iterator[ParsedChunk]:
+def _chunks(outcomes: _Outcomes, *, block: BlockRun, chunk_rows: int) -> Iterator[ParsedChunk]:
     """The block's rows merged by line into chunks of at most `chunk_rows` rows."""
     in_frame = outcomes.frame_lines.size
     other_lines = np.array([outcome.line for outcome in outcomes.others], np.int64)
@@ -160,7 +180,7 @@ def _chunks(outcomes: _Outcomes, *, block: LineBlock, chunk_rows: int) -> Iterat
         )
 
 
-def _block_by_rows(block: LineBlock, indexes: Iterable[int]) -> _Outcomes:
+def _block_by_rows(block: BlockRun, indexes: Iterable[int]) -> _Outcomes:
     others: list[RowOutcome] = []
     for index in indexes:
         line_text = block.line_text(index)
@@ -274,7 +294,7 @@ class _BlockSpans:
     """A parsed block's spans, with the line and document position of each."""
 
     table: pa.Table
-    block: LineBlock
+    block: BlockRun
     spans: pa.Array
     span_line: np.ndarray  # index of the span's line in the block
     span_resource: np.ndarray
@@ -282,7 +302,7 @@ class _BlockSpans:
     odd_lines: np.ndarray  # per line: read it by rows
 
     @classmethod
-    def of(cls, table: pa.Table, block: LineBlock) -> _BlockSpans:
+    def of(cls, table: pa.Table, block: BlockRun) -> _BlockSpans:
         documents = table.column("resourceSpans").combine_chunks()
         odd_lines = ~_bools(pc.is_valid(documents))
         resources, resource_line = _children(documents)
