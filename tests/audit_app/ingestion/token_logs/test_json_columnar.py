@@ -8,6 +8,7 @@ every JSON type, and with lines or types that make a whole block fall back to th
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
@@ -399,3 +400,10 @@ def test_litellm_read_uses_the_json_fast_path_for_large_jsonl() -> None:
     missing_field = data.replace(b'"model": ', b'"modell": ', 1)
     with pytest.raises(ImportFileError, match="line 1: missing required field `model`"):
         list(litellm.read(io.BytesIO(missing_field), chunk_rows=1000))
+
+
+def test_gzip_is_refused_before_either_path() -> None:
+    data = gzip.compress(_generated_jsonl(300, seed=6))
+    for read in (litellm.read, litellm.read_rows):
+        with pytest.raises(ImportFileError, match="gzip-compressed"):
+            list(read(io.BytesIO(data), chunk_rows=100))
