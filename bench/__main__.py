@@ -12,11 +12,23 @@ from bench import (
     gate,
     histograms,
     ingest,
+    json_ingest,
     live,
     scale,
 )
 
-BENCHMARKS = [classification, forecast, gate, histograms, ingest, fanout, scale, live, firstpage]
+BENCHMARKS = [
+    classification,
+    forecast,
+    gate,
+    histograms,
+    ingest,
+    json_ingest,
+    fanout,
+    scale,
+    live,
+    firstpage,
+]
 
 
 def main(names: list[str]) -> None:

@@ -465,27 +465,29 @@ def bench_litellm_csv(path: str | Path, *, rows: int, seed: int = 0) -> None:
     `WRITE_CHUNK_ROWS` requests (or `rows`, when fewer), and appended until `rows` are written;
     the last day is cut. Memory holds one day, whatever `rows` is.
     """
+    _write_litellm_csv_frames(bench_frames(rows=rows, seed=seed), path)
+
+
+def bench_frames(*, rows: int, seed: int = 0) -> Iterator[pd.DataFrame]:
+    """Exactly `rows` requests of the default workloads, a day (about `WRITE_CHUNK_ROWS`
+    requests, or `rows` when fewer) at a time, for benchmark files of any format."""
     if rows < 0:
         raise ValueError("rows cannot be negative")
     per_day_at_scale_one = expected_requests_per_day()
     # 10 % headroom so a quiet day (weekends) still fills a small file in one step.
     scale = min(rows, WRITE_CHUNK_ROWS) * 1.1 / per_day_at_scale_one
-
-    def days() -> Iterator[pd.DataFrame]:
-        written = 0
-        day = 0
-        while written < rows:
-            frame = generate_requests(
-                start=BENCH_START + timedelta(days=day),
-                days=1,
-                workloads=None,
-                scale=scale,
-                seed=seed * 100_003 + day,
-                first_row=written,
-            )
-            frame = frame.iloc[: rows - written]
-            written += len(frame)
-            day += 1
-            yield frame
-
-    _write_litellm_csv_frames(days(), path)
+    written = 0
+    day = 0
+    while written < rows:
+        frame = generate_requests(
+            start=BENCH_START + timedelta(days=day),
+            days=1,
+            workloads=None,
+            scale=scale,
+            seed=seed * 100_003 + day,
+            first_row=written,
+        )
+        frame = frame.iloc[: rows - written]
+        written += len(frame)
+        day += 1
+        yield frame

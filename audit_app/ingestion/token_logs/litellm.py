@@ -22,7 +22,7 @@ from audit_app.ingestion.reading import (
     read_head,
     row_outcome,
 )
-from audit_app.ingestion.token_logs import litellm_columnar
+from audit_app.ingestion.token_logs import json_columnar, litellm_columnar
 from audit_app.ingestion.token_logs.base import ParsedChunk, chunk_outcomes
 from audit_app.ingestion.token_logs.columnar_blocks import ColumnarUnsupported
 from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
@@ -46,18 +46,25 @@ def sniff(head: bytes) -> bool:
 def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     """Parse a LiteLLM spend-log export into chunks of canonical requests and rejects.
 
-    CSV goes through the columnar fast path (`litellm_columnar`), whose chunks carry most
-    rows in `ParsedChunk.frame`. JSON, JSONL and files that fit in the 64 KiB head are read row
-    by row (`read_rows`): below about 100 rows the fast path's fixed cost (some 8 ms) is more
-    than the row path takes. When the fast path meets a file it cannot number lines in, what it
-    yielded is exact and the row path carries on after the last line yielded, so callers never
-    see `ColumnarUnsupported`.
+    CSV goes through the columnar fast path (`litellm_columnar`) and JSONL through its JSON
+    twin (`json_columnar`), whose chunks carry most rows in `ParsedChunk.frame`. A JSON array
+    document and files that fit in the 64 KiB head are read row by row (`read_rows`): below
+    about 100 rows the fast path's fixed cost (some 8 ms) is more than the row path takes.
+    The JSONL path reads a block it cannot vouch for by rows itself. When the CSV fast path
+    meets a file it cannot number lines in, what it yielded is exact and the row path carries
+    on after the last line yielded, so callers never see `ColumnarUnsupported`.
     """
     head = read_head(stream)
-    if len(head) < HEAD_BYTES or head_text(head)[:1] in ("[", "{"):
+    if len(head) < HEAD_BYTES or head_text(head)[:1] == "[":
         yield from read_rows(stream, chunk_rows=chunk_rows)
         return
     _check_is_litellm(head)
+    if head_text(head)[:1] == "{":
+        if json_columnar.starts_with_whole_record(stream):
+            yield from json_columnar.read_jsonl_columnar(stream, chunk_rows=chunk_rows)
+        else:
+            yield from read_rows(stream, chunk_rows=chunk_rows)
+        return
     lines_yielded = 1  # the header
     try:
         for chunk in litellm_columnar.read_csv_columnar(stream, chunk_rows=chunk_rows):

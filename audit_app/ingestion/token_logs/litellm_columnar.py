@@ -756,3 +756,25 @@ def _convert_row_by_row(
         else:
             requests.append(outcome)
     return requests, rejects
+
+
+# ---------------------------------------------------------------------------------------------
+# The steps the JSON fast paths (`json_columnar`, `otel_columnar`) share
+# ---------------------------------------------------------------------------------------------
+
+Columns = _Columns
+MetadataFacts = _MetadataFacts
+Facts = _Facts
+Tags = _Tags
+Memo = _Memo
+Texts = _Texts
+Timing = _Timing
+Usage = _Usage
+Status = _Status
+Names = _Names
+decode_metadata = _metadata_facts
+timing_of = _timing
+usage_of = _usage
+status_of = _status
+names_of = _names
+canonical_frame = _canonical_frame

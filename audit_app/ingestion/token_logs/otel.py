@@ -44,6 +44,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from audit_app.ingestion.reading import (
+    HEAD_BYTES,
     ImportFileError,
     RowRejected,
     iter_text_lines,
@@ -133,11 +134,28 @@ def sniff(head: bytes) -> bool:
 
 
 def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
-    """Parse an OTLP/JSON trace export into chunks of canonical requests and rejects."""
-    if not sniff(read_head(stream)):
+    """Parse an OTLP/JSON trace export into chunks of canonical requests and rejects.
+
+    JSON lines larger than the 64 KiB head go through the columnar path (`otel_columnar`),
+    whose chunks carry most rows in `ParsedChunk.frame` and which reads what it cannot vouch
+    for with this module's row path; a single document and small files are read span by span.
+    """
+    head = read_head(stream)
+    if not sniff(head):
         raise ImportFileError(
             "not an OpenTelemetry trace export: the first document has no `resourceSpans` list"
         )
+    # Imported here: the columnar path builds on this module's mapping.
+    from audit_app.ingestion.token_logs import otel_columnar
+
+    if len(head) >= HEAD_BYTES and otel_columnar.starts_with_two_documents(stream):
+        yield from otel_columnar.read_jsonl_columnar(stream, chunk_rows=chunk_rows)
+        return
+    yield from read_rows(stream, chunk_rows=chunk_rows)
+
+
+def read_rows(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
+    """`read` without the columnar path for JSON lines (`otel_columnar`): span by span."""
     yield from chunk_outcomes(_iter_outcomes(stream), stream=stream, chunk_rows=chunk_rows)
 
 
@@ -164,6 +182,11 @@ def _iter_outcomes(stream: BinaryIO) -> Iterator[RowOutcome]:
     yield from _iter_line_outcomes(second[0], _parse_or_reject(second[1]))
     for number, line_text in lines:
         yield from _iter_line_outcomes(number, _parse_or_reject(line_text))
+
+
+def line_outcomes(line_number: int, line_text: str) -> list[RowOutcome]:
+    """The outcomes of one non-blank line of a JSONL export, as `read_rows` gives them."""
+    return list(_iter_line_outcomes(line_number, _parse_or_reject(line_text)))
 
 
 def _parse_or_reject(line_text: str) -> object:

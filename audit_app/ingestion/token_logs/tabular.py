@@ -156,25 +156,32 @@ def _iter_jsonl_records(
     for line_number, line_text in enumerate(iter_text_lines(stream), start=1):
         if not line_text.strip():
             continue
-        try:
-            record = parse_json_line(line_text)
-        except RowRejected as rejected:
-            yield rejected.to_reject(line=line_number)
-            continue
-        if not isinstance(record, dict):
-            yield RowReject(
-                line=line_number,
-                field="(line)",
-                value=shorten(line_text.strip()),
-                reason="the line is not a JSON object.",
-            )
+        record = jsonl_record(line_text, line=line_number)
+        if isinstance(record, RowReject):
+            yield record
             continue
         if not checked:
             _check_first_record(
-                record, where=f"line {line_number}", required_fields=required_fields
+                record.fields, where=f"line {line_number}", required_fields=required_fields
             )
             checked = True
-        yield Record(line=line_number, fields=record)
+        yield record
+
+
+def jsonl_record(line_text: str, *, line: int) -> Record | RowReject:
+    """One non-blank JSONL line as a record, or the line's reject (not JSON, not an object)."""
+    try:
+        fields = parse_json_line(line_text)
+    except RowRejected as rejected:
+        return rejected.to_reject(line=line)
+    if not isinstance(fields, dict):
+        return RowReject(
+            line=line,
+            field="(line)",
+            value=shorten(line_text.strip()),
+            reason="the line is not a JSON object.",
+        )
+    return Record(line=line, fields=fields)
 
 
 def _iter_json_array_records(

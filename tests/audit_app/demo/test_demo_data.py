@@ -26,7 +26,7 @@ from audit_app.demo.writers import (
     write_litellm_jsonl,
     write_otel_jsonl,
 )
-from audit_app.ingestion.token_logs import CanonicalRequest, litellm, read_requests
+from audit_app.ingestion.token_logs import CanonicalRequest, litellm, otel, read_requests
 
 MONDAY = datetime(2025, 3, 3, tzinfo=UTC)
 MILLION = 1_000_000
@@ -376,13 +376,16 @@ def test_bench_file_spans_several_generated_days_with_one_header(tmp_path: Path)
 def _import(path: Path) -> list[CanonicalRequest]:
     """Canonical requests (with request ids) read back from a written file.
 
-    LiteLLM CSV is read row by row here: the columnar reader hands over a frame without request
-    ids, and its equivalence with the row path is tested in test_litellm_columnar.py.
+    Read row by row here: the columnar readers hand over a frame without request ids, and
+    their equivalence with the row path is tested in test_litellm_columnar.py,
+    test_json_columnar.py and test_otel_columnar.py.
     """
     requests: list[CanonicalRequest] = []
     with path.open("rb") as stream:
-        if path.name.endswith("litellm.csv"):
+        if path.name.startswith("litellm"):
             chunks = litellm.read_rows(stream, chunk_rows=20_000)
+        elif path.name.startswith("otel"):
+            chunks = otel.read_rows(stream, chunk_rows=20_000)
         else:
             chunks = read_requests(stream)
         for chunk in chunks:

@@ -1,0 +1,458 @@
+"""Columnar fast path for LiteLLM spend logs exported as JSONL.
+
+`litellm.read` sends large JSONL files here; `litellm.read_rows` is the row-by-row reader this
+module must equal: for the same file both give the same canonical rows and the same rejects
+(line, field, value, reason).
+
+How: the file is read in blocks of whole lines (`json_lines`), each parsed by `pyarrow.json`
+with an explicit schema of the fields `litellm_rows.request_from_record` reads, in the types
+LiteLLM writes them (text, whole numbers, a float `spend`, a `metadata` object, a list of
+`request_tags`); every other field is skipped unread. The parsed columns are put in the shape
+of a parsed CSV block (text columns) and converted by `litellm_columnar`'s own steps (timing,
+usage, status, names and the canonical frame), so the CSV and JSON fast paths share one
+conversion. `metadata` is reduced to the few keys the mapping reads and decoded once per
+distinct combination of them with `litellm_columnar`'s decoder.
+
+What falls back to the row path, exactly as `read_rows` would read it:
+- a whole block, when `json_lines` or pyarrow cannot read it as one object per line in these
+  types (a malformed line, an empty line, a value of another type such as an epoch number in
+  `startTime` or a `metadata` written as text, a repeated key, ...);
+- one row, when a vectorised check cannot vouch for it (every row that will be rejected, a
+  cost within float error of a rounding tie, a `metadata.workload` null beside a
+  `spend_logs_metadata.workload`, tags holding nulls). Its line is parsed again with `json`
+  and converted by `request_from_record`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from audit_app.ingestion.reading import RowReject, read_head, row_outcome
+from audit_app.ingestion.token_logs import columnar_cells as cells
+from audit_app.ingestion.token_logs import json_lines
+from audit_app.ingestion.token_logs import litellm_columnar as columnar
+from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
+from audit_app.ingestion.token_logs.coerce import MAX_TOKENS_PER_REQUEST
+from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
+from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
+from audit_app.ingestion.token_logs.tabular import jsonl_record
+
+TEXT_FIELDS = (
+    "call_type",
+    "api_key",
+    "startTime",
+    "endTime",
+    "completionStartTime",
+    "model",
+    "model_group",
+    "custom_llm_provider",
+    "user",
+    "cache_hit",
+    "team_id",
+    "end_user",
+    "status",
+)
+COUNT_FIELDS = ("prompt_tokens", "completion_tokens")
+TAGS = pa.list_(pa.string())
+CACHED_TOKENS = pa.struct(
+    [
+        ("prompt_tokens_details", pa.struct([("cached_tokens", pa.int64())])),
+        ("cache_read_input_tokens", pa.int64()),
+    ]
+)
+METADATA = pa.struct(
+    [
+        ("user_api_key_alias", pa.string()),
+        ("user_api_key_team_alias", pa.string()),
+        ("pool", pa.string()),
+        ("status", pa.string()),
+        ("workload", pa.string()),
+        ("tags", TAGS),
+        ("batch_api", pa.bool_()),
+        ("batch_models", TAGS),
+        ("usage_object", CACHED_TOKENS),
+        ("additional_usage_values", CACHED_TOKENS),
+        ("spend_logs_metadata", pa.struct([("pool", pa.string()), ("workload", pa.string())])),
+    ]
+)
+SCHEMA = pa.schema(
+    [
+        *[(name, pa.string()) for name in TEXT_FIELDS],
+        *[(name, pa.int64()) for name in COUNT_FIELDS],
+        ("spend", pa.float64()),
+        ("request_tags", TAGS),
+        ("metadata", METADATA),
+    ]
+)
+# The metadata keys the mapping reads, with where each sits in `METADATA`.
+METADATA_TEXT_KEYS = ("user_api_key_alias", "user_api_key_team_alias", "pool", "status")
+CACHED_TOKEN_PATHS = (
+    ("usage_object", "prompt_tokens_details", "cached_tokens"),
+    ("usage_object", "cache_read_input_tokens"),
+    ("additional_usage_values", "prompt_tokens_details", "cached_tokens"),
+    ("additional_usage_values", "cache_read_input_tokens"),
+)
+# `"spend": 0`, `"spend": -0.0e5`: the JSON spellings of a zero amount.
+WRITTEN_ZERO_SPEND = r'"spend"[ \t\r\n]*:[ \t\r\n]*-?0(\.0+)?([eE][+-]?[0-9]+)?[ \t\r\n]*[,}]'
+# Tags are compared joined by this character; a tag holding it takes the row path.
+TAG_SEPARATOR = "\x1f"
+
+
+def read_jsonl_columnar(
+    stream: BinaryIO, *, chunk_rows: int, block_bytes: int | None = None
+) -> Iterator[ParsedChunk]:
+    """Parse a LiteLLM JSONL export into chunks of at most `chunk_rows` rows.
+
+    The caller has checked the first record (`litellm.read`); `block_bytes` overrides the size
+    of the blocks read at once (tests use small blocks).
+    """
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
+    size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
+    converter = _JsonConverter()
+    # Parsed blocks are joined until they hold a chunk: fewer, larger chunks are cheaper for
+    # the caller to aggregate.
+    pending: list[tuple[LineBlock, pa.Table]] = []
+
+    def convert_pending() -> Iterator[ParsedChunk]:
+        if not pending:
+            return
+        run = BlockRun([block for block, _ in pending])
+        table = pa.concat_tables([table for _, table in pending])
+        pending.clear()
+        for start in range(0, table.num_rows, chunk_rows):
+            stop = min(start + chunk_rows, table.num_rows)
+            yield converter.convert(table.slice(start, stop - start), block=run, start=start)
+
+    for block, table in json_lines.parsed_blocks(stream, schema=SCHEMA, block_bytes=size):
+        if table is None:
+            yield from convert_pending()
+            yield from _block_by_rows(block, chunk_rows=chunk_rows)
+            continue
+        pending.append((block, table))
+        if sum(parsed.num_rows for _, parsed in pending) >= chunk_rows:
+            yield from convert_pending()
+    yield from convert_pending()
+
+
+# ---------------------------------------------------------------------------------------------
+# The row path, for a block or a row the columnar path does not vouch for
+# ---------------------------------------------------------------------------------------------
+
+
+def line_outcome(line_text: str, *, line: int) -> RowOutcome:
+    """One non-blank line as `read_rows` converts it."""
+    record = jsonl_record(line_text, line=line)
+    if isinstance(record, RowReject):
+        return record
+    return row_outcome(request_from_record, record.fields, record.line)
+
+
+def _block_by_rows(block: LineBlock, *, chunk_rows: int) -> Iterator[ParsedChunk]:
+    requests: list[CanonicalRequest] = []
+    rejects: list[RowReject] = []
+    for index in range(block.lines):
+        line_text = block.line_text(index)
+        if not line_text.strip():
+            continue
+        outcome = line_outcome(line_text, line=block.first_line + index)
+        if isinstance(outcome, RowReject):
+            rejects.append(outcome)
+        else:
+            requests.append(outcome)
+        if len(requests) + len(rejects) >= chunk_rows:
+            yield ParsedChunk(
+                requests=requests,
+                rejects=rejects,
+                rows_read=len(requests) + len(rejects),
+                bytes_read=block.position_after(index + 1),
+            )
+            requests, rejects = [], []
+    if requests or rejects:
+        yield ParsedChunk(
+            requests=requests,
+            rejects=rejects,
+            rows_read=len(requests) + len(rejects),
+            bytes_read=block.position_after(block.lines),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# One chunk
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class _JsonConverter:
+    """Turns parsed JSON blocks into chunks; keeps the metadata decodings between chunks."""
+
+    metadata: columnar.Memo[columnar.MetadataFacts | None] = field(
+        default_factory=lambda: columnar.Memo(columnar.decode_metadata)
+    )
+
+    def convert(self, table: pa.Table, *, block: BlockRun, start: int) -> ParsedChunk:
+        rows = table.num_rows
+        columns = columnar.Columns(_as_text_columns(table))
+        facts, metadata_cached_tokens, metadata_slow = self._facts(_plain(table, "metadata"))
+        tags, tags_slow = _request_tags(_plain(table, "request_tags"))
+        timing = columnar.timing_of(columns)
+        usage = _with_cached_tokens(columnar.usage_of(columns, facts), metadata_cached_tokens)
+        spend = _plain(table, "spend")
+        status = columnar.status_of(columns, facts)
+        names = columnar.names_of(columns, facts, tags)
+        slow = (
+            metadata_slow
+            | tags_slow
+            | _near_cost_tie(spend)
+            | _unwritten_zeros(spend, block=block, start=start)
+            | facts.unreadable()
+            | tags.unreadable()
+            | timing.slow
+            | usage.slow
+            | status.slow
+            | names.slow
+        )
+        keep = None if not slow.any() else np.flatnonzero(~slow)
+        first_line = block.first_line + start
+        frame = columnar.canonical_frame(
+            timing=timing,
+            usage=usage,
+            status=status,
+            names=names,
+            lines=np.arange(first_line, first_line + rows, dtype=np.int64),
+            keep=keep,
+        )
+        requests: list[CanonicalRequest] = []
+        rejects: list[RowReject] = []
+        for row in np.flatnonzero(slow):
+            index = start + int(row)
+            outcome = line_outcome(block.line_text(index), line=block.first_line + index)
+            if isinstance(outcome, RowReject):
+                rejects.append(outcome)
+            else:
+                requests.append(outcome)
+        return ParsedChunk(
+            requests=requests,
+            rejects=rejects,
+            rows_read=rows,
+            bytes_read=block.position_after(start + rows),
+            frame=frame,
+        )
+
+    def _facts(self, metadata: pa.StructArray) -> tuple[columnar.Facts, pa.Array, np.ndarray]:
+        """The decoded metadata per row, its cached-token count (null: none), and the rows
+        whose metadata must take the row path.
+
+        Rows are grouped by the values of the keys the mapping reads, but for the cached-token
+        count, which differs per request and is read per row (`_with_cached_tokens`); each
+        group's keys are written back as a small JSON object and decoded by
+        `litellm_columnar`'s decoder, which reads nothing else, so the facts are those of the
+        whole object.
+        """
+        parts = _MetadataParts.of(metadata)
+        groups, representatives = cells.group_rows(parts.codes, len(metadata))
+        texts = [json.dumps(parts.keys_of(int(row))) for row in representatives]
+        return columnar.Facts(self.metadata(texts), groups), parts.cached_tokens, parts.slow
+
+
+@dataclass(frozen=True)
+class _MetadataParts:
+    """The metadata keys the mapping reads, as columns."""
+
+    texts: dict[str, pa.Array]
+    tags: pa.Array
+    batch_api: pa.Array
+    batch_models: pa.Array
+    cached_tokens: pa.Array
+    spend_logs_pool: pa.Array
+    spend_logs_workload: pa.Array
+    codes: list[np.ndarray]
+    slow: np.ndarray
+
+    @classmethod
+    def of(cls, metadata: pa.StructArray) -> _MetadataParts:
+        def part(*path: str) -> pa.Array:
+            return pc.struct_field(metadata, list(path))
+
+        texts = {key: part(key) for key in (*METADATA_TEXT_KEYS, "workload")}
+        tags = part("tags")
+        batch_api = part("batch_api")
+        batch_models = part("batch_models")
+        cached_tokens = pc.coalesce(*[part(*path) for path in CACHED_TOKEN_PATHS])
+        spend_logs_pool = part("spend_logs_metadata", "pool")
+        spend_logs_workload = part("spend_logs_metadata", "workload")
+        joined_tags, tags_slow = _joined(tags)
+        codes = [
+            _codes(column)
+            for column in (
+                *texts.values(),
+                joined_tags,
+                batch_api,
+                pc.greater(pc.list_value_length(batch_models), 0),
+                spend_logs_pool,
+                spend_logs_workload,
+            )
+        ]
+        # `{**spend_logs_metadata, **metadata}`: a `workload: null` in the metadata hides the
+        # spend-logs one, an absent key does not; pyarrow reads both as null.
+        hidden = pc.and_(pc.is_null(texts["workload"]), pc.is_valid(spend_logs_workload))
+        slow = tags_slow | _bools(hidden)
+        # Slow rows are grouped apart, so none of them decodes a group of rows it may not match.
+        codes.append(slow.astype(np.int64))
+        return cls(
+            texts=texts,
+            tags=tags,
+            batch_api=batch_api,
+            batch_models=batch_models,
+            cached_tokens=cached_tokens,
+            spend_logs_pool=spend_logs_pool,
+            spend_logs_workload=spend_logs_workload,
+            codes=codes,
+            slow=slow,
+        )
+
+    def keys_of(self, row: int) -> dict[str, object]:
+        """The keys the mapping reads, as row `row`'s metadata has them (nulls left out), but
+        for the cached-token count: the decoded facts count 0 cached tokens."""
+        keys: dict[str, object] = {}
+        for key, column in self.texts.items():
+            keys[key] = column[row].as_py()
+        keys["tags"] = self.tags[row].as_py()
+        keys["batch_api"] = self.batch_api[row].as_py()
+        keys["batch_models"] = self.batch_models[row].as_py()
+        keys["spend_logs_metadata"] = {
+            "pool": self.spend_logs_pool[row].as_py(),
+            "workload": self.spend_logs_workload[row].as_py(),
+        }
+        return _without_nulls(keys)
+
+
+def _without_nulls(mapping: dict[str, object]) -> dict[str, object]:
+    kept: dict[str, object] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            value = _without_nulls(value)
+        if value is not None:
+            kept[key] = value
+    return kept
+
+
+def _request_tags(column: pa.Array) -> tuple[columnar.Tags, np.ndarray]:
+    joined, slow = _joined(column)
+    # Slow rows are grouped apart, so none of them decodes a group of rows it may not match.
+    groups, representatives = cells.group_rows([_codes(joined), slow.astype(np.int64)], len(column))
+    tags = [tuple(_tag_texts(column[int(row)].as_py())) for row in representatives]
+    return columnar.Tags(list(tags), groups), slow
+
+
+def _tag_texts(values: list[str | None] | None) -> list[str]:
+    # `coerce.parse_tags` for a list of texts (the only lists the schema admits).
+    return [tag for value in values or () if value is not None and (tag := value.strip())]
+
+
+def _joined(tags: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """Each row's tags as one text (null for no list), and the rows whose tags cannot be told
+    apart that way (a null tag, or one holding the separator)."""
+    flat = pc.list_flatten(tags)
+    odd = pc.or_kleene(pc.is_null(flat), pc.match_substring(flat, TAG_SEPARATOR))
+    slow = np.zeros(len(tags), bool)
+    odd_rows = np.flatnonzero(_bools(odd))
+    if odd_rows.size:
+        # `list_parent_indices` counts from the unsliced array; the lengths count from here.
+        lengths = pc.fill_null(pc.list_value_length(tags), 0).to_numpy(zero_copy_only=False)
+        parents = np.repeat(np.arange(len(tags)), lengths)
+        slow[parents[odd_rows]] = True
+    return pc.binary_join(tags, TAG_SEPARATOR), slow
+
+
+def _codes(column: pa.Array) -> np.ndarray:
+    """Per row, a number that is equal for equal values (nulls equal to each other)."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    codes: np.ndarray = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes
+
+
+def _bools(column: pa.Array) -> np.ndarray:
+    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
+    return values
+
+
+def _plain(table: pa.Table, name: str) -> pa.Array:
+    column = table.column(name)
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+
+
+def _as_text_columns(table: pa.Table) -> pa.Table:
+    """The columns `litellm_columnar` reads, as a parsed CSV block has them: text, "" for
+    missing. Whole numbers are written in digits and `spend` in the shortest text that reads
+    back as the same float."""
+    columns = {name: pc.fill_null(_plain(table, name), "") for name in TEXT_FIELDS}
+    for name in (*COUNT_FIELDS, "spend"):
+        columns[name] = pc.fill_null(pc.cast(_plain(table, name), pa.string()), "")
+    return pa.table(columns)
+
+
+def _near_cost_tie(spend: pa.Array) -> np.ndarray:
+    """Rows whose cost in nanos is within float error of a rounding tie: the float alone cannot
+    tell which way `Decimal` rounds the written amount, so the row path does it."""
+    usd = pc.fill_null(spend, 0.0).to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = usd * cells.NANOS_PER_USD
+        distance_to_tie = np.abs(scaled - np.floor(scaled) - 0.5)
+        near: np.ndarray = distance_to_tie <= np.abs(scaled) * 1e-14 + 1e-9
+    return near
+
+
+def starts_with_whole_record(stream: BinaryIO) -> bool:
+    """True when the file's first line is a JSON object holding every required field, so the
+    row path would accept the file's shape and number its lines from 1 as the blocks do.
+    Anything else (a byte order mark, a blank or malformed first line, a missing field) is
+    left to the row path, which says what is wrong. Leaves the stream at its start."""
+    stream.seek(0)
+    first = stream.readline()
+    stream.seek(0)
+    if not first.startswith(b"{"):
+        return False
+    try:
+        record = json.loads(first, parse_float=Decimal)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and all(name in record for name in REQUIRED_COLUMNS)
+
+
+def _with_cached_tokens(usage: columnar.Usage, cached_tokens: pa.Array) -> columnar.Usage:
+    """`usage` (computed with 0 cached tokens) with each row's own count, as
+    `build_request` checks it: none is 0, and a count that is not a plausible token count or
+    is above the input tokens takes the row path."""
+    counts = pc.fill_null(cached_tokens, 0).to_numpy(zero_copy_only=False)
+    readable = (counts >= 0) & (counts <= MAX_TOKENS_PER_REQUEST)
+    return replace(
+        usage,
+        cached_tokens=counts,
+        slow=usage.slow | ~readable | (counts > usage.input_tokens),
+    )
+
+
+def _unwritten_zeros(spend: pa.Array, *, block: BlockRun, start: int) -> np.ndarray:
+    """Rows whose `spend` reads as 0.0 but may not be written as a zero: a float turns
+    `1e-400` into 0.0 where `Decimal` keeps a tiny amount, which changes whether the row is
+    unpriced. A row passes when its line has one `"spend"` key, written as a zero."""
+    zero = _bools(pc.equal(spend, 0.0))
+    rows = np.flatnonzero(zero)
+    if not rows.size:
+        return zero
+    lines = block.line_texts(rows + start)
+    written = pc.and_(
+        pc.equal(pc.count_substring(lines, '"spend"'), 1),
+        pc.match_substring_regex(lines, WRITTEN_ZERO_SPEND),
+    )
+    zero[rows] = ~_bools(written)
+    return zero

@@ -1,0 +1,260 @@
+"""Reading JSONL files as blocks of whole lines for the columnar JSON paths.
+
+`json_columnar` (LiteLLM) and `otel_columnar` (OpenTelemetry) parse each block with
+`pyarrow.json` and number the records by their lines, so a block is handed over only when every
+line holds exactly one JSON value that `json.loads` would read the same way. `check_block`
+raises `JsonBlockUnsupported` for anything else (an empty line, a byte order mark, invalid
+UTF-8, a NUL byte, ...); the caller then reads that block with the row path, line by line, as
+`lines_of` gives them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.json as pa_json
+
+from audit_app.ingestion.reading import decode_text
+
+MIN_BLOCK_BYTES = 1 << 20
+# Blocks of 8-16 MiB keep the parsing thread and the converting one both busy (measured on a
+# 200k-row export: 64 MiB blocks took 15-25% longer); `BlockRun` joins them into whole chunks.
+MAX_BLOCK_BYTES = 16 << 20
+# Blocks parsed ahead of the one being converted (the converter joins several into a chunk).
+PREFETCH_BLOCKS = 4
+# What pyarrow parses at a time: about 1 MiB is cheapest per byte here (measured 0.5-16 MiB).
+PARSE_BLOCK_BYTES = 1 << 20
+LF = 0x0A
+OPEN_BRACE = 0x7B
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF8_BOM_TEXT = "\ufeff"
+# `json.loads` refuses JSON nested about 1,000 deep (Python's recursion limit); a block with
+# nesting anywhere near that is left to the row path, which says so per line.
+MAX_NESTING = 200
+
+
+class JsonBlockUnsupported(Exception):
+    """This block has a shape the columnar path cannot read exactly; read it by rows."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LineBlock:
+    """A run of whole lines of the file: data[:size] starts at file position `offset`."""
+
+    data: bytes
+    size: int
+    offset: int
+    first_line: int
+    line_ends: np.ndarray  # position of every `\n` in data[:size]
+
+    @property
+    def lines(self) -> int:
+        return len(self.line_ends) + int(self.size > 0 and self.data[self.size - 1] != LF)
+
+    def line_span(self, index: int) -> tuple[int, int]:
+        """(start, end) of line `index` (0-based) within data, its newline included."""
+        start = 0 if index == 0 else int(self.line_ends[index - 1]) + 1
+        end = int(self.line_ends[index]) + 1 if index < len(self.line_ends) else self.size
+        return start, end
+
+    def line_texts(self, indexes: np.ndarray) -> pa.Array:
+        """Lines `indexes` (0-based) as a string array, without copying the block."""
+        ends = np.append(self.line_ends + 1, self.size)[: self.lines].astype(np.int64)
+        offsets = np.concatenate(([0], ends))
+        lines = pa.Array.from_buffers(
+            pa.large_string(),
+            self.lines,
+            [None, pa.py_buffer(offsets), pa.py_buffer(self.data)],
+        )
+        return lines.take(pa.array(indexes))
+
+    def line_text(self, index: int) -> str:
+        start, end = self.line_span(index)
+        line = decode_text(self.data[start:end], offset=self.offset + start)
+        # As `reading.iter_text_lines`: a byte order mark opening the file is not text.
+        return line.removeprefix(UTF8_BOM_TEXT) if self.offset + start == 0 else line
+
+    def position_after(self, lines: int) -> int:
+        """The file position just after the block's first `lines` lines."""
+        if lines <= 0:
+            return self.offset
+        return self.offset + self.line_span(lines - 1)[1]
+
+
+@dataclass(frozen=True)
+class BlockRun:
+    """Consecutive blocks read as one run of lines, numbered across the blocks."""
+
+    blocks: list[LineBlock]
+
+    @property
+    def first_line(self) -> int:
+        return self.blocks[0].first_line
+
+    @property
+    def lines(self) -> int:
+        return sum(block.lines for block in self.blocks)
+
+    def _starts(self) -> np.ndarray:
+        return np.cumsum([0] + [block.lines for block in self.blocks])
+
+    def _locate(self, index: int) -> tuple[LineBlock, int]:
+        for block in self.blocks:
+            if index < block.lines:
+                return block, index
+            index -= block.lines
+        raise IndexError(index)
+
+    def line_text(self, index: int) -> str:
+        block, line = self._locate(index)
+        return block.line_text(line)
+
+    def line_texts(self, indexes: np.ndarray) -> pa.Array:
+        """Lines `indexes` (0-based, ascending) as a string array."""
+        starts = self._starts()
+        which = np.searchsorted(starts, indexes, side="right") - 1
+        parts = [
+            block.line_texts(indexes[which == number] - starts[number])
+            for number, block in enumerate(self.blocks)
+            if (which == number).any()
+        ]
+        return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
+
+    def position_after(self, lines: int) -> int:
+        block, line = self._locate(lines - 1)
+        return block.position_after(line + 1)
+
+
+def block_bytes_for(head: bytes, *, chunk_rows: int) -> int:
+    """A block of about `chunk_rows` lines, judged from the average line in the head."""
+    line_bytes = len(head) / max(head.count(b"\n"), 1)
+    return int(min(max(0.9 * line_bytes * chunk_rows, MIN_BLOCK_BYTES), MAX_BLOCK_BYTES))
+
+
+def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
+    """The whole stream as runs of whole lines; a line longer than a block grows the read."""
+    offset = 0
+    first_line = 1
+    read_bytes = block_bytes
+    while True:
+        stream.seek(offset)
+        data = stream.read(read_bytes)
+        if not data:
+            return
+        size = data.rfind(b"\n") + 1
+        if size == 0:
+            if stream.read(1):
+                read_bytes *= 2
+                continue
+            size = len(data)
+        raw = np.frombuffer(data, np.uint8, count=size)
+        block = LineBlock(
+            data=data,
+            size=size,
+            offset=offset,
+            first_line=first_line,
+            line_ends=np.flatnonzero(raw == LF),
+        )
+        yield block
+        offset += size
+        first_line += block.lines
+        read_bytes = block_bytes
+    stream.seek(offset)
+
+
+def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
+    """Raise `JsonBlockUnsupported` unless every line starts a JSON object at its first byte and
+    the bytes are what `json.loads` reads as pyarrow does (valid UTF-8, no BOM, no NUL), with
+    none of the byte strings in `refuse`."""
+    data = memoryview(block.data)[: block.size]
+    raw = np.frombuffer(data, np.uint8)
+    starts = np.concatenate(([0], block.line_ends[:-1] + 1)) if block.line_ends.size else [0]
+    starts = np.asarray(starts, np.int64)
+    starts = starts[starts < block.size]
+    if not (raw[starts] == OPEN_BRACE).all():
+        # Empty lines (the row path skips them), leading spaces, arrays, scalars.
+        raise JsonBlockUnsupported("a line that does not start with `{`")
+    payload = block.data if block.size == len(block.data) else bytes(data)
+    if b"\x00" in payload or UTF8_BOM in payload:
+        raise JsonBlockUnsupported("a NUL byte or a byte order mark")
+    for refused in refuse:
+        if refused in payload:
+            raise JsonBlockUnsupported(f"the bytes {refused!r}")
+    if _deepest_nesting(block, raw) >= MAX_NESTING:
+        raise JsonBlockUnsupported("JSON nested deeper than the row path reads")
+    if not payload.isascii():
+        whole = pa.py_buffer(np.array([0, block.size], np.int64))
+        run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
+        try:
+            run.cast(pa.large_string())
+        except pa.ArrowInvalid as error:
+            raise JsonBlockUnsupported("invalid UTF-8") from error
+
+
+def _deepest_nesting(block: LineBlock, raw: np.ndarray) -> int:
+    """The deepest nesting of brackets on any line, counting brackets inside strings too (an
+    estimate that errs high for a string of `[`, which only sends the block to the row path)."""
+    brackets = np.flatnonzero((raw == 0x7B) | (raw == 0x5B) | (raw == 0x7D) | (raw == 0x5D))
+    if not brackets.size:
+        return 0
+    step = np.where((raw[brackets] == 0x7B) | (raw[brackets] == 0x5B), 1, -1)
+    depth = np.cumsum(step)
+    line = np.searchsorted(block.line_ends, brackets)
+    first = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
+    # Each bracket's depth counted from the start of its line.
+    before = np.repeat(depth[first] - step[first], np.diff(np.append(first, brackets.size)))
+    return int((depth - before).max())
+
+
+def parse_block(block: LineBlock, schema: pa.Schema, *, refuse: tuple[bytes, ...] = ()) -> pa.Table:
+    """The block's lines as a table of the fields in `schema` (others ignored), one row per
+    line; raises `JsonBlockUnsupported` when pyarrow refuses it or reads another row count."""
+    check_block(block, refuse=refuse)
+    try:
+        table = pa_json.read_json(
+            pa.BufferReader(pa.py_buffer(block.data).slice(0, block.size)),
+            read_options=pa_json.ReadOptions(use_threads=True, block_size=PARSE_BLOCK_BYTES),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="ignore"
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise JsonBlockUnsupported(f"pyarrow cannot read the block ({error})") from error
+    if table.num_rows != block.lines:
+        raise JsonBlockUnsupported(f"{table.num_rows} records on {block.lines} lines")
+    return table
+
+
+def parsed_blocks(
+    stream: BinaryIO, *, schema: pa.Schema, block_bytes: int, refuse: tuple[bytes, ...] = ()
+) -> Iterator[tuple[LineBlock, pa.Table | None]]:
+    """Each block with its table, or None when it must be read by rows.
+
+    pyarrow releases the GIL, so the next blocks are read and parsed in a background thread
+    while the caller converts the current ones.
+    """
+    blocks = line_blocks(stream, block_bytes=block_bytes)
+
+    def prepare_next() -> tuple[LineBlock, pa.Table | None] | None:
+        block = next(blocks, None)
+        if block is None:
+            return None
+        try:
+            return block, parse_block(block, schema, refuse=refuse)
+        except JsonBlockUnsupported:
+            return block, None
+
+    # One worker prepares the blocks in order, up to `PREFETCH_BLOCKS` ahead of the caller.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="json-blocks") as pool:
+        upcoming = deque(pool.submit(prepare_next) for _ in range(PREFETCH_BLOCKS))
+        while (prepared := upcoming.popleft().result()) is not None:
+            upcoming.append(pool.submit(prepare_next))
+            yield prepared
+        for future in upcoming:
+            future.cancel()

@@ -1,0 +1,559 @@
+"""Columnar fast path for OpenTelemetry GenAI spans exported as OTLP/JSON lines.
+
+`otel.read` sends large JSONL exports here (one `ExportTraceServiceRequest` document per line,
+what the collector's file exporter writes); its row path is the reader this module must equal:
+for the same file both give the same canonical rows and the same rejects.
+
+How: blocks of whole lines (`json_lines`) are parsed by `pyarrow.json` with an explicit schema
+of the OTLP/JSON fields `otel.span_outcome` reads, in lowerCamelCase with int64 values as text
+and the status code as a number. The nested lists (resource spans, scope spans, spans) are
+flattened with their parent indices, and the attribute lists pivoted by key: for every
+attribute the mapping reads, each span (or resource) gets the index of its entry. Each field
+is then coerced for all spans at once, and the text fields (model, team, caller, ...) are
+decoded once per distinct value; the canonical frame is built by `litellm_columnar`'s step.
+
+What falls back to the row path (`otel.line_outcomes`), exactly as `otel.read` reads it:
+- a whole block, when `json_lines` or pyarrow cannot read it in this schema, or when its bytes
+  hold snake_case field names or a value field written as null (which the schema would read
+  differently);
+- a whole line, when a list in it holds a null or it has no `resourceSpans` list;
+- one span, when a vectorised check cannot vouch for it (every span that will be rejected, an
+  attribute of an unexpected value type or given twice, a float within float error of a
+  rounding tie). Its line is parsed again with `json` and the span converted by
+  `otel.json_span_outcome`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from itertools import islice
+from typing import BinaryIO
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from audit_app.ingestion.identity import resolve_workload
+from audit_app.ingestion.reading import RowReject, read_head, text
+from audit_app.ingestion.token_logs import columnar_cells as cells
+from audit_app.ingestion.token_logs import frame as canonical
+from audit_app.ingestion.token_logs import json_lines, otel
+from audit_app.ingestion.token_logs import litellm_columnar as columnar
+from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
+from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
+from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
+
+ANY_VALUE = pa.struct(
+    [
+        ("stringValue", pa.string()),
+        ("boolValue", pa.bool_()),
+        ("intValue", pa.string()),
+        ("doubleValue", pa.float64()),
+    ]
+)
+ATTRIBUTES = pa.list_(pa.struct([("key", pa.string()), ("value", ANY_VALUE)]))
+SPAN = pa.struct(
+    [
+        ("startTimeUnixNano", pa.string()),
+        ("endTimeUnixNano", pa.string()),
+        ("status", pa.struct([("code", pa.int64())])),
+        ("attributes", ATTRIBUTES),
+    ]
+)
+SCHEMA = pa.schema(
+    [
+        (
+            "resourceSpans",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("resource", pa.struct([("attributes", ATTRIBUTES)])),
+                        ("scopeSpans", pa.list_(pa.struct([("spans", pa.list_(SPAN))]))),
+                    ]
+                )
+            ),
+        )
+    ]
+)
+# Bytes that make the schema read a block differently from `otel`: proto (snake_case) field
+# names, which `otel` reads too, and a value field written as null, which hides the next one.
+UNSUPPORTED_BYTES = (
+    b'_spans"',
+    b'_unix_nano"',
+    b'_value"',
+    b'Value": null',
+    b'Value":null',
+)
+# Value kinds, in the order `otel.any_value` looks for them.
+ABSENT, NO_SCALAR, STRING, BOOL, INT, DOUBLE = -1, 0, 1, 2, 3, 4
+NANOS_PER_MICROSECOND = 1_000
+MAX_NANOS_DIGITS = 19
+# Parsed blocks converted together.
+JOINED_BLOCKS = 4
+MAX_TOKEN_DIGITS = len(str(MAX_TOKENS_PER_REQUEST))
+
+
+def starts_with_two_documents(stream: BinaryIO) -> bool:
+    """True when the file opens with a whole JSON document on its first line and has another
+    non-blank line: `otel.read` then reads it as JSON lines, numbering rows by line, as the
+    blocks do. Leaves the stream at its start."""
+    stream.seek(0)
+    try:
+        first = stream.readline()
+        if not first.startswith(b"{"):
+            return False
+        try:
+            json.loads(first)
+        except (ValueError, RecursionError):
+            return False
+        return any(line.strip() for line in islice(iter(stream.readline, b""), 2))
+    finally:
+        stream.seek(0)
+
+
+def read_jsonl_columnar(
+    stream: BinaryIO, *, chunk_rows: int, block_bytes: int | None = None
+) -> Iterator[ParsedChunk]:
+    """Parse an OTLP/JSON lines export into chunks of at most `chunk_rows` spans (a line's
+    spans may be split between chunks; each chunk's `bytes_read` is after its last line)."""
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
+    size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
+    # Parsed blocks are converted a few at a time: fewer, larger frames are cheaper for the
+    # caller to aggregate.
+    pending: list[tuple[LineBlock, pa.Table]] = []
+
+    def convert_pending() -> Iterator[ParsedChunk]:
+        if not pending:
+            return
+        run = BlockRun([block for block, _ in pending])
+        table = pa.concat_tables([table for _, table in pending])
+        pending.clear()
+        yield from _chunks(_BlockSpans.of(table, run).outcomes(), block=run, chunk_rows=chunk_rows)
+
+    for block, table in json_lines.parsed_blocks(
+        stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES
+    ):
+        if table is None:
+            yield from convert_pending()
+            run = BlockRun([block])
+            yield from _chunks(
+                _block_by_rows(run, range(block.lines)), block=run, chunk_rows=chunk_rows
+            )
+            continue
+        pending.append((block, table))
+        if sum(parsed.size for parsed, _ in pending) >= JOINED_BLOCKS * size:
+            yield from convert_pending()
+    yield from convert_pending()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Outcomes:
+    """A block's rows: the frame with the line of each of its rows (in order), and the row
+    path's outcomes."""
+
+    frame: pd.DataFrame | None
+    frame_lines: np.ndarray
+    others: list[RowOutcome]
+
+
+def _chunks(outcomes: _Outcomes, *, block: BlockRun, chunk_rows: int) -> Iterator[ParsedChunk]:
+    """The block's rows merged by line into chunks of at most `chunk_rows` rows."""
+    in_frame = outcomes.frame_lines.size
+    other_lines = np.array([outcome.line for outcome in outcomes.others], np.int64)
+    lines = np.concatenate([outcomes.frame_lines, other_lines])
+    order = np.argsort(lines, kind="stable")
+    for start in range(0, lines.size, chunk_rows):
+        picked = order[start : start + chunk_rows]  # in line order; the frame's rows ascend
+        others = [outcomes.others[i - in_frame] for i in picked if i >= in_frame]
+        frame = outcomes.frame
+        yield ParsedChunk(
+            requests=[o for o in others if isinstance(o, CanonicalRequest)],
+            rejects=[o for o in others if isinstance(o, RowReject)],
+            rows_read=len(picked),
+            bytes_read=block.position_after(int(lines[picked].max()) - block.first_line + 1),
+            frame=None if frame is None else frame.iloc[picked[picked < in_frame]],
+        )
+
+
+def _block_by_rows(block: BlockRun, indexes: Iterable[int]) -> _Outcomes:
+    others: list[RowOutcome] = []
+    for index in indexes:
+        line_text = block.line_text(index)
+        if line_text.strip():
+            others.extend(otel.line_outcomes(block.first_line + int(index), line_text))
+    return _Outcomes(frame=None, frame_lines=np.zeros(0, np.int64), others=others)
+
+
+# ---------------------------------------------------------------------------------------------
+# Flattening a block
+# ---------------------------------------------------------------------------------------------
+
+
+def _children(lists: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The items of a list column and, per item, the index of the row holding it."""
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+    return pc.list_flatten(lists), np.repeat(np.arange(len(lists)), lengths)
+
+
+def _bools(column: pa.Array) -> np.ndarray:
+    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
+    return values
+
+
+@dataclass(frozen=True)
+class _Attributes:
+    """The attributes `otel` reads, of every span (or resource), pivoted by key."""
+
+    entry: dict[str, np.ndarray]  # per owner, its entry's index among all entries (-1: none)
+    kind: dict[str, np.ndarray]  # per owner, the value kind (`ABSENT`, `STRING`, ...)
+    strings: pa.Array
+    bools: np.ndarray
+    ints: pa.Array
+    doubles: np.ndarray
+    gen_ai: np.ndarray  # per owner: has an attribute named gen_ai.*
+    repeated: np.ndarray  # per owner: a read attribute is given twice
+
+    @classmethod
+    def of(cls, attributes: pa.Array, names: Sequence[str]) -> _Attributes:
+        owners = len(attributes)
+        entries, parents = _children(attributes)
+        keys = pc.struct_field(entries, ["key"])
+        gen_ai = np.zeros(owners, bool)
+        gen_ai[parents[_bools(pc.starts_with(keys, otel.GEN_AI_PREFIX))]] = True
+        value = pc.struct_field(entries, ["value"])
+        parts = [pc.struct_field(value, [name]) for name in ANY_VALUE.names]
+        valid = [pc.is_valid(part).to_numpy(zero_copy_only=False) for part in parts]
+        entry_kind = np.select(valid, [STRING, BOOL, INT, DOUBLE], NO_SCALAR)
+        codes = pc.fill_null(pc.index_in(keys, value_set=pa.array(list(names))), -1)
+        codes = codes.to_numpy(zero_copy_only=False)
+        entry: dict[str, np.ndarray] = {}
+        kind: dict[str, np.ndarray] = {}
+        repeated = np.zeros(owners, bool)
+        for code, name in enumerate(names):
+            found = np.flatnonzero(codes == code)
+            owner = parents[found]
+            counts = np.bincount(owner, minlength=owners)
+            repeated |= counts > 1
+            entry[name] = np.full(owners, -1, np.int64)
+            entry[name][owner] = found
+            kind[name] = np.where(entry[name] >= 0, entry_kind[entry[name]], ABSENT)
+        return cls(
+            entry=entry,
+            kind=kind,
+            strings=parts[0],
+            bools=_bools(parts[1]),
+            ints=parts[2],
+            doubles=pc.fill_null(parts[3], 0.0).to_numpy(zero_copy_only=False),
+            gen_ai=gen_ai,
+            repeated=repeated,
+        )
+
+    def texts(self, name: str, owners: np.ndarray) -> tuple[columnar.Texts, np.ndarray]:
+        """`text(value)` of the attribute for each owner in `owners`, and where it is of a
+        type this path does not read as text."""
+        kind = self.kind[name][owners]
+        entries = self.entry[name][owners]
+        values = self.strings.take(pa.array(np.where(kind == STRING, entries, 0)))
+        values = pc.if_else(pa.array(kind == STRING), values, pa.scalar(None, pa.string()))
+        encoded = pc.dictionary_encode(values, null_encoding="encode")
+        distinct = [text(value) for value in encoded.dictionary.to_pylist()]
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+        return columnar.Texts.of(distinct or [""], codes), (kind != ABSENT) & (kind != STRING)
+
+    def counts(self, name: str, owners: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(count, readable, absent) of an int attribute written as plain digits."""
+        kind = self.kind[name][owners]
+        entries = self.entry[name][owners]
+        digits = self.ints.take(pa.array(np.where(kind == INT, entries, 0)))
+        digits = pc.fill_null(digits, "")
+        lengths = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
+        readable = (
+            (kind == INT)
+            & (lengths <= MAX_TOKEN_DIGITS)
+            & _bools(pc.ascii_is_decimal(digits))
+            & (lengths > 0)
+        )
+        values = pc.if_else(pa.array(readable), digits, "0").cast(pa.int64()).to_numpy()
+        readable &= values <= MAX_TOKENS_PER_REQUEST
+        return values, readable, kind == ABSENT
+
+    def doubles_of(self, name: str, owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(value, kind) of a double attribute."""
+        kind = self.kind[name][owners]
+        entries = self.entry[name][owners]
+        return np.where(kind == DOUBLE, self.doubles[np.maximum(entries, 0)], 0.0), kind
+
+
+@dataclass(frozen=True)
+class _BlockSpans:
+    """A parsed block's spans, with the line and document position of each."""
+
+    table: pa.Table
+    block: BlockRun
+    spans: pa.Array
+    span_line: np.ndarray  # index of the span's line in the block
+    span_resource: np.ndarray
+    resources: pa.Array
+    odd_lines: np.ndarray  # per line: read it by rows
+
+    @classmethod
+    def of(cls, table: pa.Table, block: BlockRun) -> _BlockSpans:
+        documents = table.column("resourceSpans").combine_chunks()
+        odd_lines = ~_bools(pc.is_valid(documents))
+        resources, resource_line = _children(documents)
+        scopes, scope_resource = _children(pc.struct_field(resources, ["scopeSpans"]))
+        spans, span_scope = _children(pc.struct_field(scopes, ["spans"]))
+        span_resource = scope_resource[span_scope]
+        # `otel` rejects a line whose lists hold anything but objects.
+        for items, line in (
+            (resources, resource_line),
+            (scopes, resource_line[scope_resource]),
+            (spans, resource_line[span_resource]),
+        ):
+            odd_lines[line[~_bools(pc.is_valid(items))]] = True
+        return cls(
+            table=table,
+            block=block,
+            spans=spans,
+            span_line=resource_line[span_resource],
+            span_resource=span_resource,
+            resources=resources,
+            odd_lines=odd_lines,
+        )
+
+    def outcomes(self) -> _Outcomes:
+        attributes = _Attributes.of(
+            pc.struct_field(self.spans, ["attributes"]), sorted(otel.SPAN_ATTRIBUTES)
+        )
+        resource_attributes = _Attributes.of(
+            pc.struct_field(self.resources, ["resource", "attributes"]),
+            sorted(otel.RESOURCE_ATTRIBUTES),
+        )
+        rows = np.flatnonzero(attributes.gen_ai & ~self.odd_lines[self.span_line])
+        spans = _SpanColumns(
+            spans=self.spans,
+            rows=rows,
+            attributes=attributes,
+            resource_attributes=resource_attributes,
+            resource_of_row=self.span_resource[rows],
+        )
+        frame, slow = spans.frame(self.span_line[rows] + self.block.first_line)
+        others = _block_by_rows(self.block, np.flatnonzero(self.odd_lines)).others
+        others.extend(self._slow_outcomes(rows[slow]))
+        kept_lines = self.span_line[rows[~slow]] + self.block.first_line
+        return _Outcomes(frame=frame, frame_lines=kept_lines, others=others)
+
+    def _slow_outcomes(self, span_indexes: np.ndarray) -> list[RowOutcome]:
+        """Spans the row path converts: their line parsed again, the span found by its
+        position among the line's spans."""
+        outcomes: list[RowOutcome] = []
+        first_span_of_line = np.searchsorted(self.span_line, np.arange(self.block.lines))
+        documents: dict[int, list[otel.JsonSpan]] = {}
+        for span_index in span_indexes:
+            line_index = int(self.span_line[span_index])
+            if line_index not in documents:
+                document = json.loads(self.block.line_text(line_index), parse_float=Decimal)
+                documents[line_index] = list(otel.iter_document_spans(document))
+            span = documents[line_index][int(span_index - first_span_of_line[line_index])]
+            outcomes.append(otel.json_span_outcome(span, line=self.block.first_line + line_index))
+        return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# One block's gen_ai spans
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SpanColumns:
+    spans: pa.Array
+    rows: np.ndarray  # the gen_ai spans of whole lines, as indexes into `spans`
+    attributes: _Attributes
+    resource_attributes: _Attributes
+    resource_of_row: np.ndarray
+
+    def frame(self, lines: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+        """The canonical frame of the spans it vouches for, and the spans it does not."""
+        timing = self._timing()
+        usage = self._usage()
+        status = self._status()
+        names = self._names()
+        slow = (
+            timing.slow
+            | usage.slow
+            | status.slow
+            | names.slow
+            | self.attributes.repeated[self.rows]
+            | self.resource_attributes.repeated[self.resource_of_row]
+        )
+        keep = None if not slow.any() else np.flatnonzero(~slow)
+        frame = columnar.canonical_frame(
+            timing=timing, usage=usage, status=status, names=names, lines=lines, keep=keep
+        )
+        return frame, slow
+
+    def _span_field(self, *path: str) -> pa.Array:
+        return pc.struct_field(self.spans, list(path)).take(pa.array(self.rows))
+
+    def _timing(self) -> columnar.Timing:
+        started, started_ok = _unix_nanos(self._span_field("startTimeUnixNano"))
+        ended, ended_ok = _unix_nanos(self._span_field("endTimeUnixNano"))
+        slow = ~started_ok | ~ended_ok | (ended < started)
+        first_token = np.full(len(self.rows), columnar.NAT, np.int64)
+        undecided = np.ones(len(self.rows), bool)
+        for name in otel.TTFT_ATTRIBUTES:
+            seconds, kind = self.attributes.doubles_of(name, self.rows)
+            here = undecided & (kind != ABSENT)
+            undecided &= kind == ABSENT
+            with np.errstate(invalid="ignore", over="ignore"):
+                micros = seconds * 1e6
+                tie = np.abs(micros - np.floor(micros) - 0.5) <= np.abs(micros) * 1e-14 + 1e-9
+                readable = (kind == DOUBLE) & np.isfinite(micros) & (seconds >= 0) & ~tie
+                micros = np.where(readable, np.rint(micros), 0).astype(np.int64)
+            moment = started + micros * NANOS_PER_MICROSECOND
+            slow |= here & (~readable | (moment > ended))
+            first_token = np.where(here, moment, first_token)
+        streaming_kind = self.attributes.kind["gen_ai.request.stream"][self.rows]
+        streamed = self.attributes.bools[
+            np.maximum(self.attributes.entry["gen_ai.request.stream"][self.rows], 0)
+        ]
+        slow |= (streaming_kind != ABSENT) & (streaming_kind != BOOL)
+        return columnar.Timing(
+            started=started,
+            ended=ended,
+            first_token=first_token,
+            streaming=np.where(streaming_kind == BOOL, streamed, -1).astype(np.int8),
+            slow=slow,
+        )
+
+    def _first_count(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`otel._first_attribute` of token counts: (count, readable)."""
+        values = np.zeros(len(self.rows), np.int64)
+        readable = np.zeros(len(self.rows), bool)
+        undecided = np.ones(len(self.rows), bool)
+        for name in names:
+            count, ok, absent = self.attributes.counts(name, self.rows)
+            here = undecided & ~absent
+            values = np.where(here, count, values)
+            readable |= here & ok
+            undecided &= absent
+        return values, readable
+
+    def _usage(self) -> columnar.Usage:
+        input_tokens, input_ok = self._first_count(otel.INPUT_TOKEN_ATTRIBUTES)
+        output_tokens, output_ok = self._first_count(otel.OUTPUT_TOKEN_ATTRIBUTES)
+        cached, cached_ok, cached_absent = self.attributes.counts(
+            "gen_ai.usage.cache_read.input_tokens", self.rows
+        )
+        cached = np.where(cached_absent, 0, cached)
+        usd, kind = self.attributes.doubles_of("gen_ai.usage.cost", self.rows)
+        with np.errstate(invalid="ignore", over="ignore"):
+            scaled = usd * cells.NANOS_PER_USD
+            tie = np.abs(scaled - np.floor(scaled) - 0.5) <= np.abs(scaled) * 1e-14 + 1e-9
+            cost_ok = (
+                (kind == DOUBLE)
+                & np.isfinite(scaled)
+                & (usd >= 0)
+                & (usd <= float(MAX_COST_PER_REQUEST))
+                & (scaled < cells.MAX_FAST_COST_NANOS)
+                & ~tie
+            )
+            nanos = np.where(cost_ok, np.rint(scaled), 0).astype(np.int64)
+        slow = ~input_ok | ~output_ok | ~(cached_ok | cached_absent) | (cached > input_tokens)
+        slow |= (kind != ABSENT) & ~cost_ok
+        return columnar.Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_tokens=cached,
+            cost_nanos=np.where(kind == ABSENT, canonical.NO_COST, nanos),
+            slow=slow,
+        )
+
+    def _status(self) -> columnar.Status:
+        code = pc.fill_null(self._span_field("status", "code"), 0).to_numpy(zero_copy_only=False)
+        error_type, error_type_odd = self.attributes.texts("error.type", self.rows)
+        is_error = (code == 2) | ~error_type.blank()
+        operation, operation_odd = self.attributes.texts("gen_ai.operation.name", self.rows)
+        names = [
+            text(otel.OPERATION_BY_NAME.get(v.lower(), v.lower())).lower() for v in operation.texts
+        ]
+        return columnar.Status(
+            status=np.where(is_error, columnar.STATUS_IS_ERROR, columnar.STATUS_IS_SUCCESS),
+            operation=columnar.Texts.of(names, operation.codes),
+            batch_api=np.zeros(len(self.rows), bool),
+            slow=error_type_odd | operation_odd,
+        )
+
+    def _names(self) -> columnar.Names:
+        odd = np.zeros(len(self.rows), bool)
+
+        def span_text(name: str) -> columnar.Texts:
+            nonlocal odd
+            texts, unread = self.attributes.texts(name, self.rows)
+            odd |= unread
+            return texts
+
+        def resource_text(name: str) -> columnar.Texts:
+            nonlocal odd
+            texts, unread = self.resource_attributes.texts(name, self.resource_of_row)
+            odd |= unread
+            return texts
+
+        model = span_text("gen_ai.response.model").or_else(span_text("gen_ai.request.model"))
+        team = span_text("team").or_else(resource_text("team"))
+        caller = resource_text("service.name")
+        workload_named = span_text("workload").or_else(resource_text("workload"))
+        return columnar.Names(
+            model=model,
+            team=team,
+            caller=caller,
+            end_user=span_text("user.id").or_else(span_text("enduser.id")),
+            provider=span_text("gen_ai.provider.name").or_else(span_text("gen_ai.system")),
+            pool=span_text("pool").or_else(resource_text("pool")),
+            workload=_workloads(workload_named, caller=caller, team=team, model=model),
+            slow=odd | model.blank(),
+        )
+
+
+def _workloads(
+    named: columnar.Texts,
+    *,
+    caller: columnar.Texts,
+    team: columnar.Texts,
+    model: columnar.Texts,
+) -> columnar.Texts:
+    """`resolve_workload` per span, run once per distinct input."""
+    rows = len(named.codes)
+    groups, representatives = cells.group_rows(
+        [named.codes, caller.codes, team.codes, model.codes], rows
+    )
+    values = [
+        resolve_workload(
+            tags=[],
+            metadata={"workload": named.texts[named.codes[row]]},
+            caller=caller.texts[caller.codes[row]],
+            team=team.texts[team.codes[row]],
+            model=model.texts[model.codes[row]],
+        )
+        for row in representatives
+    ]
+    return columnar.Texts.of(values or [""], groups)
+
+
+def _unix_nanos(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(UTC nanoseconds cut to microseconds, readable) of `...UnixNano` texts of digits, as
+    `coerce.parse_unix_nanos`; anything else (empty, 0, outside the years) takes the row
+    path."""
+    digits = pc.fill_null(column, "")
+    lengths = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
+    readable = (lengths > 0) & (lengths <= MAX_NANOS_DIGITS) & _bools(pc.ascii_is_decimal(digits))
+    values = pc.if_else(pa.array(readable), digits, "0").cast(pa.uint64()).to_numpy()
+    readable &= values < np.uint64(cells.LATEST_NS)
+    nanos = np.where(readable, values, 0).astype(np.int64)
+    readable &= nanos >= cells.EARLIEST_NS
+    return nanos // NANOS_PER_MICROSECOND * NANOS_PER_MICROSECOND, readable
