@@ -66,6 +66,7 @@ CACHED_TOKENS = pa.struct(
     [
         ("prompt_tokens_details", pa.struct([("cached_tokens", pa.int64())])),
         ("cache_read_input_tokens", pa.int64()),
+        ("cache_creation_input_tokens", pa.int64()),
     ]
 )
 METADATA = pa.struct(
@@ -99,6 +100,11 @@ CACHED_TOKEN_PATHS = (
     ("usage_object", "cache_read_input_tokens"),
     ("additional_usage_values", "prompt_tokens_details", "cached_tokens"),
     ("additional_usage_values", "cache_read_input_tokens"),
+)
+# `litellm_rows.CACHE_CREATION_TOKEN_PATHS` under each usage key, in the row path's order.
+CACHE_CREATION_TOKEN_PATHS = (
+    ("usage_object", "cache_creation_input_tokens"),
+    ("additional_usage_values", "cache_creation_input_tokens"),
 )
 # `"spend": 0`, `"spend": -0.0e5`: the JSON spellings of a zero amount.
 WRITTEN_ZERO_SPEND = r'"spend"[ \t\r\n]*:[ \t\r\n]*-?0(\.0+)?([eE][+-]?[0-9]+)?[ \t\r\n]*[,}]'
@@ -201,10 +207,10 @@ class _JsonConverter:
     def convert(self, table: pa.Table, *, block: BlockRun, start: int) -> ParsedChunk:
         rows = table.num_rows
         columns = columnar.Columns(_as_text_columns(table))
-        facts, metadata_cached_tokens, metadata_slow = self._facts(_plain(table, "metadata"))
+        facts, metadata_counts, metadata_slow = self._facts(_plain(table, "metadata"))
         tags, tags_slow = _request_tags(_plain(table, "request_tags"))
         timing = columnar.timing_of(columns)
-        usage = _with_cached_tokens(columnar.usage_of(columns, facts), metadata_cached_tokens)
+        usage = _with_cached_tokens(columnar.usage_of(columns, facts), *metadata_counts)
         spend = _plain(table, "spend")
         status = columnar.status_of(columns, facts)
         names = columnar.names_of(columns, facts, tags)
@@ -247,12 +253,14 @@ class _JsonConverter:
             frame=frame,
         )
 
-    def _facts(self, metadata: pa.StructArray) -> tuple[columnar.Facts, pa.Array, np.ndarray]:
-        """The decoded metadata per row, its cached-token count (null: none), and the rows
-        whose metadata must take the row path.
+    def _facts(
+        self, metadata: pa.StructArray
+    ) -> tuple[columnar.Facts, tuple[pa.Array, pa.Array], np.ndarray]:
+        """The decoded metadata per row, its cached-token and cache-creation counts (null:
+        none), and the rows whose metadata must take the row path.
 
-        Rows are grouped by the values of the keys the mapping reads, but for the cached-token
-        count, which differs per request and is read per row (`_with_cached_tokens`); each
+        Rows are grouped by the values of the keys the mapping reads, but for the two token
+        counts, which differ per request and is read per row (`_with_cached_tokens`); each
         group's keys are written back as a small JSON object and decoded by
         `litellm_columnar`'s decoder, which reads nothing else, so the facts are those of the
         whole object.
@@ -260,7 +268,8 @@ class _JsonConverter:
         parts = _MetadataParts.of(metadata)
         groups, representatives = cells.group_rows(parts.codes, len(metadata))
         texts = [json.dumps(parts.keys_of(int(row))) for row in representatives]
-        return columnar.Facts(self.metadata(texts), groups), parts.cached_tokens, parts.slow
+        counts = (parts.cached_tokens, parts.cache_creation_tokens)
+        return columnar.Facts(self.metadata(texts), groups), counts, parts.slow
 
 
 @dataclass(frozen=True)
@@ -272,6 +281,7 @@ class _MetadataParts:
     batch_api: pa.Array
     batch_models: pa.Array
     cached_tokens: pa.Array
+    cache_creation_tokens: pa.Array
     spend_logs_pool: pa.Array
     spend_logs_workload: pa.Array
     codes: list[np.ndarray]
@@ -287,6 +297,7 @@ class _MetadataParts:
         batch_api = part("batch_api")
         batch_models = part("batch_models")
         cached_tokens = pc.coalesce(*[part(*path) for path in CACHED_TOKEN_PATHS])
+        cache_creation_tokens = pc.coalesce(*[part(*path) for path in CACHE_CREATION_TOKEN_PATHS])
         spend_logs_pool = part("spend_logs_metadata", "pool")
         spend_logs_workload = part("spend_logs_metadata", "workload")
         joined_tags, tags_slow = _joined(tags)
@@ -313,6 +324,7 @@ class _MetadataParts:
             batch_api=batch_api,
             batch_models=batch_models,
             cached_tokens=cached_tokens,
+            cache_creation_tokens=cache_creation_tokens,
             spend_logs_pool=spend_logs_pool,
             spend_logs_workload=spend_logs_workload,
             codes=codes,
@@ -428,16 +440,21 @@ def starts_with_whole_record(stream: BinaryIO) -> bool:
     return isinstance(record, dict) and all(name in record for name in REQUIRED_COLUMNS)
 
 
-def _with_cached_tokens(usage: columnar.Usage, cached_tokens: pa.Array) -> columnar.Usage:
-    """`usage` (computed with 0 cached tokens) with each row's own count, as
-    `build_request` checks it: none is 0, and a count that is not a plausible token count or
-    is above the input tokens takes the row path."""
-    counts = pc.fill_null(cached_tokens, 0).to_numpy(zero_copy_only=False)
-    readable = (counts >= 0) & (counts <= MAX_TOKENS_PER_REQUEST)
+def _with_cached_tokens(
+    usage: columnar.Usage, cached_tokens: pa.Array, cache_creation_tokens: pa.Array
+) -> columnar.Usage:
+    """`usage` (computed with 0 cached and 0 cache-creation tokens) with each row's own
+    counts, as `build_request` checks them: none is 0, and a count that is not a plausible
+    token count, or cached plus cache-creation above the input tokens, takes the row path."""
+    cached = pc.fill_null(cached_tokens, 0).to_numpy(zero_copy_only=False)
+    creation = pc.fill_null(cache_creation_tokens, 0).to_numpy(zero_copy_only=False)
+    readable = (cached >= 0) & (cached <= MAX_TOKENS_PER_REQUEST)
+    readable &= (creation >= 0) & (creation <= MAX_TOKENS_PER_REQUEST)
     return replace(
         usage,
-        cached_tokens=counts,
-        slow=usage.slow | ~readable | (counts > usage.input_tokens),
+        cached_tokens=cached,
+        cache_creation_tokens=creation,
+        slow=usage.slow | ~readable | (cached + creation > usage.input_tokens),
     )
 
 

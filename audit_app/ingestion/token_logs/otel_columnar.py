@@ -451,6 +451,10 @@ class _SpanColumns:
             "gen_ai.usage.cache_read.input_tokens", self.rows
         )
         cached = np.where(cached_absent, 0, cached)
+        creation, creation_ok, creation_absent = self.attributes.counts(
+            "gen_ai.usage.cache_creation.input_tokens", self.rows
+        )
+        creation = np.where(creation_absent, 0, creation)
         usd, kind = self.attributes.doubles_of("gen_ai.usage.cost", self.rows)
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = usd * cells.NANOS_PER_USD
@@ -464,12 +468,14 @@ class _SpanColumns:
                 & ~tie
             )
             nanos = np.where(cost_ok, np.rint(scaled), 0).astype(np.int64)
-        slow = ~input_ok | ~output_ok | ~(cached_ok | cached_absent) | (cached > input_tokens)
+        slow = ~input_ok | ~output_ok | ~(cached_ok | cached_absent)
+        slow |= ~(creation_ok | creation_absent) | (cached + creation > input_tokens)
         slow |= (kind != ABSENT) & ~cost_ok
         return columnar.Usage(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cached_tokens=cached,
+            cache_creation_tokens=creation,
             cost_nanos=np.where(kind == ABSENT, canonical.NO_COST, nanos),
             slow=slow,
         )

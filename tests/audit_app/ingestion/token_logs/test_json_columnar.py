@@ -236,6 +236,20 @@ ROW_MUTATIONS: list[Mutation] = [
     _metadata(usage_object={"prompt_tokens_details": None, "cache_read_input_tokens": 3}),
     _set(prompt_tokens=10, metadata={"usage_object": {"cache_read_input_tokens": 11}}),
     _set(prompt_tokens=10, metadata={"usage_object": {"cache_read_input_tokens": 10}}),
+    # Cache writes (Anthropic usage): read per row; reads plus writes above the input reject.
+    _metadata(usage_object={"cache_creation_input_tokens": 7}),
+    _metadata(usage_object={"cache_read_input_tokens": 3, "cache_creation_input_tokens": 4}),
+    _metadata(usage_object=None, additional_usage_values={"cache_creation_input_tokens": 5}),
+    _metadata(usage_object={"cache_creation_input_tokens": -2}),
+    _metadata(usage_object={"cache_creation_input_tokens": 10**9}),
+    _set(
+        prompt_tokens=10,
+        metadata={"usage_object": {"cache_read_input_tokens": 6, "cache_creation_input_tokens": 5}},
+    ),
+    _set(
+        prompt_tokens=10,
+        metadata={"usage_object": {"cache_read_input_tokens": 6, "cache_creation_input_tokens": 4}},
+    ),
     _metadata(user_api_key_alias="null"),
     _metadata(pool=" "),
     _set(request_tags=["workload: ", "batch"]),
@@ -265,6 +279,7 @@ BLOCK_MUTATIONS: list[Mutation] = [
     _metadata(batch_api="yes"),
     _metadata(spend_logs_metadata='{"pool": "from-text"}'),
     _metadata(usage_object={"cache_read_input_tokens": "abc"}),
+    _metadata(usage_object={"cache_creation_input_tokens": "abc"}),
     _set(cache_hit=True),
     _set(team_id=7),
 ]

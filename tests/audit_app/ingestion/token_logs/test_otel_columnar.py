@@ -166,6 +166,21 @@ SPAN_MUTATIONS: list[Mutation] = [
     _without("gen_ai.usage.output_tokens", "gen_ai.usage.input_tokens"),
     _embedding_without_output,
     _attribute(gen_ai__usage__cache_read__input_tokens=100_000),
+    # Cache writes: read per span; reads plus writes above the input reject the span.
+    _attribute(gen_ai__usage__cache_creation__input_tokens=9),
+    _attribute(gen_ai__usage__cache_creation__input_tokens=100_000),
+    _attribute(gen_ai__usage__cache_creation__input_tokens="9"),
+    _attribute(gen_ai__usage__cache_creation__input_tokens=-1),
+    _attribute(
+        gen_ai__usage__input_tokens=10,
+        gen_ai__usage__cache_read__input_tokens=6,
+        gen_ai__usage__cache_creation__input_tokens=5,
+    ),
+    _attribute(
+        gen_ai__usage__input_tokens=10,
+        gen_ai__usage__cache_read__input_tokens=6,
+        gen_ai__usage__cache_creation__input_tokens=4,
+    ),
     _attribute(gen_ai__usage__cost=-0.5),
     _attribute(gen_ai__usage__cost=0.0000000025),
     _attribute(gen_ai__usage__cost=0.0),
