@@ -378,3 +378,41 @@ def test_unknown_kind_is_refused_naming_the_kinds() -> None:
         "Unknown kind 'invoice'; expected one of auto, token_log, billing, benchmark."
     )
     assert caught.value.field == "kind"
+
+
+class _ReadOnly:
+    """A source with `read` only (no `readinto`), returning at most 3 bytes per call."""
+
+    def __init__(self, data: bytes) -> None:
+        self.stream = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(min(size, 3))
+
+
+@pytest.mark.parametrize("make_source", [io.BytesIO, _ReadOnly])
+def test_copy_hashing_crosses_chunk_boundaries(
+    monkeypatch: pytest.MonkeyPatch, make_source: Any
+) -> None:
+    # Chunks of 7 bytes: the 50 bytes go in 8 chunks (the last of 1 byte) read into two buffers
+    # in turn while a second thread hashes; hashlib over the whole bytes at once is the check.
+    monkeypatch.setattr(uploads_service, "COPY_CHUNK_BYTES", 7)
+    data = bytes(range(50))
+    out = io.BytesIO()
+    digest = hashlib.sha256()
+    size = uploads_service._copy_hashing(make_source(data), out, digest=digest, limit=50)
+    assert size == 50
+    assert out.getvalue() == data
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    with pytest.raises(UploadRefused, match="larger than the upload limit of 49 bytes"):
+        uploads_service._copy_hashing(io.BytesIO(data), io.BytesIO(), digest=digest, limit=49)
+
+
+def test_a_file_of_several_chunks_keeps_its_bytes_and_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(uploads_service, "COPY_CHUNK_BYTES", 64)  # SAMPLE_CSV spans many chunks
+    upload = _create(SAMPLE_CSV)
+    assert len(SAMPLE_CSV) > 5 * 64
+    assert upload.sha256 == hashlib.sha256(SAMPLE_CSV).hexdigest()
+    assert upload.size_bytes == len(SAMPLE_CSV)
+    with upload.file.open("rb") as stored:
+        assert stored.read() == SAMPLE_CSV
