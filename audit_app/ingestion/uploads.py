@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import itertools
 import logging
 import re
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -161,11 +159,17 @@ def upload_create(
     name = _storage_name(original_name)
     path = Path(default_storage.path(name))
     digest = hashlib.sha256()
+    size = 0
     try:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with _open_for_write(path) as out:
-                size = _copy_hashing(source, out, digest=digest, limit=limit)
+                while chunk := source.read(COPY_CHUNK_BYTES):
+                    size += len(chunk)
+                    if size > limit:
+                        raise UploadRefused(too_large_message(limit))
+                    digest.update(chunk)
+                    out.write(chunk)
         except OSError as exc:
             if exc.errno not in _NO_SPACE_ERRNOS:
                 raise
@@ -209,49 +213,6 @@ def upload_create(
 
         transaction.on_commit(enqueue_committed)
     return upload
-
-
-def _copy_hashing(source: BinaryIO, out: BinaryIO, *, digest: Any, limit: int) -> int:
-    """Copy ``source`` into ``out`` feeding ``digest``; returns the bytes copied, or raises
-    UploadRefused past ``limit``.
-
-    Each chunk is hashed on a second thread while it is written and the next one read (hashing
-    and file I/O release the GIL), so on a 500 MB file the hash and the copy take about the
-    time of one. Two buffers are read into in turn rather than a new bytes object per chunk:
-    fresh 4 MiB allocations are fresh pages, and faulting them in cost more CPU than the copy.
-    """
-    size = 0
-    buffers = (memoryview(bytearray(COPY_CHUNK_BYTES)), memoryview(bytearray(COPY_CHUNK_BYTES)))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload-hash") as hasher:
-        hashed: Future[None] | None = None
-        for turn in itertools.count():
-            # The hash that last read this buffer (two turns ago) was waited for last turn.
-            buffer = buffers[turn % 2]
-            length = _read_into(source, buffer)
-            if not length:
-                break
-            size += length
-            if size > limit:
-                raise UploadRefused(too_large_message(limit))
-            chunk = buffer[:length]
-            if hashed is not None:
-                hashed.result()  # chunks reach the hash in order
-            hashed = hasher.submit(digest.update, chunk)
-            out.write(chunk)
-        if hashed is not None:
-            hashed.result()
-    return size
-
-
-def _read_into(source: BinaryIO, buffer: memoryview) -> int:
-    """Bytes read from ``source`` into ``buffer`` (0 at the end), for files with or without
-    `readinto`."""
-    readinto = getattr(source, "readinto", None)
-    if readinto is not None:
-        return int(readinto(buffer) or 0)
-    data = source.read(len(buffer))
-    buffer[: len(data)] = data
-    return len(data)
 
 
 def resolve_kind(stream: BinaryIO, *, kind: str, requested_format: str) -> str:
