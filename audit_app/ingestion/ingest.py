@@ -13,7 +13,7 @@ import gc
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -37,7 +37,6 @@ from audit_app.ingestion.cardinality import (
     workload_fold_note,
 )
 from audit_app.ingestion.daily import daily_from_hourly
-from audit_app.ingestion.read_ahead import read_ahead
 from audit_app.ingestion.reading import ImportFileError, RowReject, read_head
 from audit_app.ingestion.rollups import IngestAggregate, distinct_sketch
 from audit_app.ingestion.supersession import charges_supersede
@@ -220,26 +219,19 @@ def _mark_landed(
 def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> ParseResult:
     result = ParseResult(format=detected)
     progress = _Progress(upload)
-    # The next chunk is parsed on a second thread while this one is aggregated; closing stops
-    # that thread before the caller closes the file (an upload deleted meanwhile, a bad file).
-    with closing(read_ahead(chunks)) as parsed:
-        for chunk in parsed:
-            _add_chunk(result, chunk)
-            progress.report(bytes_read=chunk.bytes_read, rows_read=result.rows_read)
+    for chunk in chunks:
+        if chunk.frame is not None:
+            result.aggregate.add_frame(chunk.frame)
+        if chunk.requests:
+            result.aggregate.add_frame(requests_to_frame(chunk.requests))
+        result.rows_read += chunk.rows_read
+        result.rows_rejected += len(chunk.rejects)
+        room = MAX_STORED_REJECTS - len(result.rejects)
+        if room > 0:
+            result.rejects.extend(chunk.rejects[:room])
+        result.bytes_read = chunk.bytes_read
+        progress.report(bytes_read=chunk.bytes_read, rows_read=result.rows_read)
     return result
-
-
-def _add_chunk(result: ParseResult, chunk: ParsedChunk) -> None:
-    if chunk.frame is not None:
-        result.aggregate.add_frame(chunk.frame)
-    if chunk.requests:
-        result.aggregate.add_frame(requests_to_frame(chunk.requests))
-    result.rows_read += chunk.rows_read
-    result.rows_rejected += len(chunk.rejects)
-    room = MAX_STORED_REJECTS - len(result.rejects)
-    if room > 0:
-        result.rejects.extend(chunk.rejects[:room])
-    result.bytes_read = chunk.bytes_read
 
 
 @contextmanager
