@@ -13,7 +13,7 @@ import gc
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -53,6 +53,7 @@ from audit_app.models import (
     Workload,
     WorkloadDay,
 )
+from audit_app.reporting.derived import refreshed_by_caller
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,8 @@ def upload_ingest(*, upload_id: int, refresh: bool = True) -> Upload:
     """
     if not Upload.objects.filter(pk=upload_id).exists():
         raise UploadDeleted(upload_id)
-    upload = _ingest(upload_id)
+    with refreshed_by_caller() if refresh else nullcontext():
+        upload = _ingest(upload_id)
     if refresh and upload.status == Upload.Status.SUCCEEDED:
         after_ingest()
     return upload

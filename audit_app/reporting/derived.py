@@ -35,8 +35,10 @@ refresh, which sees the new data.
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -49,6 +51,10 @@ from audit_app.models import DataVersion, DerivedState
 logger = logging.getLogger(__name__)
 
 REFRESH_TASK = "audit_app.refresh_derived"
+# Set while the caller will run `derived_refresh` itself once its change commits.
+_REFRESHED_BY_CALLER: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "refreshed_by_caller", default=False
+)
 
 
 class RefreshCancelled(Exception):
@@ -135,10 +141,25 @@ def derived_state() -> DerivedState | None:
 
 def derived_refresh_request() -> None:
     """Ask the worker for a refresh once the caller's transaction commits (a no-op when
-    `DERIVED_REFRESH_ON_CHANGE` is off, as in the unit tests)."""
-    if not getattr(settings, "DERIVED_REFRESH_ON_CHANGE", True):
+    `DERIVED_REFRESH_ON_CHANGE` is off, as in the unit tests, and inside
+    `refreshed_by_caller`)."""
+    if not getattr(settings, "DERIVED_REFRESH_ON_CHANGE", True) or _REFRESHED_BY_CALLER.get():
         return
     transaction.on_commit(_enqueue)
+
+
+@contextmanager
+def refreshed_by_caller() -> Iterator[None]:
+    """Changes made inside ask the worker for no refresh: the caller runs `derived_refresh`
+    itself right after (`upload_ingest`), so the worker's would find nothing due. Publishing
+    it cost `manage.py ingest` a broker connection (over a second on the default SQLite
+    broker). Should the caller's refresh not happen, the workers' sweep
+    (`derived_refresh_if_stale`) still sees the data stale and asks."""
+    token = _REFRESHED_BY_CALLER.set(True)
+    try:
+        yield
+    finally:
+        _REFRESHED_BY_CALLER.reset(token)
 
 
 def _enqueue() -> None:

@@ -363,7 +363,7 @@ class _ChunkConverter:
     def convert(self, table: pa.Table, *, first_line: int, bytes_read: int) -> ParsedChunk:
         columns = _Columns(table)
         metadata_values, metadata_codes = columns.distinct("metadata")
-        facts = _Facts(self.metadata(metadata_values), metadata_codes)
+        facts = _Facts.of(self.metadata(metadata_values), metadata_codes)
         tag_values, tag_codes = columns.distinct("request_tags")
         tags = _Tags(self.request_tags(tag_values), tag_codes)
         timing = _timing(columns)
@@ -420,10 +420,41 @@ class _Columns:
 
 @dataclass(frozen=True)
 class _Facts:
-    """The decoded `metadata` per distinct value (None: unreadable) and, per row, its index."""
+    """The decoded `metadata`: its facts but the cached-token count, once per distinct
+    combination (None: unreadable), and per row the index of its facts and the cached-token
+    count it gives (-1: the row path rejects it, or the metadata is unreadable)."""
 
     facts: list[_MetadataFacts | None]
     codes: np.ndarray
+    cached_tokens: np.ndarray
+
+    @classmethod
+    def of(cls, decoded: Sequence[_MetadataFacts | None], codes: np.ndarray) -> _Facts:
+        """From the facts of each distinct metadata text (`decoded`) and, per row, the index of
+        its text. LiteLLM's per-request usage object makes most texts distinct by their
+        cached-token count alone (thousands per chunk), while the facts the other columns are
+        built from take a few hundred combinations: those are kept once, so each per-value
+        step after this one runs over them, not over every distinct text."""
+        cached = np.fromiter(
+            (-1 if f is None or f.cached_tokens is None else f.cached_tokens for f in decoded),
+            np.int64,
+            len(decoded),
+        )
+        index_of: dict[tuple[object, ...] | None, int] = {}
+        kept: list[_MetadataFacts | None] = []
+        renumber: list[int] = []
+        for f in decoded:
+            key = (
+                None
+                if f is None
+                else (f.tags, f.alias, f.team_alias, f.pool, f.status, f.batch_api, f.workload)
+            )
+            index = index_of.get(key)
+            if index is None:
+                index = index_of[key] = len(kept)
+                kept.append(f)
+            renumber.append(index)
+        return cls(kept, np.array(renumber, np.intp)[codes], cached[codes])
 
     def unreadable(self) -> np.ndarray:
         unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
@@ -502,9 +533,7 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
     input_tokens, input_ok = cells.token_counts(columns.plain("prompt_tokens"))
     output_tokens, output_ok = cells.token_counts(columns.plain("completion_tokens"))
     slow = ~input_ok | ~output_ok
-    cached_by_metadata = facts.per_row(
-        lambda f: -1 if f is None or f.cached_tokens is None else f.cached_tokens
-    )
+    cached_by_metadata = facts.cached_tokens
     cached_tokens = np.maximum(cached_by_metadata, 0)
     creation_by_metadata = facts.per_row(
         lambda f: -1 if f is None or f.cache_creation_tokens is None else f.cache_creation_tokens

@@ -260,3 +260,24 @@ def test_an_unchanged_token_lets_the_checkpoint_pass(landed: None) -> None:
     derived.refresh_checkpoint(data_token())()  # no exception
     with pytest.raises(derived.RefreshCancelled):
         derived.refresh_checkpoint("stale")()
+
+
+def test_an_ingest_that_refreshes_itself_asks_the_worker_for_nothing(
+    enqueued: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    upload = upload_create(source=io.BytesIO(ROWS.encode()), original_name="a.csv", enqueue=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        upload_ingest(upload_id=upload.pk)  # refreshes before it returns
+    assert enqueued == []  # a worker's refresh would find nothing due
+    assert DerivedState.objects.get(pk=1).data_token == data_token()
+    assert WorkloadClassification.objects.count() == 3  # w0, w1, w2
+
+
+def test_an_ingest_that_leaves_the_refresh_to_the_worker_asks_for_it(
+    enqueued: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    upload = upload_create(source=io.BytesIO(ROWS.encode()), original_name="a.csv", enqueue=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        upload_ingest(upload_id=upload.pk, refresh=False)
+    assert enqueued == ["refresh"]
+    assert WorkloadClassification.objects.count() == 0
