@@ -269,7 +269,7 @@ class _JsonConverter:
         groups, representatives = cells.group_rows(parts.codes, len(metadata))
         texts = [json.dumps(parts.keys_of(int(row))) for row in representatives]
         counts = (parts.cached_tokens, parts.cache_creation_tokens)
-        return columnar.Facts(self.metadata(texts), groups), counts, parts.slow
+        return columnar.Facts.of(self.metadata(texts), groups), counts, parts.slow
 
 
 @dataclass(frozen=True)

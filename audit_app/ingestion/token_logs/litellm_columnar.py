@@ -420,13 +420,14 @@ class _Columns:
 
 @dataclass(frozen=True)
 class _Facts:
-    """The decoded `metadata`: its facts but the cached-token count, once per distinct
-    combination (None: unreadable), and per row the index of its facts and the cached-token
-    count it gives (-1: the row path rejects it, or the metadata is unreadable)."""
+    """The decoded `metadata`: its facts but the cached-token and cache-creation counts, once
+    per distinct combination (None: unreadable), and per row the index of its facts and the two
+    counts it gives (-1: the row path rejects it, or the metadata is unreadable)."""
 
     facts: list[_MetadataFacts | None]
     codes: np.ndarray
     cached_tokens: np.ndarray
+    cache_creation_tokens: np.ndarray
 
     @classmethod
     def of(cls, decoded: Sequence[_MetadataFacts | None], codes: np.ndarray) -> _Facts:
@@ -437,6 +438,14 @@ class _Facts:
         step after this one runs over them, not over every distinct text."""
         cached = np.fromiter(
             (-1 if f is None or f.cached_tokens is None else f.cached_tokens for f in decoded),
+            np.int64,
+            len(decoded),
+        )
+        creation = np.fromiter(
+            (
+                -1 if f is None or f.cache_creation_tokens is None else f.cache_creation_tokens
+                for f in decoded
+            ),
             np.int64,
             len(decoded),
         )
@@ -454,7 +463,7 @@ class _Facts:
                 index = index_of[key] = len(kept)
                 kept.append(f)
             renumber.append(index)
-        return cls(kept, np.array(renumber, np.intp)[codes], cached[codes])
+        return cls(kept, np.array(renumber, np.intp)[codes], cached[codes], creation[codes])
 
     def unreadable(self) -> np.ndarray:
         unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
@@ -535,9 +544,7 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
     slow = ~input_ok | ~output_ok
     cached_by_metadata = facts.cached_tokens
     cached_tokens = np.maximum(cached_by_metadata, 0)
-    creation_by_metadata = facts.per_row(
-        lambda f: -1 if f is None or f.cache_creation_tokens is None else f.cache_creation_tokens
-    )
+    creation_by_metadata = facts.cache_creation_tokens
     creation_tokens = np.maximum(creation_by_metadata, 0)
     slow |= (
         (cached_by_metadata < 0)

@@ -290,6 +290,16 @@ MUTATIONS: list[Mutation] = [
     _metadata(additional_usage_values={"prompt_tokens_details": {"cached_tokens": "abc"}}),
     _set(prompt_tokens="10", metadata='{"usage_object": {"cache_read_input_tokens": 11}}'),
     _set(prompt_tokens="10", metadata='{"usage_object": {"cache_read_input_tokens": 10}}'),
+    # Cache writes: the same metadata but for the count must keep each row's own count.
+    _metadata(usage_object={"cache_creation_input_tokens": 3}),
+    _metadata(usage_object={"cache_creation_input_tokens": 5}),
+    _metadata(usage_object={"cache_read_input_tokens": 2, "cache_creation_input_tokens": 4}),
+    _metadata(additional_usage_values={"cache_creation_input_tokens": -1}),
+    _set(
+        prompt_tokens="10",
+        metadata='{"usage_object": '
+        '{"cache_read_input_tokens": 6, "cache_creation_input_tokens": 5}}',
+    ),
     _metadata(user_api_key_alias="null"),
     _metadata(user_api_key_alias=7),
     _metadata(pool=" "),
