@@ -192,7 +192,12 @@ class PoolListApi(APIView):
         filters = parse_filters(request.query_params)
         page = paginate(pool_reports(start=filters.start, end=filters.end), request)
         best = pool_best_recommendations()
-        unknown = set(pools_without_throughput())
+        # Read only when a pool has no priced step (a cache miss reads every pool's demand).
+        unknown = (
+            set(pools_without_throughput())
+            if any(r.pool.name not in best for r in page.items)
+            else set()
+        )
         results = [
             {
                 "name": r.pool.name,

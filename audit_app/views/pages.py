@@ -80,7 +80,9 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
         window = f"between {filters.start} and {filters.end}"
         pool_best = pool_best_recommendations()
-        no_throughput = set(pools_without_throughput()) - set(pool_best)
+        # Read only when a pool has no priced step (a cache miss reads every pool's demand).
+        unpriced = {r.pool.name for r in reports} - set(pool_best)
+        no_throughput = unpriced & set(pools_without_throughput()) if unpriced else set()
         context.update(
             report=report,
             class_split=class_split,
