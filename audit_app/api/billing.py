@@ -20,7 +20,6 @@ from audit_app.costs.billing import (
     reconciliation_totals,
 )
 from audit_app.models import Recommendation
-from audit_app.recommendations.pool_replicas import NO_THROUGHPUT
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting.filters import parse_filters
 from audit_app.reporting.selectors import pool_best_recommendations
@@ -194,9 +193,7 @@ class PoolListApi(APIView):
         best = pool_best_recommendations()
         # Read only when a pool has no priced step (a cache miss reads every pool's demand).
         unknown = (
-            set(pools_without_throughput())
-            if any(r.pool.name not in best for r in page.items)
-            else set()
+            pools_without_throughput() if any(r.pool.name not in best for r in page.items) else {}
         )
         results = [
             {
@@ -213,9 +210,7 @@ class PoolListApi(APIView):
                 "instance_types": r.instance_types,
                 "bill_upload_ids": r.upload_ids,
                 "best_recommendation": _best(best.get(r.pool.name), request),
-                "next_step_note": NO_THROUGHPUT
-                if r.pool.name not in best and r.pool.name in unknown
-                else None,
+                "next_step_note": None if r.pool.name in best else unknown.get(r.pool.name),
             }
             for r in page.items
         ]

@@ -14,7 +14,8 @@ Its throughput (output tokens/s), in this order, each stated with its source:
 3. **the pool's own capacity**: `ServingPool.capacity_tokens_per_hour` over its peak billed
    replicas.
 
-With none of them the pool has no priced plan, and the pages say so (`NO_THROUGHPUT`).
+With none of them the pool has no priced plan, and the pages say so (`NO_THROUGHPUT`; an
+uncatalogued instance billed without instance-hours has no price either: `NO_REPLICA_PRICE`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from audit_app.recommendations.options import HardwareOffer, Instance, model_cla
 from audit_app.recommendations.pool_options import replicas_from_cost
 
 NO_THROUGHPUT = "no throughput known: set capacity_tokens_per_hour or add a benchmark run"
+NO_REPLICA_PRICE = (
+    "no replica price known: add the instance type to the hardware catalog, or upload a bill "
+    "whose lines give instance-hours"
+)
 _HOUR_UNIT = re.compile(r"\b(hours?|hrs?)\b", re.IGNORECASE)
 
 

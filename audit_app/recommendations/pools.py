@@ -7,7 +7,7 @@ A pool is looked at when its idle cost over the analysis window, scaled to a mon
 and throughput for the model it serves most found by `audit_app.recommendations.pool_replicas`
 (measured by a benchmark run, else catalogued, else the pool's stated capacity), each stated
 with its source in the recommendation's assumptions. A pool above the floor with none of them
-is named by `pools_without_throughput`, for the pools table to say so.
+is named by `pools_without_throughput` with what to add, for the pools table to say so.
 
 Called by `services.recommendations_refresh`, so pool recommendations refresh with the others
 (and keep their decisions and history the same way).
@@ -55,7 +55,12 @@ from audit_app.recommendations.pool_options import (
     offload_plan,
     rightsize_plan,
 )
-from audit_app.recommendations.pool_replicas import pool_replica, replica_throughput
+from audit_app.recommendations.pool_replicas import (
+    NO_REPLICA_PRICE,
+    NO_THROUGHPUT,
+    pool_replica,
+    replica_throughput,
+)
 from audit_app.recommendations.services import (
     OptionTargets,
     min_savings,
@@ -81,7 +86,8 @@ class PricedPool:
 @dataclass(frozen=True, kw_only=True)
 class PoolsRead:
     priced: list[PricedPool]
-    without_throughput: list[str]  # pools idling above the floor with no throughput known
+    # pool -> why it has no plan although it idles above the floor (no throughput or price)
+    without_throughput: dict[str, str]
 
 
 def headroom() -> Decimal:
@@ -155,8 +161,9 @@ def _workloads(
 def _priced_pool(
     report: PoolReport, *, start: date, end: date, targets: OptionTargets
 ) -> PricedPool | str | None:
-    """The pool's facts for the pure layer; its name when it has traffic but no throughput or
-    replica price is known; None when it has no USD bill or no traffic."""
+    """The pool's facts for the pure layer; why not (`NO_THROUGHPUT`, `NO_REPLICA_PRICE`) when
+    it has traffic but no throughput or replica price is known; None when it has no USD bill or
+    no traffic."""
     if report.currency != "USD" or not report.instance_types or not report.attribution.billed:
         return None
     hours = ((end - start).days + 1) * 24
@@ -179,8 +186,10 @@ def _priced_pool(
         if replica is not None
         else None
     )
-    if replica is None or throughput is None:
-        return pool.name
+    if replica is None:
+        return NO_REPLICA_PRICE
+    if throughput is None:
+        return NO_THROUGHPUT
     accelerators = replica.accelerators or 1
     facts = PoolFacts(
         name=pool.name,
@@ -213,7 +222,7 @@ def pools_read(*, start: date, end: date, targets: OptionTargets) -> PoolsRead:
     """Every pool billed in USD over start..end with traffic: priced when a replica's price and
     throughput are known (`pool_replicas`), else named among those without a throughput."""
     priced: list[PricedPool] = []
-    unknown: list[str] = []
+    unknown: dict[str, str] = {}
     idle_floor = min_idle()
     hours = ((end - start).days + 1) * 24
     for report in pool_reports(start=start, end=end):
@@ -221,7 +230,7 @@ def pools_read(*, start: date, end: date, targets: OptionTargets) -> PoolsRead:
         if isinstance(read, PricedPool):
             priced.append(read)
         elif read is not None and monthly(report.attribution.idle, hours) >= idle_floor:
-            unknown.append(read)
+            unknown[report.pool.name] = read
     return PoolsRead(priced=priced, without_throughput=unknown)
 
 
@@ -229,13 +238,13 @@ def priced_pools(*, start: date, end: date, targets: OptionTargets) -> list[Pric
     return pools_read(start=start, end=end, targets=targets).priced
 
 
-def pools_without_throughput() -> list[str]:
+def pools_without_throughput() -> dict[str, str]:
     """The pools idling above the floor over the analysis window (the refresh's) that get no
     plan because no throughput is known: the pools table and API say so. Cached per data
     version."""
     window = analysis_window()
     if window is None:
-        return []
+        return {}
     start, end = window
     return cached(
         "pools_without_throughput",

@@ -20,7 +20,6 @@ from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass, WorkloadOverride
-from audit_app.recommendations.pool_replicas import NO_THROUGHPUT
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
@@ -82,7 +81,8 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         pool_best = pool_best_recommendations()
         # Read only when a pool has no priced step (a cache miss reads every pool's demand).
         unpriced = {r.pool.name for r in reports} - set(pool_best)
-        no_throughput = unpriced & set(pools_without_throughput()) if unpriced else set()
+        notes = pools_without_throughput() if unpriced else {}
+        no_throughput = {name: note for name, note in notes.items() if name in unpriced}
         context.update(
             report=report,
             class_split=class_split,
@@ -90,10 +90,9 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             pools=reports,
             pool_best=pool_best,
             pool_rows=[
-                (r, pool_best.get(r.pool.name), r.pool.name in no_throughput) for r in reports
+                (r, pool_best.get(r.pool.name), no_throughput.get(r.pool.name, "")) for r in reports
             ],
-            no_throughput=NO_THROUGHPUT,
-            pools_no_throughput=sorted(no_throughput),
+            pools_no_throughput=sorted(no_throughput.items()),
             pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
             pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),
             pools_figure=charts.build_pool_attribution_figure(

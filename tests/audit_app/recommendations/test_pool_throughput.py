@@ -24,7 +24,7 @@ from audit_app.costs.billing import pool_reports
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import BillingCharge, Recommendation, ServingPool, Upload
-from audit_app.recommendations.pool_replicas import NO_THROUGHPUT
+from audit_app.recommendations.pool_replicas import NO_REPLICA_PRICE, NO_THROUGHPUT
 from audit_app.recommendations.services import recommendations_refresh
 from benchmarks_app.models import BenchmarkPoint, BenchmarkRun
 from tests.support.catalog import catalog_ensure
@@ -55,8 +55,8 @@ def _log(model: str, *, scale: int) -> None:
     upload_ingest(upload_id=upload.pk)
 
 
-def _bill(instance_type: str, usd_per_hour: Decimal) -> None:
-    """Three replicas (i-0, i-1, i-2) billed every hour of the day, one instance-hour each."""
+def _bill(instance_type: str, usd_per_hour: Decimal, *, unit: str = "Hrs") -> None:
+    """Three replicas (i-0, i-1, i-2) billed every hour of the day, one ``unit`` each."""
     bill = Upload.objects.create(
         kind=Upload.Kind.BILLING,
         original_name="bill.csv",
@@ -76,7 +76,7 @@ def _bill(instance_type: str, usd_per_hour: Decimal) -> None:
                 period_end=H0 + (hour + 1) * H,
                 billed_cost=usd_per_hour,
                 quantity=Decimal(1),
-                unit="Hrs",
+                unit=unit,
                 resource_id=f"i-{replica}",
                 meter_kind="gpu_instance",
                 instance_type=instance_type,
@@ -251,3 +251,20 @@ def test_pool_with_no_throughput_known_says_so(finops_user: Any) -> None:
     assert _rightsize().target == "gpu: 2 × x9.metal always on"
     overview = client.get(reverse("overview"), {"start": DAY, "end": DAY}).content.decode()
     assert 'data-testid="pool-no-throughput"' not in overview
+
+
+def test_uncatalogued_instance_billed_without_instance_hours_says_its_price_is_unknown(
+    finops_user: Any,
+) -> None:
+    catalog_ensure()
+    _log("mystery-lm", scale=1)
+    _bill("x9.metal", Decimal("10"), unit="Requests")  # no instance-hours on the bill
+    _pool(capacity=150_000)  # a capacity, but no price for a replica
+    recommendations_refresh(today=DAY)
+    assert not Recommendation.objects.filter(pool__name="gpu").exists()
+    client = Client()
+    client.force_login(finops_user)
+    (row,) = client.get(reverse("api-pools"), {"start": DAY, "end": DAY}).json()["results"]
+    assert row["next_step_note"] == NO_REPLICA_PRICE
+    overview = client.get(reverse("overview"), {"start": DAY, "end": DAY}).content.decode()
+    assert "No replica price known: add the instance type to the hardware catalog" in overview
