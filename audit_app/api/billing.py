@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
@@ -18,7 +19,10 @@ from audit_app.costs.billing import (
     reconciliation,
     reconciliation_totals,
 )
+from audit_app.models import Recommendation
+from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.selectors import pool_best_recommendations
 from audit_app.views.billing import parse_flagged, parse_threshold
 
 PERCENT: DecimalOptions = {
@@ -139,6 +143,14 @@ class ReconciliationApi(APIView):
         return Response(ReconciliationOutput(data).data)
 
 
+class PoolBestRecommendationOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    target_kind = serializers.CharField()
+    savings_monthly_usd = serializers.DecimalField(**MONEY)
+    status = serializers.CharField()
+    url = serializers.CharField(help_text="The recommendation's API detail")
+
+
 class PoolOutput(serializers.Serializer):
     name = serializers.CharField()
     currency = serializers.CharField()
@@ -152,6 +164,14 @@ class PoolOutput(serializers.Serializer):
     by_workload = serializers.DictField(child=serializers.DecimalField(**MONEY))
     instance_types = serializers.ListField(child=serializers.CharField())
     bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
+    best_recommendation = PoolBestRecommendationOutput(
+        allow_null=True,
+        help_text="The pool's best open recommendation, as the pools table shows it; null: none.",
+    )
+    next_step_note = serializers.CharField(
+        allow_null=True,
+        help_text="Why the pool has no priced next step although it idles above the floor.",
+    )
 
 
 class PoolPageOutput(PageOutput):
@@ -170,6 +190,11 @@ class PoolListApi(APIView):
     def get(self, request: Request) -> Response:
         filters = parse_filters(request.query_params)
         page = paginate(pool_reports(start=filters.start, end=filters.end), request)
+        best = pool_best_recommendations()
+        # Read only when a pool has no priced step (a cache miss reads every pool's demand).
+        unknown = (
+            pools_without_throughput() if any(r.pool.name not in best for r in page.items) else {}
+        )
         results = [
             {
                 "name": r.pool.name,
@@ -184,7 +209,21 @@ class PoolListApi(APIView):
                 "by_workload": r.by_workload,
                 "instance_types": r.instance_types,
                 "bill_upload_ids": r.upload_ids,
+                "best_recommendation": _best(best.get(r.pool.name), request),
+                "next_step_note": None if r.pool.name in best else unknown.get(r.pool.name),
             }
             for r in page.items
         ]
         return Response(PoolPageOutput(page.envelope(results)).data)
+
+
+def _best(recommendation: Recommendation | None, request: Request) -> dict[str, Any] | None:
+    if recommendation is None:
+        return None
+    return {
+        "id": recommendation.pk,
+        "target_kind": recommendation.target_kind,
+        "savings_monthly_usd": recommendation.savings_monthly_usd,
+        "status": recommendation.status,
+        "url": reverse("api-recommendation-detail", args=[recommendation.pk], request=request),
+    }

@@ -3,10 +3,11 @@ what it could do (`audit_app.recommendations.pool_options`, pure) and keep the r
 `Recommendation` rows with a ``pool`` and no workload.
 
 A pool is looked at when its idle cost over the analysis window, scaled to a month, is at least
-`POOL_RECOMMENDATION_MIN_IDLE_USD`. One replica is the instance type on its bill, priced from
-the hardware catalog, at the catalogued throughput for the size of the model it serves most
-(`ThroughputAssumption`): an assumption until a benchmark gate measures it, and the
-recommendation says so. Replicas billed per hour are the hour's cost over the instance's price.
+`POOL_RECOMMENDATION_MIN_IDLE_USD`. One replica is the instance type on its bill, its price
+and throughput for the model it serves most found by `audit_app.recommendations.pool_replicas`
+(measured by a benchmark run, else catalogued, else the pool's stated capacity), each stated
+with its source in the recommendation's assumptions. A pool above the floor with none of them
+is named by `pools_without_throughput` with what to add, for the pools table to say so.
 
 Called by `services.recommendations_refresh`, so pool recommendations refresh with the others
 (and keep their decisions and history the same way).
@@ -23,7 +24,6 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Sum
 
-from audit_app.costs.attribution import spread_over_hours
 from audit_app.costs.billing import (
     PoolReport,
     charges_in_range,
@@ -33,6 +33,7 @@ from audit_app.costs.billing import (
 )
 from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode
 from audit_app.ingestion.histograms import LatencyHistogram
+from audit_app.lib.results_cache import cached
 from audit_app.models import (
     Recommendation,
     ServingPool,
@@ -41,9 +42,7 @@ from audit_app.models import (
 )
 from audit_app.recommendations.options import (
     COLD_START_SECONDS,
-    HardwareOffer,
     Usage,
-    model_class,
     provider_options,
 )
 from audit_app.recommendations.pool_options import (
@@ -54,16 +53,22 @@ from audit_app.recommendations.pool_options import (
     consolidate_plan,
     monthly,
     offload_plan,
-    replicas_from_cost,
     rightsize_plan,
+)
+from audit_app.recommendations.pool_replicas import (
+    NO_REPLICA_PRICE,
+    NO_THROUGHPUT,
+    pool_replica,
+    replica_throughput,
 )
 from audit_app.recommendations.services import (
     OptionTargets,
     min_savings,
+    option_targets,
     recommendation_upsert,
 )
 from audit_app.reporting.selectors import rollups_in_range
-from audit_app.workloads.services import effective_class
+from audit_app.workloads.services import analysis_window, effective_class
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +80,14 @@ class PricedPool:
     model: str  # the model it serves most
     report: PoolReport
     usage: dict[str, Usage]  # asynchronous workloads' tokens, for an offload tier
+    measured: bool = False  # its throughput comes from a benchmark run
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolsRead:
+    priced: list[PricedPool]
+    # pool -> why it has no plan although it idles above the floor (no throughput or price)
+    without_throughput: dict[str, str]
 
 
 def headroom() -> Decimal:
@@ -83,13 +96,6 @@ def headroom() -> Decimal:
 
 def min_idle() -> Decimal:
     return Decimal(str(settings.POOL_RECOMMENDATION_MIN_IDLE_USD))
-
-
-def _offer(offers: tuple[HardwareOffer, ...], instance: str, size: str) -> HardwareOffer | None:
-    return next(
-        (o for o in offers if o.instance.name == instance and o.throughput.model_class == size),
-        None,
-    )
 
 
 def _workloads(
@@ -152,59 +158,99 @@ def _workloads(
     return out, usage, model
 
 
-def priced_pools(*, start: date, end: date, targets: OptionTargets) -> list[PricedPool]:
-    """Every pool billed in USD over start..end whose instance and model the catalog prices."""
+def _priced_pool(
+    report: PoolReport, *, start: date, end: date, targets: OptionTargets
+) -> PricedPool | str | None:
+    """The pool's facts for the pure layer; why not (`NO_THROUGHPUT`, `NO_REPLICA_PRICE`) when
+    it has traffic but no throughput or replica price is known; None when it has no USD bill or
+    no traffic."""
+    if report.currency != "USD" or not report.instance_types or not report.attribution.billed:
+        return None
     hours = ((end - start).days + 1) * 24
-    origin = datetime.combine(start, time.min, tzinfo=UTC)
-    out = []
+    pool = report.pool
+    workloads, usage, model = _workloads(pool, report, start=start, end=end, hours=hours)
+    if not workloads:
+        return None
+    charges = list(
+        pool_charges(pool, charges_in_range(start=start, end=end)).filter(currency="USD")
+    )
+    replica = pool_replica(
+        charges,
+        instance_type=report.instance_types[0],
+        instances=targets.instances,
+        origin=datetime.combine(start, time.min, tzinfo=UTC),
+        hours=hours,
+    )
+    throughput = (
+        replica_throughput(pool, model=model, replica=replica, offers=targets.offers)
+        if replica is not None
+        else None
+    )
+    if replica is None:
+        return NO_REPLICA_PRICE
+    if throughput is None:
+        return NO_THROUGHPUT
+    accelerators = replica.accelerators or 1
+    facts = PoolFacts(
+        name=pool.name,
+        models=(model,),
+        replica=replica.name,
+        deployment=Deployment(
+            tokens_per_second=throughput.tokens_per_second,
+            accelerators_per_replica=accelerators,
+            usd_per_accelerator_hour=replica.usd_per_hour / accelerators,
+            cold_start_seconds=COLD_START_SECONDS,
+        ),
+        assumptions=(throughput.assumption, replica.price_source),
+        billed_usd=report.attribution.billed,
+        idle_usd=report.attribution.idle,
+        provisioned=replica.provisioned,
+        workloads=tuple(workloads),
+        first_hour_of_week=start.weekday() * 24,
+    )
+    return PricedPool(
+        pool=pool,
+        facts=facts,
+        model=model,
+        report=report,
+        usage=usage,
+        measured=throughput.measured,
+    )
+
+
+def pools_read(*, start: date, end: date, targets: OptionTargets) -> PoolsRead:
+    """Every pool billed in USD over start..end with traffic: priced when a replica's price and
+    throughput are known (`pool_replicas`), else named among those without a throughput."""
+    priced: list[PricedPool] = []
+    unknown: dict[str, str] = {}
+    idle_floor = min_idle()
+    hours = ((end - start).days + 1) * 24
     for report in pool_reports(start=start, end=end):
-        if report.currency != "USD" or not report.instance_types or not report.attribution.billed:
-            continue
-        pool = report.pool
-        workloads, usage, model = _workloads(pool, report, start=start, end=end, hours=hours)
-        size = model_class(model)
-        offer = _offer(targets.offers, report.instance_types[0], size) if size else None
-        if offer is None or not workloads:
-            continue
-        instance, throughput = offer.instance, offer.throughput
-        accelerators = instance.accelerator_count or 1
-        hourly = spread_over_hours(
-            (c.period_start, c.period_end, c.billed_cost)
-            for c in pool_charges(pool, charges_in_range(start=start, end=end)).filter(
-                currency="USD"
-            )
-        )
-        costs = [Decimal(0)] * hours
-        for hour, cost in hourly.items():
-            index = int((hour - origin).total_seconds() // 3600)
-            if 0 <= index < hours:
-                costs[index] += cost
-        facts = PoolFacts(
-            name=pool.name,
-            models=(model,),
-            replica=f"{instance.name} ({instance.accelerator})",
-            deployment=Deployment(
-                tokens_per_second=throughput.tokens_per_second,
-                accelerators_per_replica=accelerators,
-                usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
-                cold_start_seconds=COLD_START_SECONDS,
-            ),
-            assumptions=(
-                f"{throughput.tokens_per_second:,.0f} output tokens/s per {instance.name} for a "
-                f"{size.upper() if size else ''} model: {throughput.source} "
-                f"({throughput.source_date}; {throughput.notes}). Catalogued, not measured: a "
-                "benchmark gate on this pool would confirm it.",
-                f"${instance.usd_per_hour}/hour per replica ({instance.source}, "
-                f"{instance.source_date}); today's cost is the pool's bill.",
-            ),
-            billed_usd=report.attribution.billed,
-            idle_usd=report.attribution.idle,
-            provisioned=tuple(replicas_from_cost(costs, instance.usd_per_hour)),
-            workloads=tuple(workloads),
-            first_hour_of_week=start.weekday() * 24,
-        )
-        out.append(PricedPool(pool=pool, facts=facts, model=model, report=report, usage=usage))
-    return out
+        read = _priced_pool(report, start=start, end=end, targets=targets)
+        if isinstance(read, PricedPool):
+            priced.append(read)
+        elif read is not None and monthly(report.attribution.idle, hours) >= idle_floor:
+            unknown[report.pool.name] = read
+    return PoolsRead(priced=priced, without_throughput=unknown)
+
+
+def priced_pools(*, start: date, end: date, targets: OptionTargets) -> list[PricedPool]:
+    return pools_read(start=start, end=end, targets=targets).priced
+
+
+def pools_without_throughput() -> dict[str, str]:
+    """The pools idling above the floor over the analysis window (the refresh's) that get no
+    plan because no throughput is known: the pools table and API say so. Cached per data
+    version."""
+    window = analysis_window()
+    if window is None:
+        return {}
+    start, end = window
+    return cached(
+        "pools_without_throughput",
+        f"{start}|{end}",
+        lambda: pools_read(start=start, end=end, targets=option_targets()).without_throughput,
+    )
 
 
 def _offload(priced: PricedPool, *, targets: OptionTargets, room: Decimal) -> PoolPlan | None:
@@ -300,12 +346,14 @@ def plan_details(plan: PoolPlan) -> dict[str, Any]:
     }
 
 
-def plan_confidence(plan: PoolPlan) -> str:
+def plan_confidence(plan: PoolPlan, *, measured: bool = False) -> str:
     if any(r.in_p95 or r.breaks_slo for r in plan.risks):
         return "Low: real-time requests would wait for cold starts (see the risk)."
     if plan.needs_gate:
         return "Low until a benchmark gate measures the model on the host pool's hardware."
-    return "Medium: measured demand and bill; catalogued throughput per replica."
+    if measured:
+        return "High: measured demand and bill; throughput per replica from a benchmark run."
+    return "Medium: measured demand and bill; throughput per replica catalogued or stated."
 
 
 def pool_recommendation_values(
@@ -335,7 +383,7 @@ def pool_recommendation_values(
                 - _money(plan.savings_monthly),
                 "savings_monthly_usd": _money(plan.savings_monthly),
                 "assumptions": [*plan.assumptions, f"Risk: {plan.risk}"],
-                "confidence": plan_confidence(plan)[:300],
+                "confidence": plan_confidence(plan, measured=priced.measured)[:300],
                 "period_start": start,
                 "period_end": end,
                 "rank": rank,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, cast
@@ -91,6 +91,8 @@ class OptionTargets:
     prices: PriceBook
     listings: tuple[ApiListing, ...]
     offers: tuple[HardwareOffer, ...]
+    # Every catalogued instance by name, with or without a throughput assumption.
+    instances: dict[str, Instance] = field(default_factory=dict)
 
 
 def option_targets() -> OptionTargets:
@@ -136,7 +138,7 @@ def option_targets() -> OptionTargets:
         for assumption in ThroughputAssumption.objects.order_by("pk")
         if assumption.instance in instances
     )
-    return OptionTargets(prices=price_book(), listings=listings, offers=offers)
+    return OptionTargets(prices=price_book(), listings=listings, offers=offers, instances=instances)
 
 
 def workload_entries(lines: SpendLines) -> dict[str, dict[tuple[str, str], SpendRow]]:

@@ -20,6 +20,7 @@ from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass, WorkloadOverride
+from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import (
@@ -78,13 +79,20 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
         window = f"between {filters.start} and {filters.end}"
         pool_best = pool_best_recommendations()
+        # Read only when a pool has no priced step (a cache miss reads every pool's demand).
+        unpriced = {r.pool.name for r in reports} - set(pool_best)
+        notes = pools_without_throughput() if unpriced else {}
+        no_throughput = {name: note for name, note in notes.items() if name in unpriced}
         context.update(
             report=report,
             class_split=class_split,
             potential_savings=potential_monthly_savings(),
             pools=reports,
             pool_best=pool_best,
-            pool_rows=[(r, pool_best.get(r.pool.name)) for r in reports],
+            pool_rows=[
+                (r, pool_best.get(r.pool.name), no_throughput.get(r.pool.name, "")) for r in reports
+            ],
+            pools_no_throughput=sorted(no_throughput.items()),
             pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
             pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),
             pools_figure=charts.build_pool_attribution_figure(
