@@ -37,7 +37,10 @@ import plotly.io as pio
 
 # The layout every figure starts from (this module's builders and `benchmarks_app.charts`).
 BASE_LAYOUT: dict[str, Any] = {
-    "margin": {"l": 56, "r": 16, "t": 48, "b": 56},
+    # Wide enough for the tick labels and axis titles the charts draw (money ticks on the left,
+    # two-line dates at the bottom): the template's automargin then has nothing to push, and
+    # each chart is laid out once instead of twice (about half of the drawing time).
+    "margin": {"l": 84, "r": 16, "t": 48, "b": 76},
     "font": {"family": "system-ui, sans-serif", "size": 13},
     "paper_bgcolor": "#ffffff",
     "plot_bgcolor": "#ffffff",
@@ -235,7 +238,7 @@ def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]
     layout = {
         **BASE_LAYOUT,
         "hovermode": "closest",
-        "margin": {"l": 180, "r": 16, "t": 40, "b": 48},
+        "margin": {"l": 180, "r": 16, "t": 40, "b": 56},
     }
     figure.update_layout(
         **layout,
