@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -348,18 +348,24 @@ def _row_thresholds(
     day) of the chunk."""
     if thresholds is None:
         return np.full(len(frame), LONG_CONTEXT_THRESHOLD_TOKENS, dtype=np.int64)
-    codes, uniques = pd.MultiIndex.from_arrays(
-        [frame[PROVIDER].astype(object), frame[MODEL].astype(object), days]
-    ).factorize()
-    combos = cast(pd.MultiIndex, uniques)
-    levels = [combos.get_level_values(level).tolist() for level in range(3)]
-    values = np.array(
-        [
-            thresholds(str(p), str(m), pd.Timestamp(d).date())
-            for p, m, d in zip(*levels, strict=True)
-        ],
-        dtype=np.int64,
+    # Integer codes per column (categorical columns have them already), one combined code per
+    # row, factorized again (hashing, no sort), then one lookup per distinct combination.
+    providers, models, dates = (
+        pd.factorize(frame[PROVIDER]),
+        pd.factorize(frame[MODEL]),
+        pd.factorize(days),
     )
+    provider_names = [str(name) for name in providers[1].tolist()]
+    model_names = [str(name) for name in models[1].tolist()]
+    day_dates = [pd.Timestamp(day).date() for day in dates[1].tolist()]
+    n_models, n_days = len(model_names), len(day_dates)
+    combined = (providers[0].astype(np.int64) * n_models + models[0]) * n_days + dates[0]
+    codes, distinct = pd.factorize(combined)
+    values = np.empty(len(distinct), dtype=np.int64)
+    for i, code in enumerate(distinct.tolist()):
+        rest, day = divmod(code, n_days)
+        provider, model = divmod(rest, n_models)
+        values[i] = thresholds(provider_names[provider], model_names[model], day_dates[day])
     return values[codes]
 
 
