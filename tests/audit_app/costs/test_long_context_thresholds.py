@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pandas as pd
 import pytest
+from django.core.management import call_command
 
 from audit_app.costs.price_cards import (
     long_context_thresholds,
@@ -334,6 +335,12 @@ def test_a_tier_added_after_ingest_is_listed_and_not_applied_until_re_ingest() -
         272_000,
     )
     assert (mismatch.first_day, mismatch.last_day) == (DAY, DAY)
+    out = io.StringIO()
+    call_command("prices_sync", "--dry-run", stdout=out)
+    assert (
+        "example-ai/tier-272k 2026-11-20..2026-11-20: long-context tokens counted above 200000 "
+        "input tokens, the card's tier starts above 272000; priced at the ordinary prices"
+    ) in out.getvalue()
     # The same request ingested again is counted at the card's threshold. Its rollup meets the
     # old one on the read (one model, one day): mixed, so both are priced at the ordinary price.
     _ingest([("tier-272k", 300_000, 0, 0)], offset=1)
