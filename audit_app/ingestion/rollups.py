@@ -18,7 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from audit_app.costs.pricing import LONG_CONTEXT_THRESHOLD_TOKENS, merged_threshold
+from audit_app.costs.pricing import (
+    LONG_CONTEXT_THRESHOLD_TOKENS,
+    MIXED_THRESHOLDS,
+    merged_threshold,
+)
 from audit_app.costs.providers import normalize_provider
 from audit_app.ingestion.histograms import ZERO_BIN, LatencyHistogram, bin_indices
 from audit_app.ingestion.token_logs.frame import (
@@ -206,7 +210,7 @@ class IngestAggregate:
         for target, low, high in zip(
             totals, limits["min"].tolist(), limits["max"].tolist(), strict=True
         ):
-            mine = int(low) if low == high else 0
+            mine = int(low) if low == high else MIXED_THRESHOLDS
             fresh = target.requests == 0
             target.long_context_threshold_tokens = (
                 mine if fresh else merged_threshold(target.long_context_threshold_tokens, mine)
@@ -351,9 +355,9 @@ def _row_thresholds(
     # Integer codes per column (categorical columns have them already), one combined code per
     # row, factorized again (hashing, no sort), then one lookup per distinct combination.
     providers, models, dates = (
-        pd.factorize(frame[PROVIDER]),
-        pd.factorize(frame[MODEL]),
-        pd.factorize(days),
+        pd.factorize(frame[PROVIDER], use_na_sentinel=False),
+        pd.factorize(frame[MODEL], use_na_sentinel=False),
+        pd.factorize(days, use_na_sentinel=False),
     )
     provider_names = [str(name) for name in providers[1].tolist()]
     model_names = [str(name) for name in models[1].tolist()]
