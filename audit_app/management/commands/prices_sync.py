@@ -58,5 +58,5 @@ class Command(BaseCommand):
                 f"{mismatch.provider}/{mismatch.model} {mismatch.first_day}..{mismatch.last_day}: "
                 f"long-context tokens counted above {counted} input tokens, the card's tier "
                 f"starts above {mismatch.tier_threshold}; priced at the ordinary prices "
-                "(re-ingest those uploads to price them at the tier)"
+                "(delete and ingest those uploads again to price them at the tier)"
             )
