@@ -273,12 +273,16 @@ class RollupColumns(models.Model):
     unlogged_output_tokens = models.BigIntegerField(default=0)
     cache_creation_input_tokens = models.BigIntegerField(default=0)
     unlogged_cache_creation_input_tokens = models.BigIntegerField(default=0)
-    # Tokens of unlogged requests whose input was above LONG_CONTEXT_THRESHOLD_TOKENS
-    # (`audit_app.costs.pricing`), counted at ingest: a card's long-context tier prices them.
+    # Tokens of unlogged requests whose input was above `long_context_threshold_tokens`,
+    # counted at ingest: a card's long-context tier starting there prices them
+    # (`audit_app.costs.pricing`).
     unlogged_long_context_input_tokens = models.BigIntegerField(default=0)
     unlogged_long_context_cached_input_tokens = models.BigIntegerField(default=0)
     unlogged_long_context_cache_creation_input_tokens = models.BigIntegerField(default=0)
     unlogged_long_context_output_tokens = models.BigIntegerField(default=0)
+    # The threshold they were counted above: the model's card's tier start on the day, else
+    # 200,000 (pricing.LONG_CONTEXT_THRESHOLD_TOKENS); 0 when rows of several were added up.
+    long_context_threshold_tokens = models.PositiveIntegerField(default=200_000)
     # Latency histograms in LatencyHistogram's compact binary form (`to_bytes`, b"" when the
     # rows had none): pages merge thousands per request and decoding bytes is far cheaper than
     # JSON, and ingest writes them with COPY as raw bytes (`audit_app.lib.bulk`).

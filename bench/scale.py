@@ -48,6 +48,7 @@ import django
 django.setup()
 from django.db import connection, transaction
 from django.utils import timezone
+from audit_app.costs.pricing import LONG_CONTEXT_THRESHOLD_TOKENS
 from audit_app.ingestion.daily import PRICING_SUM_FIELDS
 from audit_app.ingestion.histograms import LatencyHistogram, bin_indices
 from audit_app.models import DailyRollup, HourlyRollup, PriceCard, Upload, Workload
@@ -96,7 +97,8 @@ hourly_cols = ["upload_id", "hour", "workload", "team", "provider", "model", "po
     "batch_api", "requests", "errors", "streaming_requests", "input_tokens", "output_tokens",
     "cached_input_tokens", "logged_requests", "logged_cost_usd", "unlogged_input_tokens",
     "unlogged_cached_input_tokens", "unlogged_output_tokens", "distinct_end_users",
-    "ttft_histogram", "latency_histogram", "tpot_histogram", *PRICING_SUM_FIELDS]
+    "ttft_histogram", "latency_histogram", "tpot_histogram", *PRICING_SUM_FIELDS,
+    "long_context_threshold_tokens"]
 daily_cols = [c for c in hourly_cols if c not in ("hour", "distinct_end_users")] + ["day"]
 raw = connection.cursor().cursor
 hourly_rows = daily_rows = 0
@@ -143,7 +145,8 @@ with transaction.atomic():
                     row["input_tokens"], row["output_tokens"], row["cached_input_tokens"],
                     row["logged_requests"], row["logged_cost_usd"], row["unlogged_input_tokens"],
                     row["unlogged_cached_input_tokens"], row["unlogged_output_tokens"], n // 3,
-                    parts[0][0], parts[1][0], parts[2][0], *[0] * len(PRICING_SUM_FIELDS)])
+                    parts[0][0], parts[1][0], parts[2][0], *[0] * len(PRICING_SUM_FIELDS),
+                    LONG_CONTEXT_THRESHOLD_TOKENS])
                 hourly_rows += 1
                 for m in range(3):
                     dense[m] += parts[m][1]
@@ -157,7 +160,8 @@ with transaction.atomic():
                 merged.total = totals[m]
                 hists.append(merged.to_bytes())
             daily.append([upload.pk, name, team, provider, model, "", "completion", batch,
-                *sums.values(), *hists, *[0] * len(PRICING_SUM_FIELDS), day])
+                *sums.values(), *hists, *[0] * len(PRICING_SUM_FIELDS),
+                LONG_CONTEXT_THRESHOLD_TOKENS, day])
         daily_rows += len(daily)
         all_daily.extend(daily)
     with raw.copy(f"COPY audit_app_dailyrollup ({', '.join(daily_cols)}) FROM STDIN") as copy_d:

@@ -3,8 +3,8 @@ sync them with the maintained price dataset (`prices_sync`, rules in `costs.pric
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
 from datetime import date
 from pathlib import Path
 
@@ -14,7 +14,8 @@ from django.utils import timezone
 from audit_app.costs.catalog import price_card_defaults, price_card_specs
 from audit_app.costs.dataset import PRICE_FIELDS, DatasetCard, load_dataset
 from audit_app.costs.price_sync import KeptCard, PriceDifference, plan_sync
-from audit_app.models import PriceCard
+from audit_app.costs.pricing import Price, PriceBook, counting_threshold, tier_mismatch
+from audit_app.models import DailyRollup, PriceCard
 
 # `DatasetCard` price names -> PriceCard fields, in `dataset.PRICE_FIELDS` order.
 CARD_FIELDS: dict[str, str] = {
@@ -32,6 +33,87 @@ CARD_FIELDS: dict[str, str] = {
     "per_request": "per_request_usd",
 }
 assert tuple(CARD_FIELDS) == PRICE_FIELDS
+
+
+def price_book() -> PriceBook:
+    """Every price card, indexed for lookup (`pricing.PriceBook`)."""
+    return PriceBook(
+        Price(
+            card_id=card.pk,
+            provider=card.provider,
+            model=card.model,
+            valid_from=card.valid_from,
+            input=card.input_usd_per_mtok,
+            output=card.output_usd_per_mtok,
+            cached_input=card.cached_input_usd_per_mtok,
+            batch_input=card.batch_input_usd_per_mtok,
+            batch_output=card.batch_output_usd_per_mtok,
+            cache_write_input=card.cache_write_input_usd_per_mtok,
+            long_context_threshold=card.long_context_threshold_tokens,
+            long_context_input=card.long_context_input_usd_per_mtok,
+            long_context_output=card.long_context_output_usd_per_mtok,
+            long_context_cached_input=card.long_context_cached_input_usd_per_mtok,
+            long_context_cache_write=card.long_context_cache_write_usd_per_mtok,
+            per_request=card.per_request_usd,
+            match_rule=card.match_rule,
+        )
+        for card in PriceCard.objects.all()
+    )
+
+
+def long_context_thresholds() -> Callable[[str, str, date], int]:
+    """For one ingest: (provider, model, day) -> the input size above which a request's tokens
+    are counted as long-context, its card's tier start (`pricing.counting_threshold`). The
+    cards are read once and each lookup is cached (`PriceBook.find`)."""
+    book = price_book()
+
+    def threshold(provider: str, model: str, day: date) -> int:
+        return counting_threshold(book.find(provider=provider, model=model, day=day))
+
+    return threshold
+
+
+@dataclass(frozen=True, kw_only=True)
+class TierMismatch:
+    """Unlogged traffic of a model whose long-context tokens were counted at another
+    threshold than the tier of the card in force (ingested before the card or its tier):
+    priced at the ordinary prices until re-ingested."""
+
+    provider: str
+    model: str
+    counted_at: int  # pricing.MIXED_THRESHOLDS: rows of several thresholds added up
+    tier_threshold: int
+    first_day: date
+    last_day: date
+
+
+def tier_mismatches() -> list[TierMismatch]:
+    """Every (provider, model, counted-at threshold) whose unlogged tokens miss the tier of the
+    card in force on their day (`pricing.tier_mismatch`), with the days it covers."""
+    book = price_book()
+    found: dict[tuple[str, str, int, int], list[date]] = {}
+    rows = (
+        DailyRollup.objects.filter(unlogged_input_tokens__gt=0, pool="")
+        .values_list("provider", "model", "day", "long_context_threshold_tokens")
+        .distinct()
+        .order_by()
+    )
+    for provider, model, day, counted_at in rows:
+        price = book.find(provider=provider, model=model, day=day)
+        if price is not None and tier_mismatch(price, counted_at):
+            tier = price.long_context_threshold or 0
+            found.setdefault((provider, model, counted_at, tier), []).append(day)
+    return [
+        TierMismatch(
+            provider=provider,
+            model=model,
+            counted_at=counted_at,
+            tier_threshold=tier,
+            first_day=min(days),
+            last_day=max(days),
+        )
+        for (provider, model, counted_at, tier), days in sorted(found.items())
+    ]
 
 
 @transaction.atomic
@@ -62,7 +144,7 @@ class SyncReport:
     aliases_added: int
     local_overrides: list[tuple[str, str]]
     differences: list[PriceDifference]
-    tiers_not_applied: list[tuple[str, str, int]]
+    tier_mismatches: list[TierMismatch]
 
     @property
     def changed(self) -> bool:
@@ -89,9 +171,13 @@ class SyncReport:
                 }
                 for d in self.differences
             ],
-            "long_context_tiers_not_applied": [
-                {"provider": p, "model": m, "threshold_tokens": t}
-                for p, m, t in self.tiers_not_applied
+            "long_context_counted_at_another_threshold": [
+                {
+                    **asdict(m),
+                    "first_day": m.first_day.isoformat(),
+                    "last_day": m.last_day.isoformat(),
+                }
+                for m in self.tier_mismatches
             ],
         }
 
@@ -137,7 +223,7 @@ def prices_sync(*, path: Path | None = None, dry_run: bool = False) -> SyncRepor
         aliases_added=len(plan.rules_for),
         local_overrides=plan.local_overrides,
         differences=plan.differences,
-        tiers_not_applied=plan.tiers_not_applied,
+        tier_mismatches=[],
     )
     if not dry_run and report.changed:
         _apply(
@@ -146,7 +232,8 @@ def prices_sync(*, path: Path | None = None, dry_run: bool = False) -> SyncRepor
             rules_for=plan.rules_for,
             today=timezone.now().date(),
         )
-    return report
+    # With the cards in force after the sync (before it, on a dry run).
+    return replace(report, tier_mismatches=tier_mismatches())
 
 
 def prices_sync_first_start() -> SyncReport | None:

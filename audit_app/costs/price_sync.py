@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from audit_app.costs.dataset import PRICE_FIELDS, DatasetCard
-from audit_app.costs.pricing import card_model_name, rule_matches, threshold_applies
+from audit_app.costs.pricing import card_model_name, rule_matches
 
 ORIGIN_LOCAL = "local"
 
@@ -62,7 +62,6 @@ class SyncPlan:
     completions: dict[int, dict[str, object]] = field(default_factory=dict)  # kept card id
     local_overrides: list[tuple[str, str]] = field(default_factory=list)
     differences: list[PriceDifference] = field(default_factory=list)
-    tiers_not_applied: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 def plan_sync(kept: Iterable[KeptCard], dataset: Sequence[DatasetCard]) -> SyncPlan:
@@ -100,11 +99,6 @@ def plan_sync(kept: Iterable[KeptCard], dataset: Sequence[DatasetCard]) -> SyncP
             added = versions
             plan.new_models += 1
         plan.added.extend(added)
-        plan.tiers_not_applied.extend(
-            (card.provider, card.model, card.long_context_threshold)
-            for card in added
-            if card.long_context_threshold and not threshold_applies(card.long_context_threshold)
-        )
     return plan
 
 

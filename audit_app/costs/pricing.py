@@ -18,11 +18,15 @@ Pure module (no Django). Money is Decimal. Rules:
 - ``input_tokens`` includes cached input and cache-creation (cache write) input; each is priced
   at its own price when the card has one, else as ordinary input. Batch-API requests use the
   card's batch prices when it has them, else the ordinary prices (never a guessed discount).
-- Long-context tiers: requests whose input is above `LONG_CONTEXT_THRESHOLD_TOKENS` are
-  counted apart at ingest; a card whose tier starts there (Anthropic's and Google's 200k)
-  prices all their tokens at its long-context prices (each falling back to the ordinary price
-  it replaces). A tier at another threshold is kept on the card but not applied: rollups count
-  only this one (`tier_applies`).
+- Long-context tiers: at ingest, the unlogged tokens of requests whose input is above a
+  threshold are counted apart, and the rollup keeps that threshold. The threshold is the tier
+  start of the request's own card on its day (`counting_threshold`: 272k for GPT-5.x, 200k for
+  Anthropic and Google, 128k, ...), else `LONG_CONTEXT_THRESHOLD_TOKENS`. A card's tier prices
+  all the tokens of those requests at its long-context prices (each falling back to the
+  ordinary price it replaces) when the rollup was counted at the card's own threshold
+  (`tier_applies`); tokens counted at another threshold (ingested before the card or its tier
+  existed, or rows of different thresholds added up: `MIXED_THRESHOLDS`) are priced at the
+  ordinary prices, and `prices_sync` lists them (re-ingest to price them at the tier).
 - A per-request price is added once per priced request.
 """
 
@@ -38,11 +42,13 @@ from audit_app.costs.providers import PROVIDER_ALIASES, normalize_provider
 
 MILLION = Decimal(1_000_000)
 # Input size above which a request's tokens are counted apart at ingest (rollups'
-# ``unlogged_long_context_*``). Anthropic's and Google's long-context tiers start here; the
-# dataset writes some as "above 199,999", the same tier for every request but one of exactly
-# 200,000 input tokens.
+# ``unlogged_long_context_*``) when its card has no long-context tier (or there is no card):
+# Anthropic's and Google's tiers start here, and rows ingested before issue 19's follow-up were
+# all counted here (migration 0026's default).
 LONG_CONTEXT_THRESHOLD_TOKENS = 200_000
-_APPLIED_THRESHOLDS = frozenset({LONG_CONTEXT_THRESHOLD_TOKENS - 1, LONG_CONTEXT_THRESHOLD_TOKENS})
+# A rollup's threshold when rows counted at different thresholds were added into it: no tier
+# applies to its long-context tokens.
+MIXED_THRESHOLDS = 0
 
 _ROUTING_PREFIX = re.compile(r"^[a-z0-9_.\-]+/(?=.)")
 _BEDROCK_REGION = re.compile(r"^(us|eu|apac|global|us-gov|jp|au|ca)\.(?=[a-z])")
@@ -96,21 +102,49 @@ class TokenUsage:
     cache_creation_input_tokens: int = 0
     requests: int = 0  # priced requests, for a per-request price
     # The part of the counts above that belongs to requests whose input was above
-    # LONG_CONTEXT_THRESHOLD_TOKENS.
+    # ``long_context_threshold`` (the threshold the rollups counted them with).
     long_context_input_tokens: int = 0
     long_context_cached_input_tokens: int = 0
     long_context_cache_creation_input_tokens: int = 0
     long_context_output_tokens: int = 0
+    long_context_threshold: int = LONG_CONTEXT_THRESHOLD_TOKENS
 
 
-def threshold_applies(threshold: int | None) -> bool:
-    """Whether a long-context tier starting above ``threshold`` input tokens is priced: it
-    starts where rollups count long requests."""
-    return threshold in _APPLIED_THRESHOLDS
+def counting_threshold(price: Price | None) -> int:
+    """The input size above which ingest counts a request's tokens apart: where its card's
+    long-context tier starts, else `LONG_CONTEXT_THRESHOLD_TOKENS`."""
+    if price is None or price.long_context_threshold is None:
+        return LONG_CONTEXT_THRESHOLD_TOKENS
+    return price.long_context_threshold
 
 
-def tier_applies(price: Price) -> bool:
-    return threshold_applies(price.long_context_threshold)
+def merged_threshold(mine: int, theirs: int) -> int:
+    """The threshold of two rollups added together: theirs when equal, else mixed."""
+    return mine if mine == theirs else MIXED_THRESHOLDS
+
+
+def tier_applies(price: Price, counted_at: int) -> bool:
+    """Whether the card's long-context tier prices tokens counted above ``counted_at`` input
+    tokens: when the tier starts there. One allowance: the dataset writes some 200k tiers as
+    "above 199,999", and rows ingested before thresholds were kept were counted above 200,000;
+    those price at the tier, missing only requests of exactly 200,000 input tokens."""
+    threshold = price.long_context_threshold
+    if threshold is None:
+        return False
+    return threshold == counted_at or (threshold, counted_at) == _OLD_200K
+
+
+_OLD_200K = (LONG_CONTEXT_THRESHOLD_TOKENS - 1, LONG_CONTEXT_THRESHOLD_TOKENS)
+
+
+def tier_mismatch(price: Price | None, counted_at: int) -> bool:
+    """Whether tokens counted above ``counted_at`` miss the card's tier (priced at the ordinary
+    prices instead): the card has a tier that starts elsewhere."""
+    return (
+        price is not None
+        and price.long_context_threshold is not None
+        and not tier_applies(price, counted_at)
+    )
 
 
 def _tokens_cost(
@@ -136,7 +170,7 @@ def token_cost(price: Price, usage: TokenUsage) -> Decimal:
     cached_price = price.cached_input if price.cached_input is not None else input_price
     write_price = price.cache_write_input if price.cache_write_input is not None else input_price
     ordinary = (input_price, cached_price, write_price, output_price)
-    if tier_applies(price):
+    if tier_applies(price, usage.long_context_threshold):
         long = (
             _or(price.long_context_input, input_price),
             _or(price.long_context_cached_input, cached_price),

@@ -11,6 +11,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from audit_app.costs.pricing import merged_threshold
 from audit_app.ingestion.histograms import LatencyHistogram
 
 KEY_FIELDS = ("workload", "team", "provider", "model", "pool", "operation", "batch_api")
@@ -38,6 +39,10 @@ SUM_FIELDS = (
     *PRICING_SUM_FIELDS,
 )
 HISTOGRAM_FIELDS = ("ttft_histogram", "latency_histogram", "tpot_histogram")
+# The threshold a rollup's long-context sums were counted with (`pricing.counting_threshold`):
+# not summed, the same for one key's rows (`pricing.merged_threshold` when not). Carried only by
+# rows that have it (the 0010 backfill's historical rows predate it).
+THRESHOLD_FIELD = "long_context_threshold_tokens"
 
 
 def _day(hour: datetime) -> date:
@@ -69,6 +74,10 @@ def daily_from_hourly(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
             for f in SUM_FIELDS:
                 total[f] = Decimal(0) if f == "logged_cost_usd" else 0
             blobs[key] = {f: [] for f in HISTOGRAM_FIELDS}
+            if THRESHOLD_FIELD in row:
+                total[THRESHOLD_FIELD] = row[THRESHOLD_FIELD]
+        if THRESHOLD_FIELD in row:
+            total[THRESHOLD_FIELD] = merged_threshold(total[THRESHOLD_FIELD], row[THRESHOLD_FIELD])
         for f in SUM_FIELDS:
             total[f] += row[f]
         for f in HISTOGRAM_FIELDS:

@@ -55,6 +55,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.db.models.functions import Least
 
+from audit_app.costs.price_cards import long_context_thresholds
 from audit_app.ingestion import fanout_parts as part_files
 from audit_app.ingestion import split
 from audit_app.ingestion import token_logs as importers
@@ -333,6 +334,7 @@ def _parse_part(
     skip = split.part_prefix_lines(part, layout)  # lines whose rows belong to part 0
     shift = split.line_shift(part, layout)
     progress = _PartProgress(upload)
+    thresholds = long_context_thresholds()
     with litellm_columnar.memos_shared_under(("upload", upload.pk)):
         stream = counted.stream
         position = layout.prefix_end if part.start > 0 else 0
@@ -349,9 +351,9 @@ def _parse_part(
                 rows -= len(requests) - len(kept) + len(rejects) - len(kept_rejects)
                 requests, rejects = kept, kept_rejects
             if frame is not None:
-                result.aggregate.add_frame(frame)
+                result.aggregate.add_frame(frame, thresholds)
             if requests:
-                result.aggregate.add_frame(requests_to_frame(requests))
+                result.aggregate.add_frame(requests_to_frame(requests), thresholds)
             result.rows_read += rows
             result.rows_rejected += len(rejects)
             room = MAX_STORED_REJECTS - len(result.rejects)

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from audit_app.costs.price_cards import long_context_thresholds
 from audit_app.ingestion import billing_exports as billing
 from audit_app.ingestion import token_logs as importers
 from audit_app.ingestion.billing_exports.azure import AMORTIZED_NOTE, CostBasisEvidence
@@ -219,11 +220,12 @@ def _mark_landed(
 def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> ParseResult:
     result = ParseResult(format=detected)
     progress = _Progress(upload)
+    thresholds = long_context_thresholds()
     for chunk in chunks:
         if chunk.frame is not None:
-            result.aggregate.add_frame(chunk.frame)
+            result.aggregate.add_frame(chunk.frame, thresholds)
         if chunk.requests:
-            result.aggregate.add_frame(requests_to_frame(chunk.requests))
+            result.aggregate.add_frame(requests_to_frame(chunk.requests), thresholds)
         result.rows_read += chunk.rows_read
         result.rows_rejected += len(chunk.rejects)
         room = MAX_STORED_REJECTS - len(result.rejects)
@@ -375,6 +377,7 @@ def rollup_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str
             "unlogged_cached_input_tokens": t.unlogged_cached_input_tokens,
             "unlogged_output_tokens": t.unlogged_output_tokens,
             **{name: getattr(t, name) for name in PRICING_SUM_FIELDS},
+            "long_context_threshold_tokens": t.long_context_threshold_tokens,
             "distinct_end_users": len(t.end_users),
             "ttft_histogram": t.ttft.to_bytes(),
             "latency_histogram": t.latency.to_bytes(),

@@ -2,12 +2,14 @@
 
 Pure module (pandas and numpy, no Django). The ingest service feeds it one chunk at a time as a
 DataFrame with the `FRAME_COLUMNS` below; everything here merges by addition, so chunks,
-uploads and workers combine in any order.
+uploads and workers combine in any order. The one exception is a rollup's long-context
+threshold, the same for every row of a key (one model, one day: one card), and `MIXED_THRESHOLDS`
+if rows counted at different ones ever meet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
@@ -16,7 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from audit_app.costs.pricing import LONG_CONTEXT_THRESHOLD_TOKENS
+from audit_app.costs.pricing import (
+    LONG_CONTEXT_THRESHOLD_TOKENS,
+    MIXED_THRESHOLDS,
+    merged_threshold,
+)
 from audit_app.costs.providers import normalize_provider
 from audit_app.ingestion.histograms import ZERO_BIN, LatencyHistogram, bin_indices
 from audit_app.ingestion.token_logs.frame import (
@@ -50,6 +56,10 @@ MAX_CALLERS_PER_DAY = 200
 # above it the estimate's relative error is about 1 / sqrt(KMV_SIZE), some 3 %.
 KMV_SIZE = 1024
 _HASH_SPACE = 2**64
+# (provider as logged, model, day) -> the input size above which a request's tokens are
+# counted as long-context (`pricing.counting_threshold` of its card, looked up by the caller).
+ThresholdLookup = Callable[[str, str, date], int]
+THRESHOLD = "long_context_threshold_tokens"
 
 
 def distinct_sketch(hashes: Iterable[int]) -> list[int]:
@@ -98,6 +108,8 @@ class RollupTotals:
     unlogged_long_context_cached_input_tokens: int = 0
     unlogged_long_context_cache_creation_input_tokens: int = 0
     unlogged_long_context_output_tokens: int = 0
+    # The threshold the long-context tokens above were counted with.
+    long_context_threshold_tokens: int = LONG_CONTEXT_THRESHOLD_TOKENS
     end_users: set[int] | np.ndarray = field(default_factory=set)  # distinct hashes, no 0
     ttft: LatencyHistogram = field(default_factory=LatencyHistogram)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -169,10 +181,13 @@ class IngestAggregate:
     rollups: dict[RollupKey, RollupTotals] = field(default_factory=dict)
     days: dict[tuple[date, str], DayShape] = field(default_factory=dict)
 
-    def add_frame(self, frame: pd.DataFrame) -> None:
+    def add_frame(self, frame: pd.DataFrame, thresholds: ThresholdLookup | None = None) -> None:
+        """Add a chunk's requests. ``thresholds`` gives each (provider, model, day) its
+        long-context threshold; without it every request is counted above
+        LONG_CONTEXT_THRESHOLD_TOKENS."""
         if frame.empty:
             return
-        work = _derived_columns(frame)
+        work = _derived_columns(frame, thresholds)
         grouped = work.groupby(list(KEY_COLUMNS), sort=False, observed=True, dropna=False)
         codes = grouped.ngroup().to_numpy()
         sums = grouped[list(_SUMMED)].sum()
@@ -190,6 +205,16 @@ class IngestAggregate:
             key[PROVIDER] = providers[raw]
             keys.append(RollupKey(**key))
         totals = [self._totals(key) for key in keys]
+        # One model on one day has one card, so a key's rows share their threshold.
+        limits = grouped[THRESHOLD].agg(["min", "max"])
+        for target, low, high in zip(
+            totals, limits["min"].tolist(), limits["max"].tolist(), strict=True
+        ):
+            mine = int(low) if low == high else MIXED_THRESHOLDS
+            fresh = target.requests == 0
+            target.long_context_threshold_tokens = (
+                mine if fresh else merged_threshold(target.long_context_threshold_tokens, mine)
+            )
         for column in _SUMMED:
             for target, value in zip(totals, sums[column].tolist(), strict=True):
                 setattr(target, column, getattr(target, column) + int(value))
@@ -248,6 +273,9 @@ class IngestAggregate:
             self.rollups[key] = theirs
             return
         mine = self.rollups[key]
+        mine.long_context_threshold_tokens = merged_threshold(
+            mine.long_context_threshold_tokens, theirs.long_context_threshold_tokens
+        )
         for column in _SUMMED:
             setattr(mine, column, getattr(mine, column) + getattr(theirs, column))
         mine.users_set().update(theirs.users_set())
@@ -317,7 +345,35 @@ def _plain(values: Iterable[object]) -> list[object]:
     return out
 
 
-def _derived_columns(frame: pd.DataFrame) -> pd.DataFrame:
+def _row_thresholds(
+    frame: pd.DataFrame, days: pd.Series, thresholds: ThresholdLookup | None
+) -> np.ndarray:
+    """Each request's long-context threshold, looked up once per distinct (provider, model,
+    day) of the chunk."""
+    if thresholds is None:
+        return np.full(len(frame), LONG_CONTEXT_THRESHOLD_TOKENS, dtype=np.int64)
+    # Integer codes per column (categorical columns have them already), one combined code per
+    # row, factorized again (hashing, no sort), then one lookup per distinct combination.
+    providers, models, dates = (
+        pd.factorize(frame[PROVIDER], use_na_sentinel=False),
+        pd.factorize(frame[MODEL], use_na_sentinel=False),
+        pd.factorize(days, use_na_sentinel=False),
+    )
+    provider_names = [str(name) for name in providers[1].tolist()]
+    model_names = [str(name) for name in models[1].tolist()]
+    day_dates = [pd.Timestamp(day).date() for day in dates[1].tolist()]
+    n_models, n_days = len(model_names), len(day_dates)
+    combined = (providers[0].astype(np.int64) * n_models + models[0]) * n_days + dates[0]
+    codes, distinct = pd.factorize(combined)
+    values = np.empty(len(distinct), dtype=np.int64)
+    for i, code in enumerate(distinct.tolist()):
+        rest, day = divmod(code, n_days)
+        provider, model = divmod(rest, n_models)
+        values[i] = thresholds(provider_names[provider], model_names[model], day_dates[day])
+    return values[codes]
+
+
+def _derived_columns(frame: pd.DataFrame, thresholds: ThresholdLookup | None) -> pd.DataFrame:
     started = frame[STARTED_AT]
     work = frame[
         [
@@ -354,8 +410,11 @@ def _derived_columns(frame: pd.DataFrame) -> pd.DataFrame:
         frame[CACHE_CREATION_INPUT_TOKENS].to_numpy() * unlogged
     )
     # Long-context tiers price every token of a request whose input is above the threshold,
-    # so those requests' tokens are kept apart (per request, here, where requests still exist).
-    long_context = unlogged * (frame[INPUT_TOKENS].to_numpy() > LONG_CONTEXT_THRESHOLD_TOKENS)
+    # so those requests' tokens are kept apart (per request, here, where requests still exist),
+    # above the threshold of the request's own card.
+    limit = _row_thresholds(frame, work["day"], thresholds)
+    work[THRESHOLD] = limit
+    long_context = unlogged * (frame[INPUT_TOKENS].to_numpy() > limit)
     for column in (INPUT_TOKENS, CACHED_INPUT_TOKENS, CACHE_CREATION_INPUT_TOKENS, OUTPUT_TOKENS):
         work[f"unlogged_long_context_{column}"] = frame[column].to_numpy() * long_context
     # 0 stands for "no end user"; a real hash of 0 is as likely as a cosmic ray.

@@ -30,6 +30,7 @@ from django.utils import timezone
 from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role
 from audit_app.costs.billing import pool_reports
+from audit_app.costs.price_cards import price_book
 from audit_app.costs.pricing import PriceBook
 from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.results_cache import current_version
@@ -59,7 +60,6 @@ from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import (
     daily_rollups,
     hourly_output_tokens,
-    price_book,
     rollups_in_range,
 )
 from audit_app.reporting.spend import SpendLines, SpendRow, spend_lines

@@ -13,13 +13,13 @@ from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
-from audit_app.costs.pricing import Price, PriceBook, TokenUsage, token_cost
+from audit_app.costs.price_cards import price_book
+from audit_app.costs.pricing import MIXED_THRESHOLDS, TokenUsage, token_cost
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.lib.results_cache import cached, query_key
 from audit_app.models import (
     DailyRollup,
     HourlyRollup,
-    PriceCard,
     Recommendation,
     ServingPool,
     Upload,
@@ -75,31 +75,6 @@ class UnpricedModel:
     requests: int
     input_tokens: int
     output_tokens: int
-
-
-def price_book() -> PriceBook:
-    return PriceBook(
-        Price(
-            card_id=card.pk,
-            provider=card.provider,
-            model=card.model,
-            valid_from=card.valid_from,
-            input=card.input_usd_per_mtok,
-            output=card.output_usd_per_mtok,
-            cached_input=card.cached_input_usd_per_mtok,
-            batch_input=card.batch_input_usd_per_mtok,
-            batch_output=card.batch_output_usd_per_mtok,
-            cache_write_input=card.cache_write_input_usd_per_mtok,
-            long_context_threshold=card.long_context_threshold_tokens,
-            long_context_input=card.long_context_input_usd_per_mtok,
-            long_context_output=card.long_context_output_usd_per_mtok,
-            long_context_cached_input=card.long_context_cached_input_usd_per_mtok,
-            long_context_cache_write=card.long_context_cache_write_usd_per_mtok,
-            per_request=card.per_request_usd,
-            match_rule=card.match_rule,
-        )
-        for card in PriceCard.objects.all()
-    )
 
 
 def hosted_pooled_q(pooled: Iterable[str]) -> Q:
@@ -211,6 +186,10 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
             long_cached=Sum("unlogged_long_context_cached_input_tokens"),
             long_creation=Sum("unlogged_long_context_cache_creation_input_tokens"),
             long_output=Sum("unlogged_long_context_output_tokens"),
+            # One key, one day: one card, so one threshold unless a card changed between
+            # uploads of that day (then MIXED_THRESHOLDS: no tier applies).
+            threshold_low=Min("long_context_threshold_tokens"),
+            threshold_high=Max("long_context_threshold_tokens"),
         )
         .order_by()
     )
@@ -263,6 +242,9 @@ def _unlogged_usage(g: Mapping[str, Any], *, requests: int) -> TokenUsage:
         long_context_cached_input_tokens=g["long_cached"],
         long_context_cache_creation_input_tokens=g["long_creation"],
         long_context_output_tokens=g["long_output"],
+        long_context_threshold=(
+            g["threshold_low"] if g["threshold_low"] == g["threshold_high"] else MIXED_THRESHOLDS
+        ),
     )
 
 

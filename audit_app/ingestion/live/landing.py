@@ -57,6 +57,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from audit_app.costs.price_cards import long_context_thresholds
 from audit_app.ingestion.cardinality import TEAM_BUCKET, WORKLOAD_BUCKET, fold_names
 from audit_app.ingestion.ingest import MAX_STORED_REJECTS, gc_paused
 from audit_app.ingestion.live.merge import merge_aggregate
@@ -275,7 +276,7 @@ def _land_group(group: _Group, *, now: datetime) -> StreamLanding:
     aggregate = IngestAggregate()
     notes: list[str] = []
     if landed:
-        aggregate.add_frame(rows_to_frame(landed))
+        aggregate.add_frame(rows_to_frame(landed), long_context_thresholds())
         aggregate, notes = _within_stream_limits(upload, aggregate)
         merge_aggregate(upload, aggregate)
     _add_totals(upload, group, aggregate, landed=len(landed), notes=notes, now=now)

@@ -4,7 +4,8 @@
 A stream upload keeps one row per key however many micro-batches it took: the rows the new
 records make (`ingest.rollup_rows`, `daily.daily_from_hourly`, `ingest.day_rows`, as a file's
 landing writes them) are added to the upload's rows of the same key, and the sum replaces the
-old row; rows of new keys are inserted. Sums add, latency histograms merge
+old row; rows of new keys are inserted. Sums add, long-context thresholds stay when equal
+(else `pricing.MIXED_THRESHOLDS`: a card changed between micro-batches), latency histograms merge
 (`LatencyHistogram.merge_bytes`), minute and hour counts add, end-user sketches unite (KMV
 union, `rollups.distinct_sketch`) and callers unite up to MAX_CALLERS_PER_DAY, those already
 kept first. So merging micro-batches gives the rows one file of the same records gives
@@ -24,7 +25,14 @@ from typing import Any
 
 from django.db import models
 
-from audit_app.ingestion.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
+from audit_app.costs.pricing import merged_threshold
+from audit_app.ingestion.daily import (
+    HISTOGRAM_FIELDS,
+    KEY_FIELDS,
+    SUM_FIELDS,
+    THRESHOLD_FIELD,
+    daily_from_hourly,
+)
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.ingest import day_rows, rollup_rows
 from audit_app.ingestion.rollups import MAX_CALLERS_PER_DAY, IngestAggregate, distinct_sketch
@@ -94,6 +102,7 @@ def _add_rollup(into: dict[str, Any], row: Mapping[str, Any]) -> None:
     """Add one rollup row to another of the same key: sums add, histograms merge."""
     for name in SUM_FIELDS:
         into[name] = into[name] + row[name]
+    into[THRESHOLD_FIELD] = merged_threshold(into[THRESHOLD_FIELD], row[THRESHOLD_FIELD])
     for name in HISTOGRAM_FIELDS:
         into[name] = _merged_histogram(into[name], row[name])
     if "distinct_end_users" in into:

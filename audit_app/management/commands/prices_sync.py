@@ -52,3 +52,11 @@ class Command(BaseCommand):
                 f"kept {difference.provider}/{difference.model} from "
                 f"{difference.kept_valid_from}: the dataset's price differs"
             )
+        for mismatch in report.tier_mismatches:
+            counted = mismatch.counted_at or "several thresholds"
+            self.stdout.write(
+                f"{mismatch.provider}/{mismatch.model} {mismatch.first_day}..{mismatch.last_day}: "
+                f"long-context tokens counted above {counted} input tokens, the card's tier "
+                f"starts above {mismatch.tier_threshold}; priced at the ordinary prices "
+                "(delete and ingest those uploads again to price them at the tier)"
+            )

@@ -85,7 +85,9 @@ def test_long_context_requests_are_priced_at_the_tier_the_rest_at_the_base() -> 
     assert token_cost(SONNET, usage) == Decimal("1.5015")
 
 
-def test_a_tier_at_another_threshold_is_not_applied() -> None:
+def test_a_tier_does_not_price_tokens_counted_at_another_threshold() -> None:
+    # Tokens counted above 200k (TokenUsage's default threshold, rows ingested before the card
+    # had its 272k tier) are priced at the card's base prices.
     card = Price(
         card_id=3,
         provider="openai",
