@@ -6,7 +6,8 @@ Writes the same 1M requests (BENCH_JSON_ROWS) as a LiteLLM JSONL export, an OTel
   beside the row path (`read_rows`, the yardstick) on the first 100k rows and a bare
   `pyarrow.json.read_json` of the file with the same schema (the floor of the columnar path);
 - `manage.py ingest` end to end (store, parse, land, refresh) of the LiteLLM JSONL and of the
-  same rows as CSV, on PostgreSQL (BENCH_DATABASE_URL, default a database `audit_bench_json` on the local server, else SQLite).
+  same rows as CSV, on PostgreSQL (BENCH_DATABASE_URL, default a database `audit_bench_json`
+  on the local server, else SQLite).
 Target: >= 200k rows/s parse + map for both formats. The machine's load average is printed:
 rows/s on a shared 2-core machine moves with it, CPU seconds less so.
 """

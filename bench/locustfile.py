@@ -135,7 +135,8 @@ class PageUser(AuditUser):
     def on_start(self) -> None:
         super().on_start()
         form = self.client.get("/accounts/login/", name="login form")
-        record_timing("GET", "login form", form.headers.get("Server-Timing"))
+        header = form.headers.get("Server-Timing") if form.headers else None
+        record_timing("GET", "login form", header if isinstance(header, str) else None)
         match = _CSRF.search(form.text or "")
         token = match.group(1) if match else ""
         with self.client.request(
