@@ -109,6 +109,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth -----------------------------------------------------------------------------------
+# Django's defaults, but PBKDF2-SHA256 hashes on a low-priority thread so a burst of sign-ins
+# never starves page views (audit_app/access/hashers.py). Same stored format; one hasher per
+# algorithm (Django keeps the last of a name), so Django's own PBKDF2 hasher is not listed.
+PASSWORD_HASHERS = [
+    "audit_app.access.hashers.LowPriorityPBKDF2Hasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
