@@ -189,7 +189,7 @@ def test_markdown_section_names_the_command_and_the_setup(tmp_path: Path) -> Non
     )
     assert body.startswith("## Load\n")
     assert "`make load`" in body
-    assert "2 workers x 8 threads" in body and "50 users" in body and "60 s" in body
+    assert "2 workers x 32 threads" in body and "50 users" in body and "60 s" in body
     assert "117,815 requests" in body
     assert "| total | 14 | 1 | 100 | 400 | 411 | 0.70 | - | - | - |" in body
     assert "NOT met (1 over: GET / 400 ms)." in body
