@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from config.staticfiles import PLOTLY_DIR, PLOTLY_FILE
+from config.staticfiles import PLOTLY_STATIC_PATH
+from tests.support.processes import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +33,7 @@ def test_all_zero_costs_never_draw_a_negative_axis(chromium: str, page: Any) -> 
     from benchmarks_app.charts import build_cost_by_mode_figure
 
     page.set_content("<html><body></body></html>")
-    page.add_script_tag(path=str(PLOTLY_DIR / PLOTLY_FILE))
+    page.add_script_tag(path=str(REPO_ROOT / "static" / PLOTLY_STATIC_PATH))
     zero = Decimal(0)
     gate = build_cost_by_mode_figure(
         cost_by_mode={m: {"baseline": zero, "candidate": zero} for m in ("always_on", "autoscale")}
