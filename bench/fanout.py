@@ -272,7 +272,7 @@ def run() -> list[str]:
     parts = int(os.environ.get("BENCH_FANOUT_PARTS", "") or DEFAULT_PARTS)
     broker_url = os.environ.get("BENCH_FANOUT_BROKER_URL", BROKER_URL)
     path = bench_ingest._export(rows)
-    database_url = bench_ingest._database_url()
+    database_url = bench_ingest.bench_database_url()
     base_env = _env(database_url, broker_url, parts=parts)
     size_mib = path.stat().st_size / 2**20
     repeat = max(int(os.environ.get("BENCH_FANOUT_REPEAT", "") or DEFAULT_REPEAT), 1)

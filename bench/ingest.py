@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "bench"
 DEFAULT_ROWS = (100_000, 1_000_000, 3_000_000)
 PG_ADMIN_URL = "postgresql://postgres:postgres@127.0.0.1:5432/postgres"
-PG_BENCH_URL = "postgres://postgres:postgres@127.0.0.1:5432/audit_bench"
+PG_SERVER = "postgres://postgres:postgres@127.0.0.1:5432"
 TARGET_RATIO = 2.0
 TARGET_RSS_GROWTH = 1.3
 
@@ -85,7 +85,9 @@ print(json.dumps({"rows": rows, "groups": len(groups), "seconds": time.perf_coun
 """
 
 
-def _database_url() -> str:
+def bench_database_url(name: str = "audit_bench", *, label: str = "ingest") -> str:
+    """BENCH_DATABASE_URL, else the local PostgreSQL database `name` (created when missing),
+    else a SQLite file named after it when PostgreSQL is away (said on stdout)."""
     configured = os.environ.get("BENCH_DATABASE_URL")
     if configured:
         return configured
@@ -93,13 +95,13 @@ def _database_url() -> str:
         import psycopg
 
         with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_bench'")
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
             if exists.fetchone() is None:
-                conn.execute("CREATE DATABASE audit_bench")
-        return PG_BENCH_URL
+                conn.execute(f'CREATE DATABASE "{name}"')
+        return f"{PG_SERVER}/{name}"
     except Exception as exc:  # no PostgreSQL here: still measure, and say so
-        print(f"ingest: PostgreSQL unavailable ({type(exc).__name__}); using SQLite")
-        return f"sqlite:///{BENCH_DIR / 'bench.sqlite3'}"
+        print(f"{label}: PostgreSQL unavailable ({type(exc).__name__}); using SQLite")
+        return f"sqlite:///{BENCH_DIR / (name + '.sqlite3')}"
 
 
 def _child_env(database_url: str) -> dict[str, str]:
@@ -222,7 +224,7 @@ def run() -> list[str]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     sizes = [int(n) for n in os.environ.get("BENCH_ROWS", "").split(",") if n] or DEFAULT_ROWS
-    database_url = _database_url()
+    database_url = bench_database_url()
     env = _child_env(database_url)
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True

@@ -23,7 +23,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.ingest import CHILD_FORGET, run_child, run_ingest_command
+from bench.ingest import CHILD_FORGET, bench_database_url, run_child, run_ingest_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,8 +34,6 @@ DEFAULT_ROWS = 1_000_000
 ROW_PATH_ROWS = 100_000
 OTEL_SPANS_PER_DOCUMENT = 500
 TARGET_ROWS_PER_SECOND = 200_000
-PG_ADMIN_URL = "postgresql://postgres:postgres@127.0.0.1:5432/postgres"
-PG_BENCH_URL = "postgres://postgres:postgres@127.0.0.1:5432/audit_bench_json"
 
 CHILD_PARSE = r"""
 import json, sys, time
@@ -63,23 +61,6 @@ bare = time.perf_counter() - wall
 print(json.dumps({"rows": rows, "in_frame": in_frame, "seconds": seconds, "cpu": cpu,
                   "row_rows": row_rows, "row_seconds": row_seconds, "bare_seconds": bare}))
 """
-
-
-def _database_url() -> str:
-    configured = os.environ.get("BENCH_DATABASE_URL")
-    if configured:
-        return configured
-    try:
-        import psycopg
-
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'audit_bench_json'")
-            if exists.fetchone() is None:
-                conn.execute("CREATE DATABASE audit_bench_json")
-        return PG_BENCH_URL
-    except Exception as exc:  # no PostgreSQL here: still measure, and say so
-        print(f"json_ingest: PostgreSQL unavailable ({type(exc).__name__}); using SQLite")
-        return f"sqlite:///{BENCH_DIR / 'bench_json.sqlite3'}"
 
 
 def _child_env(database_url: str) -> dict[str, str]:
@@ -173,7 +154,7 @@ def run() -> list[str]:
     sys.path.insert(0, str(REPO))
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     rows = int(os.environ.get("BENCH_JSON_ROWS", DEFAULT_ROWS))
-    database_url = _database_url()
+    database_url = bench_database_url("audit_bench_json", label="json_ingest")
     env = _child_env(database_url)
     backend = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
     lines = [

@@ -125,7 +125,7 @@ def parsed_blocks(stream: BinaryIO, *, header: Header, block_bytes: int) -> Iter
     surfaces only when the caller asks for that block.
     """
     options = _CsvOptions(header.names)
-    runs = _iter_line_runs(stream, start=header.end, block_bytes=block_bytes)
+    runs = iter_line_runs(stream, start=header.end, block_bytes=block_bytes)
 
     def prepare_next() -> Block | None:
         run = next(runs, None)
@@ -149,7 +149,7 @@ def parsed_blocks(stream: BinaryIO, *, header: Header, block_bytes: int) -> Iter
             yield block
 
 
-def _iter_line_runs(
+def iter_line_runs(
     stream: BinaryIO, *, start: int, block_bytes: int
 ) -> Iterator[tuple[bytes, int, int]]:
     """(data, size, offset) triples: data[:size] is a run of whole lines at file position

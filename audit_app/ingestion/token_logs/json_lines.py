@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from audit_app.ingestion.reading import decode_text
+from audit_app.ingestion.token_logs.columnar_blocks import iter_line_runs
 
 MIN_BLOCK_BYTES = 1 << 20
 # Blocks of 8-16 MiB keep the parsing thread and the converting one both busy (measured on a
@@ -138,21 +139,10 @@ def block_bytes_for(head: bytes, *, chunk_rows: int) -> int:
 
 
 def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
-    """The whole stream as runs of whole lines; a line longer than a block grows the read."""
-    offset = 0
+    """The whole stream as runs of whole lines (`columnar_blocks.iter_line_runs`, which the
+    CSV path reads too); a line longer than a block grows the read."""
     first_line = 1
-    read_bytes = block_bytes
-    while True:
-        stream.seek(offset)
-        data = stream.read(read_bytes)
-        if not data:
-            return
-        size = data.rfind(b"\n") + 1
-        if size == 0:
-            if stream.read(1):
-                read_bytes *= 2
-                continue
-            size = len(data)
+    for data, size, offset in iter_line_runs(stream, start=0, block_bytes=block_bytes):
         raw = np.frombuffer(data, np.uint8, count=size)
         block = LineBlock(
             data=data,
@@ -162,10 +152,7 @@ def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
             line_ends=np.flatnonzero(raw == LF),
         )
         yield block
-        offset += size
         first_line += block.lines
-        read_bytes = block_bytes
-    stream.seek(offset)
 
 
 def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
