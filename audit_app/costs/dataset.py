@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_app.costs.catalog import SEED_VALID_FROM
+from audit_app.costs.pricing import Price
 from audit_app.costs.providers import normalize_provider
 
 DATASET_PACKAGE = "genai-prices"
@@ -55,51 +56,13 @@ _PRICE_KEYS = (
 )
 
 
-# A card's prices, in the order `DatasetCard.prices` gives them (a kept card's are compared in it).
-PRICE_FIELDS = (
-    "input",
-    "output",
-    "cached_input",
-    "cache_write_input",
-    "batch_input",
-    "batch_output",
-    "long_context_threshold",
-    "long_context_input",
-    "long_context_output",
-    "long_context_cached_input",
-    "long_context_cache_write",
-    "per_request",
-)
-
-
 class DatasetError(ValueError):
     """The dataset file is refused whole; the message says why."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class DatasetCard:
-    """One price of one dataset model from one date, in the product's provider name."""
-
-    provider: str
-    model: str  # the dataset's model id
-    valid_from: date
-    input: Decimal
-    output: Decimal
-    cached_input: Decimal | None = None
-    cache_write_input: Decimal | None = None
-    batch_input: Decimal | None = None
-    batch_output: Decimal | None = None
-    long_context_threshold: int | None = None
-    long_context_input: Decimal | None = None
-    long_context_output: Decimal | None = None
-    long_context_cached_input: Decimal | None = None
-    long_context_cache_write: Decimal | None = None
-    per_request: Decimal | None = None
-    match_rule: Mapping[str, object] | None = None
-
-    def prices(self) -> tuple[Decimal | int | None, ...]:
-        """Every price, for comparing two cards (not the name, date or rule)."""
-        return tuple(getattr(self, name) for name in PRICE_FIELDS)
+# One price of one dataset model from one date, in the product's provider name and the
+# dataset's model id: a `Price` not stored as a card yet.
+DatasetCard = Price
 
 
 @dataclass(frozen=True, kw_only=True)

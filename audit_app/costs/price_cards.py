@@ -12,12 +12,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.costs.catalog import price_card_defaults, price_card_specs
-from audit_app.costs.dataset import PRICE_FIELDS, DatasetCard, load_dataset
+from audit_app.costs.dataset import DatasetCard, load_dataset
 from audit_app.costs.price_sync import KeptCard, PriceDifference, plan_sync
-from audit_app.costs.pricing import Price, PriceBook, counting_threshold, tier_mismatch
+from audit_app.costs.pricing import (
+    PRICE_FIELDS,
+    Price,
+    PriceBook,
+    counting_threshold,
+    tier_mismatch,
+)
 from audit_app.models import DailyRollup, PriceCard
 
-# `DatasetCard` price names -> PriceCard fields, in `dataset.PRICE_FIELDS` order.
+# `DatasetCard` price names -> PriceCard fields, in `pricing.PRICE_FIELDS` order.
 CARD_FIELDS: dict[str, str] = {
     "input": "input_usd_per_mtok",
     "output": "output_usd_per_mtok",
@@ -43,19 +49,8 @@ def price_book() -> PriceBook:
             provider=card.provider,
             model=card.model,
             valid_from=card.valid_from,
-            input=card.input_usd_per_mtok,
-            output=card.output_usd_per_mtok,
-            cached_input=card.cached_input_usd_per_mtok,
-            batch_input=card.batch_input_usd_per_mtok,
-            batch_output=card.batch_output_usd_per_mtok,
-            cache_write_input=card.cache_write_input_usd_per_mtok,
-            long_context_threshold=card.long_context_threshold_tokens,
-            long_context_input=card.long_context_input_usd_per_mtok,
-            long_context_output=card.long_context_output_usd_per_mtok,
-            long_context_cached_input=card.long_context_cached_input_usd_per_mtok,
-            long_context_cache_write=card.long_context_cache_write_usd_per_mtok,
-            per_request=card.per_request_usd,
             match_rule=card.match_rule,
+            **{name: getattr(card, field) for name, field in CARD_FIELDS.items()},
         )
         for card in PriceCard.objects.all()
     )

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from audit_app.costs.dataset import PRICE_FIELDS, DatasetCard
-from audit_app.costs.pricing import card_model_name, rule_matches
+from audit_app.costs.dataset import DatasetCard
+from audit_app.costs.pricing import PRICE_FIELDS, card_model_name, rule_matches
 
 ORIGIN_LOCAL = "local"
 

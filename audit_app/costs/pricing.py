@@ -70,11 +70,29 @@ def card_model_name(raw: str) -> str:
     return normalize_model(_PARENTHETICAL.sub("", raw))
 
 
+# A card's prices, in the order `Price.prices` gives them (two cards are compared in it).
+PRICE_FIELDS = (
+    "input",
+    "output",
+    "cached_input",
+    "cache_write_input",
+    "batch_input",
+    "batch_output",
+    "long_context_threshold",
+    "long_context_input",
+    "long_context_output",
+    "long_context_cached_input",
+    "long_context_cache_write",
+    "per_request",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Price:
-    """Prices of one card, in USD per million tokens (``per_request`` in USD per request)."""
+    """Prices of one card, in USD per million tokens (``per_request`` in USD per request).
+    ``card_id`` is None for a price not stored as a card yet (a dataset's, `costs.dataset`)."""
 
-    card_id: int | None
+    card_id: int | None = None
     provider: str
     model: str
     valid_from: date
@@ -91,6 +109,10 @@ class Price:
     long_context_cache_write: Decimal | None = None
     per_request: Decimal | None = None
     match_rule: Mapping[str, object] | None = None
+
+    def prices(self) -> tuple[Decimal | int | None, ...]:
+        """Every price, for comparing two cards (not the name, date or rule)."""
+        return tuple(getattr(self, name) for name in PRICE_FIELDS)
 
 
 @dataclass(frozen=True, kw_only=True)
