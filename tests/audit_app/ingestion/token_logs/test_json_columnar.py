@@ -22,8 +22,8 @@ import pytest
 from audit_app.ingestion.reading import ImportFileError, RowReject
 from audit_app.ingestion.token_logs import json_columnar, litellm
 from audit_app.ingestion.token_logs.base import ParsedChunk
-from audit_app.ingestion.token_logs.frame import LINE, requests_to_frame
 from audit_app.ingestion.token_logs.json_columnar import read_jsonl_columnar
+from tests.support.chunks import collect_chunks
 from tests.support.paths import FIXTURES_DIR
 
 FIXTURES = FIXTURES_DIR / "litellm"
@@ -32,19 +32,7 @@ ISO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def _collect(chunks: Iterator[ParsedChunk]) -> tuple[pd.DataFrame, list[RowReject], list[int]]:
-    """All canonical rows of a read as one frame sorted by line, its rejects, and row counts."""
-    frames, requests, rejects, counts = [], [], [], []
-    for chunk in chunks:
-        if chunk.frame is not None:
-            frames.append(chunk.frame)
-        requests.extend(chunk.requests)
-        rejects.extend(chunk.rejects)
-        counts.append(chunk.rows_read)
-    frame = pd.concat([*frames, requests_to_frame(requests)], ignore_index=True)
-    for name, column in frame.items():
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            frame[name] = column.astype(str)
-    return frame.sort_values(LINE, ignore_index=True), rejects, counts
+    return collect_chunks(chunks, categories_as_text=True)
 
 
 def _row_path(data: bytes) -> tuple[pd.DataFrame, list[RowReject]]:

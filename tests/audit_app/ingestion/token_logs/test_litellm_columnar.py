@@ -26,8 +26,8 @@ from audit_app.ingestion.token_logs import (
     litellm,
 )
 from audit_app.ingestion.token_logs.base import ParsedChunk
-from audit_app.ingestion.token_logs.frame import LINE, requests_to_frame
 from audit_app.ingestion.token_logs.litellm_columnar import read_csv_columnar
+from tests.support.chunks import collect_chunks
 from tests.support.paths import FIXTURES_DIR
 
 FIXTURES = FIXTURES_DIR / "litellm"
@@ -64,16 +64,7 @@ ISO = "%Y-%m-%d %H:%M:%S.%f"
 
 
 def _collect(chunks: Iterator[ParsedChunk]) -> tuple[pd.DataFrame, list[RowReject], list[int]]:
-    """All canonical rows of a read as one frame sorted by line, its rejects, and row counts."""
-    frames, requests, rejects, counts = [], [], [], []
-    for chunk in chunks:
-        if chunk.frame is not None:
-            frames.append(chunk.frame)
-        requests.extend(chunk.requests)
-        rejects.extend(chunk.rejects)
-        counts.append(chunk.rows_read)
-    frame = pd.concat([*frames, requests_to_frame(requests)], ignore_index=True)
-    return frame.sort_values(LINE, ignore_index=True), rejects, counts
+    return collect_chunks(chunks)
 
 
 def _row_path(data: bytes, chunk_rows: int = 1000) -> tuple[pd.DataFrame, list[RowReject]]:

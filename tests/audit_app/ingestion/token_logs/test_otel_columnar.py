@@ -23,28 +23,15 @@ from audit_app.demo.writers import BENCH_START, write_otel_jsonl
 from audit_app.ingestion.reading import RowReject
 from audit_app.ingestion.token_logs import otel, otel_columnar
 from audit_app.ingestion.token_logs.base import ParsedChunk
-from audit_app.ingestion.token_logs.frame import requests_to_frame
 from audit_app.ingestion.token_logs.otel_columnar import read_jsonl_columnar
+from tests.support.chunks import collect_chunks
 from tests.support.paths import FIXTURES_DIR
 
 START_NANOS = 1_714_564_800_000_000_000  # 2024-05-01T12:00:00Z
 
 
 def _collect(chunks: Iterator[ParsedChunk]) -> tuple[pd.DataFrame, list[RowReject], list[int]]:
-    """All canonical rows as one frame (sorted by every column: a line holds many spans), the
-    rejects, and the row count of each chunk."""
-    frames, requests, rejects, counts = [], [], [], []
-    for chunk in chunks:
-        if chunk.frame is not None:
-            frames.append(chunk.frame)
-        requests.extend(chunk.requests)
-        rejects.extend(chunk.rejects)
-        counts.append(chunk.rows_read)
-    frame = pd.concat([*frames, requests_to_frame(requests)], ignore_index=True)
-    for name, column in frame.items():
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            frame[name] = column.astype(str)
-    return frame.sort_values(list(frame.columns), ignore_index=True), rejects, counts
+    return collect_chunks(chunks, sort_by=None, categories_as_text=True)
 
 
 def _assert_same_as_row_path(
