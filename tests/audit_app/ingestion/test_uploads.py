@@ -23,6 +23,7 @@ from audit_app.ingestion.requeue import uploads_to_requeue
 from audit_app.ingestion.uploads import (
     DuplicateUpload,
     UploadRefused,
+    copy_hashing,
     upload_create,
     upload_delete,
 )
@@ -55,6 +56,22 @@ def test_upload_keeps_the_raw_bytes_and_their_hash(engineer_user: Any) -> None:
     assert upload.uploaded_by == engineer_user
     with upload.file.open("rb") as stored:
         assert stored.read() == SAMPLE_CSV
+
+
+def test_a_file_of_many_blocks_is_copied_and_hashed_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 64 blocks of 1 KiB, each different: a block hashed out of order or twice changes the hash.
+    content = b"".join(bytes([i]) * 1000 + b"%04d" % i + b"\n" * 20 for i in range(64))
+    monkeypatch.setattr(uploads_service, "COPY_CHUNK_BYTES", 1024)
+    digest = hashlib.sha256()
+    out = io.BytesIO()
+    size = copy_hashing(io.BytesIO(content), out, digest, limit=len(content))
+    assert size == len(content) == 64 * 1024
+    assert out.getvalue() == content
+    assert digest.hexdigest() == hashlib.sha256(content).hexdigest()
+    with pytest.raises(UploadRefused, match="larger than the upload limit"):
+        copy_hashing(io.BytesIO(content), io.BytesIO(), hashlib.sha256(), limit=len(content) - 1)
 
 
 def test_same_bytes_twice_are_refused_naming_the_first() -> None:
