@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.apps import AppConfig
+
+if TYPE_CHECKING:
+    from audit_app.recommendations.pool_replicas import MeasuredThroughput
 
 
 class BenchmarksAppConfig(AppConfig):
@@ -14,12 +19,20 @@ class BenchmarksAppConfig(AppConfig):
         # this app, so this app tells it where to read one...
         from audit_app.recommendations.pool_replicas import measured_throughput_register
         from benchmarks_app.models import BenchmarkRun
-        from benchmarks_app.selectors import measured_throughput
 
-        measured_throughput_register(measured_throughput)
+        measured_throughput_register(_measured_throughput)
         # ...and that a run's fields changed (a new run lands with its upload, which says so).
         post_save.connect(_run_changed, sender=BenchmarkRun, dispatch_uid="results-run")
         post_delete.connect(_run_changed, sender=BenchmarkRun, dispatch_uid="results-d-run")
+
+
+def _measured_throughput(*, model: str, hardware: str) -> MeasuredThroughput | None:
+    """`benchmarks_app.selectors.measured_throughput`, imported on first use: the selectors
+    bring numpy and the reporting selectors, which a process that never prices a pool (every
+    manage.py command, a worker at start) need not load."""
+    from benchmarks_app.selectors import measured_throughput
+
+    return measured_throughput(model=model, hardware=hardware)
 
 
 def _run_changed(**kwargs: object) -> None:

@@ -7,10 +7,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import BinaryIO, TypeVar
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 from audit_app.ingestion.billing_exports.base import (
     PARQUET_MAGIC,
@@ -35,6 +32,9 @@ from audit_app.ingestion.reading import (
     read_head,
     row_outcome,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 PARQUET_BATCH_ROWS = 10_000
 
@@ -76,6 +76,11 @@ def parquet_error_message(error: Exception) -> str:
 
 
 def _parquet_file(stream: BinaryIO) -> pq.ParquetFile:
+    # Imported here: only a Parquet file needs pyarrow, and importing it costs every process
+    # that loads the billing importers (the web's and every manage.py command) ~0.3 s.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         return pq.ParquetFile(stream)
     except (pa.ArrowException, OSError, ValueError) as error:
@@ -101,6 +106,8 @@ class ParquetTable:
         self._finished = False
 
     def records(self) -> Iterator[Record | BillingReject]:
+        import pyarrow as pa  # see `_parquet_file`
+
         ordinal = 0
         try:
             for batch in self._file.iter_batches(batch_size=PARQUET_BATCH_ROWS):

@@ -27,8 +27,7 @@ from audit_app.ingestion.reading import (
     read_head,
 )
 from audit_app.ingestion.token_logs import generic, litellm, litellm_payload, otel
-from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
-from audit_app.ingestion.token_logs.columnar_blocks import ColumnarUnsupported
+from audit_app.ingestion.token_logs.base import CanonicalRequest, ColumnarUnsupported, ParsedChunk
 
 __all__ = [
     "DETECTION_ORDER",

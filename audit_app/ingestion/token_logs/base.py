@@ -344,3 +344,13 @@ def chunk_outcomes(
             rows_read=group.rows_read,
             bytes_read=group.bytes_read,
         )
+
+
+class ColumnarUnsupported(Exception):
+    """The file has a shape the fast path cannot number lines in; read it with the row path.
+    (Defined here, not in the columnar modules, so that naming it imports no numpy or pyarrow.)
+
+    Raised before any row of the offending block is yielded; the chunks yielded before it are
+    exact. `litellm.read` handles it by continuing with `litellm.read_rows` semantics after the
+    last line already yielded.
+    """

@@ -26,6 +26,7 @@ from audit_app.ingestion.reading import (
     missing_message,
 )
 from audit_app.ingestion.token_logs import litellm_rows
+from audit_app.ingestion.token_logs.base import ColumnarUnsupported
 
 # The columns `litellm_rows.request_from_record` reads; nothing else is converted.
 MAPPED_COLUMNS = (
@@ -57,15 +58,6 @@ LF = 0x0A
 CR = 0x0D
 NUL = 0x00
 UTF8_BOM = b"\xef\xbb\xbf"
-
-
-class ColumnarUnsupported(Exception):
-    """The file has a shape the fast path cannot number lines in; read it with the row path.
-
-    Raised before any row of the offending block is yielded; the chunks yielded before it are
-    exact. `litellm.read` handles it by continuing with `litellm.read_rows` semantics after the
-    last line already yielded.
-    """
 
 
 @dataclass(frozen=True, kw_only=True)

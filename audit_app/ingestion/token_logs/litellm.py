@@ -22,9 +22,7 @@ from audit_app.ingestion.reading import (
     read_head,
     row_outcome,
 )
-from audit_app.ingestion.token_logs import json_columnar, litellm_columnar
-from audit_app.ingestion.token_logs.base import ParsedChunk, chunk_outcomes
-from audit_app.ingestion.token_logs.columnar_blocks import ColumnarUnsupported
+from audit_app.ingestion.token_logs.base import ColumnarUnsupported, ParsedChunk, chunk_outcomes
 from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
 from audit_app.ingestion.token_logs.tabular import (
     head_field_names,
@@ -54,6 +52,10 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     meets a file it cannot number lines in, what it yielded is exact and the row path carries
     on after the last line yielded, so callers never see `ColumnarUnsupported`.
     """
+    # Imported here: the columnar paths bring numpy, pandas and pyarrow, which nothing else
+    # needs at start-up (every manage.py command, worker and web process would pay ~1 s).
+    from audit_app.ingestion.token_logs import json_columnar, litellm_columnar
+
     head = read_head(stream)
     if len(head) < HEAD_BYTES or head_text(head)[:1] == "[":
         yield from read_rows(stream, chunk_rows=chunk_rows)
