@@ -659,6 +659,10 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
         "-m",
         "gunicorn",
         "config.wsgi",
+        # Load the app (and config.wsgi's warm-up) once, before forking: every worker is ready
+        # when /healthz first answers, and the first second's burst of users is not served by
+        # one worker while the other is still importing.
+        "--preload",
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import os
+from pathlib import Path
 
 from django.core.wsgi import get_wsgi_application
 
@@ -11,15 +13,50 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
 application = get_wsgi_application()
 
+# What pages and API answers import on first use (the figures, the benchmark metrics, the
+# classifier's features): a management command or a worker that needs none of it starts
+# without it (tests/config/test_startup_imports.py), but a web worker that has just forked
+# loads it here, before it takes its first request, so no visitor waits ~1 s for pandas.
+PAGE_MODULES = (
+    "pandas",
+    "plotly.graph_objects",
+    "audit_app.reporting.charts",
+    "audit_app.workloads.features",
+    "benchmarks_app.metrics",
+    "benchmarks_app.selectors",
+)
+
+
+def _compile_templates() -> int:
+    """Compile every project and app template into the cached loader, as the first request to
+    each page would otherwise do under load. Returns how many were compiled."""
+    from django.template import engines
+    from django.template.utils import get_app_template_dirs
+
+    engine = engines["django"]
+    directories = [Path(d) for d in engine.dirs] + [
+        Path(d) for d in get_app_template_dirs("templates")
+    ]
+    compiled = 0
+    for directory in directories:
+        for path in sorted(directory.rglob("*.html")):
+            engine.get_template(path.relative_to(directory).as_posix())
+            compiled += 1
+    return compiled
+
 
 def _load_and_freeze() -> None:
-    """Import every view now (the URLconf is otherwise loaded by the first request), then move
-    everything allocated so far - Django, pandas, numpy, plotly and the app's modules - out of
-    the garbage collector's reach. Full collections then scan only what requests allocate:
-    measured on the scale benchmark, they had put a cached page's p95 at 4x its p50."""
+    """Import every view and what pages use now (the URLconf is otherwise loaded by the first
+    request), compile the templates, then move everything allocated so far - Django, pandas,
+    numpy, plotly and the app's modules - out of the garbage collector's reach. Full collections
+    then scan only what requests allocate: measured on the scale benchmark, they had put a
+    cached page's p95 at 4x its p50."""
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018
+    for name in PAGE_MODULES:
+        importlib.import_module(name)
+    _compile_templates()
     gc.collect()
     gc.freeze()
 

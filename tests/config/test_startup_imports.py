@@ -1,8 +1,9 @@
 """Start-up stays light: `django.setup()` and the Celery tasks module (what every manage.py
 command and worker loads before doing anything) import no numpy, pandas, pyarrow or plotly.
 They cost about a second of CPU to import, and only reading a file, drawing a chart or
-parsing a benchmark needs them; those import them where they are used. (The web's URLconf
-loads the views, which do use them; gunicorn loads it once, before serving.)"""
+parsing a benchmark needs them; those import them where they are used. The web worker is the
+exception: `config.wsgi` loads them, the URLconf and every template before its first request,
+so no visitor pays for them under load."""
 
 from __future__ import annotations
 
@@ -23,9 +24,21 @@ print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] in sy
 """
 
 
-def _loaded_after_setup(*names: str) -> list[str]:
+WSGI_CHILD = """
+import json, sys
+import config.wsgi
+from django.template import engines
+loader = engines["django"].engine.template_loaders[0]
+print(json.dumps({
+    "modules": sorted(n for n in sys.modules if n.split(".")[0] in ("pandas", "plotly")),
+    "templates": sorted(loader.get_template_cache),
+}))
+"""
+
+
+def _run_child(code: str, *args: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", CHILD, *names],
+        [sys.executable, "-c", code, *args],
         cwd=REPO_ROOT,
         env=child_env({"DJANGO_SETTINGS_MODULE": "config.settings.base"}),
         capture_output=True,
@@ -33,7 +46,11 @@ def _loaded_after_setup(*names: str) -> list[str]:
         check=True,
         timeout=120,
     )
-    loaded: list[str] = json.loads(result.stdout.strip().splitlines()[-1])
+    return result.stdout.strip().splitlines()[-1]
+
+
+def _loaded_after_setup(*names: str) -> list[str]:
+    loaded: list[str] = json.loads(_run_child(CHILD, *names))
     return loaded
 
 
@@ -44,3 +61,12 @@ def test_start_up_imports_no_numpy_pandas_pyarrow_or_plotly() -> None:
 def test_the_check_sees_imports_at_all() -> None:
     # The same child does report a module that start-up does load: the assertion above can fail.
     assert "django.apps" in _loaded_after_setup("django")
+
+
+def test_the_web_worker_loads_pandas_plotly_and_the_templates_before_serving() -> None:
+    warmed = json.loads(_run_child(WSGI_CHILD))
+    assert "pandas" in warmed["modules"]
+    assert "plotly.graph_objects" in warmed["modules"]
+    # Compiled into the cached loader: the overview, the login form, a partial.
+    for name in ("audit/overview.html", "registration/login.html", "partials/chart.html"):
+        assert name in warmed["templates"]
