@@ -1,0 +1,158 @@
+"""A LiteLLM JSON array document read through the JSONL columnar path, against the row path.
+
+The row path (`litellm.read_rows`: the whole document loaded, each record numbered by its
+position in the array) is the independent method: for every document `litellm.read` must give
+the same canonical rows, the same rejects and the same error. The records are the JSONL
+suite's generated rows (every unusual value it knows), written compact, one per line and
+pretty-printed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from collections.abc import Callable, Iterator
+
+import pandas as pd
+import pytest
+
+from audit_app.ingestion.reading import ImportFileError, RowReject
+from audit_app.ingestion.token_logs import json_array, litellm
+from audit_app.ingestion.token_logs.base import ParsedChunk
+from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS
+from tests.audit_app.ingestion.token_logs.test_json_columnar import (
+    BLOCK_MUTATIONS,
+    ROW_MUTATIONS,
+    _good_row,
+    _line,
+)
+from tests.support.chunks import collect_chunks
+
+LAYOUTS: dict[str, Callable[[list[str]], str]] = {
+    "compact": lambda records: "[" + ",".join(records) + "]",
+    "a record a line": lambda records: "[\n  " + ",\n  ".join(records) + "\n]\n",
+    "pretty-printed": lambda records: json.dumps(
+        [json.loads(record) for record in records], indent=2
+    ),
+    "crlf and spaces": lambda records: " \r\n[ " + " ,\r\n\t".join(records) + " ] \r\n",
+}
+
+
+def _records(
+    rows: int, *, seed: int, unusual: float, mutations: list[Callable[..., None]] = ROW_MUTATIONS
+) -> list[str]:
+    rng = random.Random(seed)
+    records = []
+    for number in range(rows):
+        row = _good_row(number, rng)
+        if number and rng.random() < unusual:
+            rng.choice(mutations)(row)
+        records.append(_line(row))
+    return records
+
+
+def _outcome(
+    read: Callable[..., Iterator[ParsedChunk]], data: bytes
+) -> tuple[pd.DataFrame, list[RowReject]] | str:
+    try:
+        frame, rejects, _ = collect_chunks(
+            read(io.BytesIO(data), chunk_rows=97), categories_as_text=True
+        )
+    except ImportFileError as error:
+        return str(error)
+    return frame, rejects
+
+
+def _assert_same_as_row_path(data: bytes) -> None:
+    ours, theirs = _outcome(litellm.read, data), _outcome(litellm.read_rows, data)
+    if isinstance(theirs, str):
+        assert ours == theirs
+        return
+    assert not isinstance(ours, str), ours
+    pd.testing.assert_frame_equal(ours[0], theirs[0])
+    assert sorted(ours[1], key=lambda reject: reject.line) == theirs[1]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_an_array_reads_as_the_row_path_reads_it_mostly_through_the_frame(layout: str) -> None:
+    # Pretty-printing re-writes the numbers (`1e-400` as 0.0), so it gets the plain rows only.
+    unusual = 0.0 if layout == "pretty-printed" else 0.3
+    data = LAYOUTS[layout](_records(400, seed=len(layout), unusual=unusual)).encode()
+    assert len(data) > 64 * 1024  # past the head, where the columnar path starts
+    _assert_same_as_row_path(data)
+    chunks = list(litellm.read(io.BytesIO(data), chunk_rows=97))
+    in_frame = sum(len(chunk.frame) for chunk in chunks if chunk.frame is not None)
+    assert in_frame > (390 if unusual == 0.0 else 200)
+    assert sum(chunk.rows_read for chunk in chunks) == 400
+    # Progress is a position in the uploaded file, up to its end.
+    positions = [chunk.bytes_read for chunk in chunks]
+    assert positions == sorted(set(positions))
+    assert positions[-1] == len(data)
+    assert all(0 < chunk.rows_read <= 97 for chunk in chunks)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_records_that_send_their_block_to_the_row_path_read_the_same(seed: int) -> None:
+    records = _records(300, seed=seed, unusual=0.05, mutations=BLOCK_MUTATIONS)
+    _assert_same_as_row_path(LAYOUTS["a record a line"](records).encode())
+
+
+def test_rows_are_numbered_by_their_place_in_the_array() -> None:
+    records = _records(300, seed=1, unusual=0.0)
+    bad = json.loads(records[41])
+    bad["prompt_tokens"] = -5
+    records[41] = json.dumps(bad)
+    data = LAYOUTS["a record a line"](records).encode()
+    chunks = list(litellm.read(io.BytesIO(data), chunk_rows=1000))
+    rejects = [reject for chunk in chunks for reject in chunk.rejects]
+    assert [(reject.line, reject.field) for reject in rejects] == [(42, "prompt_tokens")]
+
+
+def _padded(prefix: str, suffix: str = "]") -> bytes:
+    # Enough good records to pass the 64 KiB head.
+    return (prefix + ",".join(_records(150, seed=9, unusual=0.0)) + suffix).encode()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _padded("[5, "),
+        _padded("[", ", null]"),
+        _padded("[", "] trailing"),
+        _padded("[", ",]"),
+        _padded("[", ", {bad json}]"),
+        _padded("[", ""),
+        _padded('[{"request_id": "x"}, '),
+        b"\xef\xbb\xbf" + _padded("["),
+        _padded("[", ', {"x": "\xff"}]').replace("\xff".encode(), b"\xff"),
+        _padded("[", ', {"x": "a\x00b"}]'),
+        _padded("[", ', {"deep": ' + "[" * 3000 + "]" * 3000 + "}]"),
+    ],
+    ids=[
+        "a number",
+        "a null",
+        "text after the array",
+        "a trailing comma",
+        "invalid json",
+        "no closing bracket",
+        "first record without the required fields",
+        "bom",
+        "bad utf-8",
+        "nul",
+        "nested too deeply",
+    ],
+)
+def test_documents_the_layout_leaves_to_the_row_path_give_its_outcome(data: bytes) -> None:
+    assert json_array.array_as_lines(data, required_fields=REQUIRED_COLUMNS) is None
+    _assert_same_as_row_path(data)
+
+
+def test_layout_by_hand() -> None:
+    data = b' [ {"a": 1},\n  {"b": [1, 2]} ,{"c": "x,y\\n"}\r\n]\n'
+    # Bytes 0-2 (` [ `) go; the comma after record 1 and the line break become spaces and the
+    # space before record 2 the line break; the comma right before record 3 is its line break;
+    # the CR LF, the bracket and the last LF become spaces. The escaped \n in the string stays.
+    expected = b'{"a": 1}   \n{"b": [1, 2]} \n{"c": "x,y\\n"}    '
+    assert json_array.array_as_lines(data, required_fields=("a",)) == (expected, 3)
+    assert json_array.array_as_lines(data, required_fields=("b",)) is None
