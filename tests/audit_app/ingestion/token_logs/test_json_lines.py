@@ -1,0 +1,78 @@
+"""`json_lines.check_block`: what sends a block of JSON lines to the row path.
+
+The columnar readers' suites compare whole files with the row path; these pin the block check
+itself, where its searches are: a refused byte string anywhere in the block (also beside
+invalid UTF-8, and at the block's very end), nesting counted per line, and the bytes past the
+block's size, which belong to the next block and must not count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audit_app.ingestion.token_logs.json_lines import (
+    MAX_NESTING,
+    JsonBlockUnsupported,
+    LineBlock,
+    check_block,
+)
+from audit_app.ingestion.token_logs.otel_columnar import UNSUPPORTED_BYTES
+
+LINE = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "chat"}]}]}]}\n'
+
+
+def _block(data: bytes, *, size: int | None = None) -> LineBlock:
+    size = len(data) if size is None else size
+    raw = np.frombuffer(data, np.uint8, count=size)
+    return LineBlock(
+        data=data, size=size, offset=0, first_line=1, line_ends=np.flatnonzero(raw == 0x0A)
+    )
+
+
+def _refused(data: bytes, *, size: int | None = None) -> bool:
+    try:
+        check_block(_block(data, size=size), refuse=UNSUPPORTED_BYTES)
+    except JsonBlockUnsupported:
+        return True
+    return False
+
+
+def test_a_plain_block_passes() -> None:
+    assert not _refused(LINE * 1000)
+
+
+@pytest.mark.parametrize("refused", UNSUPPORTED_BYTES)
+@pytest.mark.parametrize("where", ["first line", "middle", "last bytes"])
+def test_each_refused_byte_string_is_found_anywhere(refused: bytes, where: str) -> None:
+    line = b'{"resourceSpans": [], "x' + refused + b'": 1}\n'
+    lines = {
+        "first line": [line] + [LINE] * 999,
+        "middle": [LINE] * 500 + [line] + [LINE] * 499,
+        "last bytes": [LINE] * 999 + [line.rstrip(b"\n")],
+    }[where]
+    assert _refused(b"".join(lines))
+
+
+def test_refused_bytes_are_found_beside_invalid_utf8() -> None:
+    line = b'{"x": "\xff\xfe", "start_time_unix_nano": "1"}\n'
+    assert _refused(LINE * 10 + line)
+
+
+def test_bytes_past_the_block_do_not_count() -> None:
+    data = LINE * 10 + b'{"span_id_spans": 1}\n'
+    assert not _refused(data, size=len(LINE) * 10)
+    assert _refused(data)
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"a": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}\n"
+
+
+def test_nesting_is_counted_per_line() -> None:
+    assert _refused(LINE * 5 + _nested(MAX_NESTING) + LINE * 5)
+    assert not _refused(LINE * 5 + _nested(MAX_NESTING - 1) + LINE * 5)
+    # Lines that never close (pyarrow refuses them later) add up across the block, but each
+    # is only as deep as its own brackets.
+    opened = b'{"a": ' + b"[" * (MAX_NESTING // 2) + b"\n"
+    assert not _refused(opened * 4)
