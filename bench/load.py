@@ -24,7 +24,8 @@ What it does, in order, with a timeout on every child process:
 5. stops locust and gunicorn (whole process groups) whatever happens.
 
 Knobs (environment): LOAD_USERS (50), LOAD_SPAWN_RATE (50), LOAD_RUN_TIME (60s),
-LOAD_WORKERS (2), LOAD_THREADS (32), LOAD_DATABASE (audit_load), LOAD_REUSE_DB=1 keeps an
+LOAD_WORKERS (2), LOAD_THREADS (32), LOAD_NO_PRELOAD=1 (each worker loads the app itself
+instead of gunicorn's --preload), LOAD_DATABASE (audit_load), LOAD_REUSE_DB=1 keeps an
 already seeded database (for comparing worker settings quickly), LOAD_NO_DOC=1 leaves
 docs/reliability.md alone, LOAD_REDIS_DB (6) is the Redis database number the server's broker
 uses (pick one no other job on the machine uses).
@@ -662,7 +663,7 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
         # Load the app (and config.wsgi's warm-up) once, before forking: every worker is ready
         # when /healthz first answers, and the first second's burst of users is not served by
         # one worker while the other is still importing.
-        "--preload",
+        *([] if os.environ.get("LOAD_NO_PRELOAD") else ["--preload"]),
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

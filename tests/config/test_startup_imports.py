@@ -28,10 +28,17 @@ WSGI_CHILD = """
 import json, sys
 import config.wsgi
 from django.template import engines
+from django.urls import URLResolver, get_resolver
 loader = engines["django"].engine.template_loaders[0]
+def resolvers(resolver):
+    yield resolver
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            yield from resolvers(pattern)
 print(json.dumps({
     "modules": sorted(n for n in sys.modules if n.split(".")[0] in ("pandas", "plotly")),
     "templates": sorted(loader.get_template_cache),
+    "resolvers": [(r.namespace, sorted(r._reverse_dict)) for r in resolvers(get_resolver())],
 }))
 """
 
@@ -70,3 +77,15 @@ def test_the_web_worker_loads_pandas_plotly_and_the_templates_before_serving() -
     # Compiled into the cached loader: the overview, the login form, a partial.
     for name in ("audit/overview.html", "registration/login.html", "partials/chart.html"):
         assert name in warmed["templates"]
+
+
+def test_the_web_worker_builds_every_reverse_table_before_serving() -> None:
+    # Django builds them on a first reverse() and guards the build per thread: left to the
+    # first requests, a burst of them on a new worker built each table once per thread.
+    warmed = json.loads(_run_child(WSGI_CHILD))
+    tables = dict(
+        (namespace or "(root)", languages) for namespace, languages in warmed["resolvers"]
+    )
+    assert {"(root)", "admin"} <= set(tables)
+    assert len(warmed["resolvers"]) > 2
+    assert all(languages == ["en-us"] for _, languages in warmed["resolvers"])
