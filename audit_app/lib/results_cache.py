@@ -23,7 +23,8 @@ every read asks, and ``data_changed`` forgets the request's token, so a request 
 data reads its own new version.
 
 The first reader after a change pays the full cost; the worker's warm-up after a refresh
-(`audit_app.reporting.derived`) pays it instead.
+(`audit_app.reporting.derived`) pays it instead. Readers of one missing entry in one process
+wait for the first one's result rather than computing it beside it (`_compute_once`).
 """
 
 from __future__ import annotations
@@ -141,9 +142,45 @@ def cached(kind: str, key: str, compute: Callable[[], T]) -> T:
         logger.warning("results cache unavailable; computing %s", kind, exc_info=True)
         return compute()
     if value is _MISSING:
-        value = compute()
-        try:
-            cache.set(full_key, value)
-        except Exception:
-            logger.warning("results cache unavailable; not storing %s", kind, exc_info=True)
+        value = _compute_once(cache, full_key, kind, compute)
     return value
+
+
+# A missing entry's computation per key, with how many threads want it: the first computes,
+# the others wait for its result instead of computing the same thing beside it (a burst of
+# first visitors after a change, or after a server start with an empty cache, would otherwise
+# compute one page's seconds of work once per thread).
+_computing: dict[str, tuple[threading.Lock, int]] = {}
+_computing_guard = threading.Lock()
+# A computation that takes longer than this no longer holds the others back.
+SINGLE_FLIGHT_WAIT_S = 30.0
+
+
+def _compute_once(cache: BaseCache, full_key: str, kind: str, compute: Callable[[], T]) -> T:
+    with _computing_guard:
+        lock, wanting = _computing.get(full_key, (threading.Lock(), 0))
+        _computing[full_key] = (lock, wanting + 1)
+    acquired = lock.acquire(timeout=SINGLE_FLIGHT_WAIT_S)
+    try:
+        value: Any = _MISSING
+        if wanting:  # another thread computed it meanwhile, most likely
+            try:
+                value = cache.get(full_key, _MISSING)
+            except Exception:
+                logger.warning("results cache unavailable; computing %s", kind, exc_info=True)
+        if value is _MISSING:
+            value = compute()
+            try:
+                cache.set(full_key, value)
+            except Exception:
+                logger.warning("results cache unavailable; not storing %s", kind, exc_info=True)
+        return value
+    finally:
+        if acquired:
+            lock.release()
+        with _computing_guard:
+            lock, wanting = _computing[full_key]
+            if wanting == 1:
+                del _computing[full_key]
+            else:
+                _computing[full_key] = (lock, wanting - 1)

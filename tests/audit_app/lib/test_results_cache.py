@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -225,3 +226,45 @@ def _version_of(path: Any) -> int:
     with sqlite3.connect(path) as connection:
         [(number,)] = connection.execute("select version from audit_app_dataversion").fetchall()
     return int(number)
+
+
+def test_threads_missing_the_same_entry_compute_it_once(cache_on: Any, monkeypatch: Any) -> None:
+    # A burst of first visitors: the first computes, the others wait for its result. (The
+    # token is fixed: threads other than the test's do not see its database transaction.)
+    monkeypatch.setattr(results_cache, "data_token", lambda: "burst-token")
+    started, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return 42
+
+    results: list[int] = []
+
+    def visit() -> None:
+        results.append(results_cache.cached("kind", "shared key", compute))
+
+    first = threading.Thread(target=visit)
+    first.start()
+    assert started.wait(10)
+    others = [threading.Thread(target=visit) for _ in range(5)]
+    for thread in others:
+        thread.start()
+    release.set()
+    for thread in [first, *others]:
+        thread.join(10)
+    assert results == [42] * 6
+    assert len(calls) == 1
+    assert results_cache._computing == {}  # nothing left behind
+
+
+def test_a_failed_computation_lets_the_next_thread_compute(cache_on: Any) -> None:
+    def fail() -> int:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        results_cache.cached("kind", "failing key", fail)
+    assert results_cache._computing == {}
+    assert results_cache.cached("kind", "failing key", lambda: 7) == 7
