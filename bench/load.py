@@ -828,7 +828,9 @@ def markdown(
         "Written by `make load` (`bench/load.py`, tasks in `bench/locustfile.py`).",
         "",
         f"Setup: gunicorn `config.wsgi` with {config.workers} workers x {config.threads} threads "
-        f"({'gthread' if config.threads > 1 else 'sync'}), production settings (DEBUG off; plain "
+        f"({'gthread' if config.threads > 1 else 'sync'}"
+        f"{'' if os.environ.get('LOAD_NO_PRELOAD') else ', --preload'}; "
+        "the empty results cache of a new start), production settings (DEBUG off; plain "
         "HTTP on loopback, so only the TLS redirect and Secure cookies are off), PostgreSQL "
         f"database `{config.database}` and Redis on the same {cpus}-core machine as locust. "
         f"Data: `seed_demo` ({size.get('requests', 0):,} requests over 30 days, "
