@@ -123,21 +123,16 @@ def _exports(rows: int) -> Iterator[tuple[str, str, Path, Path]]:
         BENCH_DIR / f"litellm-{rows}.jsonl",
         lambda part: _write_days(part, rows, write_litellm_jsonl),
     )
-    yield (
-        "LiteLLM JSONL",
-        "litellm",
-        litellm_path,
-        _head_lines(litellm_path, BENCH_DIR / f"litellm-{rows}-head.jsonl", ROW_PATH_ROWS),
+    litellm_head = _head_lines(
+        litellm_path, BENCH_DIR / f"litellm-{rows}-head.jsonl", ROW_PATH_ROWS
     )
+    yield ("LiteLLM JSONL", "litellm", litellm_path, litellm_head)
     array_path = _write_once(
         BENCH_DIR / f"litellm-{rows}.json", lambda part: _as_json_array(litellm_path, part)
     )
-    array_head = BENCH_DIR / f"litellm-{rows}-head.json"
-    if not array_head.exists():
-        _as_json_array(
-            _head_lines(litellm_path, BENCH_DIR / f"litellm-{rows}-head.jsonl", ROW_PATH_ROWS),
-            array_head,
-        )
+    array_head = _write_once(
+        BENCH_DIR / f"litellm-{rows}-head.json", lambda part: _as_json_array(litellm_head, part)
+    )
     yield ("LiteLLM JSON array", "litellm", array_path, array_head)
     otel_path = _write_once(
         BENCH_DIR / f"otel-{rows}.jsonl", lambda part: _write_days(part, rows, otel_day)

@@ -440,6 +440,7 @@ class Config:
     threads: int = 32
     database: str = "audit_load"
     reuse_db: bool = False
+    preload: bool = True
     write_doc: bool = True
     redis_db: int = 6
 
@@ -454,6 +455,7 @@ class Config:
             threads=int(env.get("LOAD_THREADS", 32)),
             database=env.get("LOAD_DATABASE", "audit_load"),
             reuse_db=env.get("LOAD_REUSE_DB", "") in ("1", "true", "yes"),
+            preload=env.get("LOAD_NO_PRELOAD", "") not in ("1", "true", "yes"),
             write_doc=env.get("LOAD_NO_DOC", "") not in ("1", "true", "yes"),
             redis_db=int(env.get("LOAD_REDIS_DB", 6)),
         )
@@ -663,7 +665,7 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
         # Load the app (and config.wsgi's warm-up) once, before forking: every worker is ready
         # when /healthz first answers, and the first second's burst of users is not served by
         # one worker while the other is still importing.
-        *([] if os.environ.get("LOAD_NO_PRELOAD") else ["--preload"]),
+        *(["--preload"] if config.preload else []),
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",
@@ -829,7 +831,7 @@ def markdown(
         "",
         f"Setup: gunicorn `config.wsgi` with {config.workers} workers x {config.threads} threads "
         f"({'gthread' if config.threads > 1 else 'sync'}"
-        f"{'' if os.environ.get('LOAD_NO_PRELOAD') else ', --preload'}; "
+        f"{', --preload' if config.preload else ''}; "
         "the empty results cache of a new start), production settings (DEBUG off; plain "
         "HTTP on loopback, so only the TLS redirect and Secure cookies are off), PostgreSQL "
         f"database `{config.database}` and Redis on the same {cpus}-core machine as locust. "

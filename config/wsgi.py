@@ -32,9 +32,9 @@ PAGE_MODULES = (
 )
 
 
-def _compile_templates() -> int:
+def _compile_templates() -> None:
     """Compile every project and app template into the cached loader, as the first request to
-    each page would otherwise do under load. Returns how many were compiled."""
+    each page would otherwise do under load."""
     from django.template import engines
     from django.template.utils import get_app_template_dirs
 
@@ -42,29 +42,22 @@ def _compile_templates() -> int:
     directories = [Path(d) for d in engine.dirs] + [
         Path(d) for d in get_app_template_dirs("templates")
     ]
-    compiled = 0
     for directory in directories:
         for path in sorted(directory.rglob("*.html")):
             engine.get_template(path.relative_to(directory).as_posix())
-            compiled += 1
-    return compiled
 
 
-def _populate_resolvers(resolver: URLResolver) -> int:
-    """Build the reverse() tables of the URLconf and of every include in it, as the first
-    `reverse()` would. Django guards that build per thread, not per process: 30 first requests
-    at once on a fresh worker built it 30 times over (some 40 ms of CPU each), which held every
-    answer of a load test's first seconds. Returns how many resolvers were built."""
+def _populate_resolvers(resolver: URLResolver) -> None:
+    """Build the reverse() tables of `resolver` and of every include in it, for the active
+    language, as the first `reverse()` would. Django guards that build per thread, not per
+    process: 30 first requests at once on a fresh worker built it 30 times over (some 40 ms of
+    CPU each), which held every answer of a load test's first seconds."""
     from django.urls import URLResolver as Resolver
-    from django.utils import translation
 
-    built = 1
-    with translation.override(settings.LANGUAGE_CODE):
-        resolver.reverse_dict  # noqa: B018 - built on first access, for the active language
-        for pattern in resolver.url_patterns:
-            if isinstance(pattern, Resolver):
-                built += _populate_resolvers(pattern)
-    return built
+    resolver.reverse_dict  # noqa: B018 - built on first access
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, Resolver):
+            _populate_resolvers(pattern)
 
 
 def _load_and_freeze() -> None:
@@ -74,8 +67,10 @@ def _load_and_freeze() -> None:
     then scan only what requests allocate: measured on the scale benchmark, they had put a
     cached page's p95 at 4x its p50."""
     from django.urls import get_resolver
+    from django.utils import translation
 
-    _populate_resolvers(get_resolver())
+    with translation.override(settings.LANGUAGE_CODE):
+        _populate_resolvers(get_resolver())
     for name in PAGE_MODULES:
         importlib.import_module(name)
     _compile_templates()

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from audit_app.ingestion.reading import UTF8_BOM
+from audit_app.ingestion.token_logs.json_lines import UTF8_BOM
 
 LF, SPACE = 0x0A, 0x20
 _LINE_BREAKS_TO_SPACES = bytes.maketrans(b"\n\r", b"  ")
@@ -39,7 +39,7 @@ def array_as_lines(data: bytes, *, required_fields: Sequence[str]) -> tuple[byte
     """`data` (a JSON array of objects) from its first record on, with record N on line N and
     starting it, and the byte offset in `data` where that first record starts; or None for
     the row path."""
-    if data.startswith(UTF8_BOM.encode()) or b"\x00" in data:
+    if data.startswith(UTF8_BOM) or b"\x00" in data:
         return None
     if not data.isascii():
         try:

@@ -93,7 +93,6 @@ def _read_json_array(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChu
         yield from read_rows(stream, chunk_rows=chunk_rows)
         return
     lines, first_record_at = laid_out
-    del laid_out
     for chunk in json_columnar.read_jsonl_columnar(io.BytesIO(lines), chunk_rows=chunk_rows):
         yield replace(chunk, bytes_read=first_record_at + chunk.bytes_read)
 
