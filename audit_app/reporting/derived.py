@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from audit_app.lib.results_cache import current_version
@@ -206,3 +206,19 @@ def warm_defaults() -> None:
         spend_report(filters)
         workload_list(filters)
         pool_reports(start=filters.start, end=filters.end)
+
+
+def warm_on_start() -> bool:
+    """A web server starting: fill the pages' cache for what `warm_defaults` covers, so the
+    first visitors after a deploy or a restart - often many at once - read it instead of each
+    computing it while the others wait for the cores. Nearly free when the worker's warm-up
+    after the last change already filled it (a cache read per entry). A database not there
+    or not migrated yet leaves the pages to compute on first use, as before: False."""
+    if not settings.WARM_RESULTS_ON_START:
+        return False
+    try:
+        warm_defaults()
+    except DatabaseError as error:
+        logger.warning("results cache not warmed at start: %s", error)
+        return False
+    return True

@@ -47,7 +47,11 @@ def _run_child(code: str, *args: str) -> str:
     result = subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=REPO_ROOT,
-        env=child_env({"DJANGO_SETTINGS_MODULE": "config.settings.base"}),
+        # No results-cache warm-up: it would compute over whatever database the environment
+        # names (tests/audit_app/views/test_page_cache.py tests it).
+        env=child_env(
+            {"DJANGO_SETTINGS_MODULE": "config.settings.base", "WARM_RESULTS_ON_START": "0"}
+        ),
         capture_output=True,
         text=True,
         check=True,

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 from django.core.cache import caches
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.ingestion.uploads import upload_delete
 from audit_app.lib import results_cache
-from audit_app.reporting.derived import warm_defaults
+from audit_app.reporting import derived
+from audit_app.reporting.derived import warm_defaults, warm_on_start
 from audit_app.reporting.selectors import data_date_range
 from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
 from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
@@ -178,3 +179,38 @@ def test_the_reconciliation_page_lists_100_rows_a_page(client: Client, finops_us
     [last] = second.context["page"].object_list
     assert last.billed == Decimal("0.01")
     assert "page 2 of 2" in second.content.decode()
+
+
+def _rollup_reads(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len([q for q in queries.captured_queries if "rollup" in q["sql"]])
+
+
+def test_a_server_start_fills_a_cold_cache(
+    cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(SAMPLE_CSV, "sample.csv")
+    client.force_login(finops_user)
+    cache_on.clear()  # a restart with a cold cache: the first visitor computes
+    assert _rollup_reads(client, "/") > 0
+    cache_on.clear()
+    assert warm_on_start() is True  # what config.wsgi runs before the first request
+    assert _rollup_reads(client, "/") == 0
+    assert _rollup_reads(client, "/workloads/") == 0
+    cache_on.clear()
+    with override_settings(WARM_RESULTS_ON_START=False):
+        assert warm_on_start() is False
+    assert _rollup_reads(client, "/") > 0
+
+
+def test_a_database_not_ready_leaves_the_start_going(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def no_tables() -> None:
+        raise DatabaseError('relation "audit_app_dataversion" does not exist')
+
+    monkeypatch.setattr(derived, "warm_defaults", no_tables)
+    assert warm_on_start() is False
+    assert 'relation "audit_app_dataversion" does not exist' in caplog.text
