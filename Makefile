@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint format bench load migrate clean faults probe
+.PHONY: run test install lint format bench load migrate clean faults probe plotly-bundle
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11")'
@@ -61,6 +61,15 @@ faults: $(STAMP)
 
 migrate: $(STAMP)
 	$(PY) manage.py migrate --noinput
+
+## make plotly-bundle: rebuild static/vendor/plotly/plotly-audit.min.js (the trace types the
+## charts draw) from docker/plotly-bundle with Node.js and npm; only needed to add a trace type
+plotly-bundle:
+	rm -rf var/plotly-bundle && mkdir -p var/plotly-bundle
+	cp docker/plotly-bundle/index.js docker/plotly-bundle/build.js docker/plotly-bundle/package.json \
+		docker/plotly-bundle/package-lock.json var/plotly-bundle/
+	cd var/plotly-bundle && npm ci --ignore-scripts --no-audit --no-fund \
+		&& node build.js $(CURDIR)/static/vendor/plotly/plotly-audit.min.js
 
 clean:
 	rm -rf var

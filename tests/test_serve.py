@@ -203,7 +203,7 @@ def test_make_run_serves_hashed_static_files_compressed_and_cached_for_a_year(
                 assert css, login[:2000]
                 overview = _log_in(base, "finops", "finops-demo")
                 src = re.search(
-                    r'src="(/static/vendor/plotly/plotly-cartesian\.min\.[0-9a-f]{12}\.js)"',
+                    r'src="(/static/vendor/plotly/plotly-audit\.min\.[0-9a-f]{12}\.js)"',
                     overview,
                 )
                 assert src, "plotly.js is not under a hashed name"
@@ -216,8 +216,8 @@ def test_make_run_serves_hashed_static_files_compressed_and_cached_for_a_year(
                     if expected_encoding is None:
                         assert body == plain.read_bytes()
                     else:
-                        # Compressed: under a third of the 1.5 MB file.
-                        assert len(body) < plain.stat().st_size / 3
+                        # Compressed: gzip about 35 % of the 1.2 MB file, brotli about 31 %.
+                        assert len(body) < plain.stat().st_size * 0.37
                 assert brotli.decompress(_get(url, "br")[1]) == plain.read_bytes()
                 assert gzip.decompress(_get(url, "gzip")[1]) == plain.read_bytes()
                 # Only hashed names are kept, so no page can cache a stale plain name.

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from config.staticfiles import PLOTLY_STATIC_PATH
+from tests.config.test_plotly_bundle import BUNDLE_TRACES
 from tests.support.processes import REPO_ROOT
 
 pytestmark = pytest.mark.browser
@@ -50,3 +51,10 @@ def test_all_zero_costs_never_draw_a_negative_axis(chromium: str, page: Any) -> 
         days=[date(2026, 11, 1)], billed=[zero], estimated=[zero]
     )
     assert _y_range(page, reconciliation) == [0, 1]
+
+
+def test_the_bundle_draws_exactly_the_trace_types_it_names(chromium: str, page: Any) -> None:
+    page.set_content("<html><body></body></html>")
+    page.add_script_tag(path=str(REPO_ROOT / "static" / PLOTLY_STATIC_PATH))
+    traces = page.evaluate("() => Object.keys(Plotly.PlotSchema.get().traces)")
+    assert set(traces) == BUNDLE_TRACES

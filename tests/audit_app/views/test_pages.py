@@ -68,10 +68,10 @@ def test_uploads_page_lists_uploads(client: Client, engineer_user: Any) -> None:
 
 
 def test_plotly_js_is_served_from_the_vendored_partial_bundle() -> None:
-    found = finders.find("vendor/plotly/plotly-cartesian.min.js")
-    assert found and found.endswith("static/vendor/plotly/plotly-cartesian.min.js")
+    found = finders.find("vendor/plotly/plotly-audit.min.js")
+    assert found and found.endswith("static/vendor/plotly/plotly-audit.min.js")
     with open(found, encoding="utf-8") as handle:
-        assert "plotly.js (cartesian - minified)" in handle.read(2000)
+        assert "plotly.js (bar, heatmap, histogram, scatter - minified)" in handle.read(2000)
     assert not finders.find("vendor/plotly/plotly.min.js")
     assert finders.find("js/charts.js")
 
@@ -80,5 +80,5 @@ def test_plotly_js_is_served_from_the_vendored_partial_bundle() -> None:
 def test_pages_load_no_script_from_another_host(client: Client, finops_user: Any) -> None:
     client.force_login(finops_user)
     html = client.get("/").content.decode()
-    assert '<script src="/static/vendor/plotly/plotly-cartesian.min.js"' in html
+    assert '<script src="/static/vendor/plotly/plotly-audit.min.js"' in html
     assert "https://" not in html and "http://" not in html
