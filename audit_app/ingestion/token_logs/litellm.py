@@ -11,7 +11,6 @@ Required columns: request_id, startTime, endTime, model, prompt_tokens, completi
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import BinaryIO
@@ -87,13 +86,12 @@ def _read_json_array(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChu
     numbering); a document `json_array` leaves to the row path goes there."""
     from audit_app.ingestion.token_logs import json_array, json_columnar
 
-    stream.seek(0)
-    laid_out = json_array.array_as_lines(stream.read(), required_fields=REQUIRED_COLUMNS)
+    laid_out = json_array.array_as_lines(stream, required_fields=REQUIRED_COLUMNS)
     if laid_out is None:
         yield from read_rows(stream, chunk_rows=chunk_rows)
         return
     lines, first_record_at = laid_out
-    for chunk in json_columnar.read_jsonl_columnar(io.BytesIO(lines), chunk_rows=chunk_rows):
+    for chunk in json_columnar.read_jsonl_columnar(lines, chunk_rows=chunk_rows):
         yield replace(chunk, bytes_read=first_record_at + chunk.bytes_read)
 
 

@@ -144,8 +144,13 @@ def _padded(prefix: str, suffix: str = "]") -> bytes:
     ],
 )
 def test_documents_the_layout_leaves_to_the_row_path_give_its_outcome(data: bytes) -> None:
-    assert json_array.array_as_lines(data, required_fields=REQUIRED_COLUMNS) is None
+    assert _laid_out(data, required_fields=REQUIRED_COLUMNS) is None
     _assert_same_as_row_path(data)
+
+
+def _laid_out(data: bytes, *, required_fields: tuple[str, ...]) -> tuple[bytes, int] | None:
+    found = json_array.array_as_lines(io.BytesIO(data), required_fields=required_fields)
+    return None if found is None else (found[0].read(), found[1])
 
 
 def test_layout_by_hand() -> None:
@@ -154,5 +159,27 @@ def test_layout_by_hand() -> None:
     # space before record 2 the line break; the comma right before record 3 is its line break;
     # the CR LF, the bracket and the last LF become spaces. The escaped \n in the string stays.
     expected = b'{"a": 1}   \n{"b": [1, 2]} \n{"c": "x,y\\n"}    '
-    assert json_array.array_as_lines(data, required_fields=("a",)) == (expected, 3)
-    assert json_array.array_as_lines(data, required_fields=("b",)) is None
+    assert _laid_out(data, required_fields=("a",)) == (expected, 3)
+    assert _laid_out(data, required_fields=("b",)) is None
+    # The same through a window of a few bytes: every record, comma and run of whitespace
+    # crosses one.
+    for window in (1, 2, 3, 5, 7):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(json_array, "WINDOW_BYTES", window)
+            assert _laid_out(data, required_fields=("a",)) == (expected, 3), window
+            assert _laid_out(data + b"x", required_fields=("a",)) is None, window
+            assert _laid_out(data[:-6], required_fields=("a",)) is None, window
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_records_crossing_the_scanner_window_read_the_same(
+    layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A window smaller than a record: every record is read again from a larger one.
+    monkeypatch.setattr(json_array, "WINDOW_BYTES", 1000)
+    unusual = 0.0 if layout == "pretty-printed" else 0.3
+    data = LAYOUTS[layout](_records(300, seed=7, unusual=unusual)).encode()
+    laid_out = _laid_out(data, required_fields=REQUIRED_COLUMNS)
+    assert laid_out is not None
+    assert laid_out[0].count(b"\n") == 299  # record N on line N
+    _assert_same_as_row_path(data)
