@@ -189,11 +189,11 @@ def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
 
 
 def warm_defaults() -> None:
-    """Compute what the overview, workloads list and spend API show by default and over each
-    quick window (the last 7, 30, 90 and 365 days with data, `filters.QUICK_WINDOW_DAYS`), and
-    the overview's month comparison, so the first visitor after a change is served from the
+    """Compute what the overview, workloads list, reconciliation and spend API show by default
+    and over each quick window (the last 7, 30, 90 and 365 days with data,
+    `filters.QUICK_WINDOW_DAYS`), and the overview's month comparison, so the first visitor after a change is served from the
     cache, a year of data included."""
-    from audit_app.costs.billing import pool_reports
+    from audit_app.costs.billing import pool_reports, reconciliation
     from audit_app.reporting.filters import parse_filters, quick_windows
     from audit_app.reporting.selectors import filter_choices
     from audit_app.reporting.spend import month_comparison, spend_report, workload_list
@@ -206,6 +206,7 @@ def warm_defaults() -> None:
         spend_report(filters)
         workload_list(filters)
         pool_reports(start=filters.start, end=filters.end)
+        reconciliation(start=filters.start, end=filters.end)
 
 
 def warm_on_start() -> bool:

@@ -199,6 +199,7 @@ def test_a_server_start_fills_a_cold_cache(
     assert warm_on_start() is True  # what config.wsgi runs before the first request
     assert _rollup_reads(client, "/") == 0
     assert _rollup_reads(client, "/workloads/") == 0
+    assert _rollup_reads(client, "/reconciliation/") == 0
     cache_on.clear()
     with override_settings(WARM_RESULTS_ON_START=False):
         assert warm_on_start() is False
