@@ -91,12 +91,19 @@ def test_the_reconciliation_page_follows_a_change(
     assert (row["estimated"], row["flagged"]) == (None, True)
 
 
-def test_a_page_reads_the_data_version_once(
+@pytest.fixture
+def sample_client(
     cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
-) -> None:
+) -> Client:
+    """A signed-in finops client, the sample logs ingested, the cache on."""
     with django_capture_on_commit_callbacks(execute=True):
         _ingest(SAMPLE_CSV, "sample.csv")
     client.force_login(finops_user)
+    return client
+
+
+def test_a_page_reads_the_data_version_once(sample_client: Client) -> None:
+    client = sample_client
     client.get(f"/?{RANGE}")
     with CaptureQueriesContext(connection) as queries:
         response = client.get(f"/?{RANGE}")
@@ -187,12 +194,8 @@ def _rollup_reads(client: Client, url: str) -> int:
     return len([q for q in queries.captured_queries if "rollup" in q["sql"]])
 
 
-def test_a_server_start_fills_a_cold_cache(
-    cache_on: Any, client: Client, finops_user: Any, django_capture_on_commit_callbacks: Any
-) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        _ingest(SAMPLE_CSV, "sample.csv")
-    client.force_login(finops_user)
+def test_a_server_start_fills_a_cold_cache(cache_on: Any, sample_client: Client) -> None:
+    client = sample_client
     cache_on.clear()  # a restart with a cold cache: the first visitor computes
     assert _rollup_reads(client, "/") > 0
     cache_on.clear()
