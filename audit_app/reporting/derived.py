@@ -191,8 +191,8 @@ def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
 def warm_defaults() -> None:
     """Compute what the overview, workloads list, reconciliation and spend API show by default
     and over each quick window (the last 7, 30, 90 and 365 days with data,
-    `filters.QUICK_WINDOW_DAYS`), and the overview's month comparison, so the first visitor after a change is served from the
-    cache, a year of data included."""
+    `filters.QUICK_WINDOW_DAYS`), and the overview's month comparison, so the first visitor
+    after a change is served from the cache, a year of data included."""
     from audit_app.costs.billing import pool_reports, reconciliation
     from audit_app.reporting.filters import parse_filters, quick_windows
     from audit_app.reporting.selectors import filter_choices
