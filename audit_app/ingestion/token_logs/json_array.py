@@ -24,7 +24,6 @@ says what is wrong).
 from __future__ import annotations
 
 import array
-import codecs
 import io
 import json
 import re
@@ -33,6 +32,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs.json_lines import UTF8_BOM
 
 LF, SPACE = 0x0A, 0x20
@@ -40,7 +40,7 @@ _LINE_BREAKS_TO_SPACES = bytes.maketrans(b"\n\r", b"  ")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _BETWEEN_TOKENS = frozenset(" \t\n\r")
 _SCANNER = json.JSONDecoder()
-# The text the scanner reads at once, and the bytes translated or checked at once.
+# The text the scanner reads at once, and the bytes translated at once.
 WINDOW_BYTES = 32 * 1024 * 1024
 
 
@@ -52,7 +52,9 @@ def array_as_lines(
     starts; or None for the row path."""
     window_bytes = WINDOW_BYTES  # read here, so tests can make it small
     data = _read_all(stream)
-    if data.startswith(UTF8_BOM) or b"\x00" in data or not _is_utf8(data, window_bytes):
+    if data.startswith(UTF8_BOM) or b"\x00" in data:
+        return None
+    if not data.isascii() and not json_lines.is_utf8(json_lines.one_binary_value(data)):
         return None
     found = _record_bounds(data, required_fields=required_fields, window_bytes=window_bytes)
     if found is None:
@@ -82,19 +84,6 @@ def _read_all(stream: BinaryIO) -> bytearray:
     if filled < size:  # the file shrank while read
         del data[filled:]
     return data
-
-
-def _is_utf8(data: bytearray, window_bytes: int) -> bool:
-    if data.isascii():
-        return True
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        for begin in range(0, len(data), window_bytes):
-            decoder.decode(data[begin : begin + window_bytes])
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 class _BufferReader(io.RawIOBase):

@@ -172,19 +172,30 @@ def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
     ascii_only = payload.isascii()  # then no byte order mark either
     if b"\x00" in payload or (not ascii_only and UTF8_BOM in payload):
         raise JsonBlockUnsupported("a NUL byte or a byte order mark")
-    whole = pa.py_buffer(np.array([0, block.size], np.int64))
-    run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
+    run = one_binary_value(payload)
     for refused in refuse:
         # RE2 finds a literal several times faster than `bytes.__contains__` in JSON text.
         if pc.match_substring_regex(run, _literal_pattern(refused))[0].as_py():
             raise JsonBlockUnsupported(f"the bytes {refused!r}")
     if _deepest_nesting(block, raw) >= MAX_NESTING:
         raise JsonBlockUnsupported("JSON nested deeper than the row path reads")
-    if not ascii_only:
-        try:
-            run.cast(pa.large_string())
-        except pa.ArrowInvalid as error:
-            raise JsonBlockUnsupported("invalid UTF-8") from error
+    if not ascii_only and not is_utf8(run):
+        raise JsonBlockUnsupported("invalid UTF-8")
+
+
+def one_binary_value(payload: bytes | bytearray) -> pa.Array:
+    """`payload` as an array of one binary value, without copying it."""
+    whole = pa.py_buffer(np.array([0, len(payload)], np.int64))
+    return pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
+
+
+def is_utf8(run: pa.Array) -> bool:
+    """True when every value of the binary array `run` is valid UTF-8 (checked by Arrow)."""
+    try:
+        run.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _literal_pattern(literal: bytes) -> str:
