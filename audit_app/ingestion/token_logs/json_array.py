@@ -3,7 +3,7 @@
 LiteLLM's spend-log API and UI export a JSON array (`[{...}, {...}]`, on one line or
 pretty-printed). The row path (`tabular._iter_json_array_records`) loads the whole document
 and numbers each record by its position in the array. `array_as_lines` rewrites the document,
-byte for byte in place, so that record N is line N: every line break becomes a space (JSON
+byte for byte as it is read, so that record N is line N: every line break becomes a space (JSON
 text holds line breaks only as whitespace between tokens; inside a string they are escaped),
 the comma between two records becomes the line break, and the array's brackets become
 spaces. Each record keeps its own bytes and byte offsets, so a chunk's `bytes_read` is a
@@ -12,13 +12,17 @@ parsed from the record's own text, as the row path parses it.
 
 The records are found with the standard library's JSON scanner (`raw_decode`, one record at a
 time, so the document is never held as Python objects), which also checks that the document
-is valid JSON. The document is read once into one buffer that is rewritten in place and read
-back from there, and the scanner reads it through a window of text, so a document costs about
-its own size in memory (three times its size before 4 Dec 2026: a 758 MB array peaked at
-2.5 GB). Whatever the row path reads differently is left to it (`None`): a byte order
-mark, a NUL byte, bad UTF-8, invalid JSON, anything after the array, an empty array, an item
-that is not an object, or a first record without the required fields (the row path then
-says what is wrong).
+is valid JSON. The file is read a window at a time, three times over: once to check it is
+UTF-8 without a NUL byte, once for the scanner, and once laid out as it is read, so a
+document of any size costs a window (32 MiB) and 16 bytes a record in memory. (Until
+4 Dec 2026 the document was read whole into one buffer rewritten in place: a 758 MB array's
+`manage.py ingest` peaked at 1,726 MiB, against 937 MiB for the same records as JSONL; before
+that, at three times the document's size.)
+
+Whatever the row path reads differently is left to it (`None`): a byte order mark, a NUL
+byte, bad UTF-8, invalid JSON, anything after the array, an empty array, an item that is not
+an object, or a first record without the required fields (the row path then says what is
+wrong).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ _LINE_BREAKS_TO_SPACES = bytes.maketrans(b"\n\r", b"  ")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _BETWEEN_TOKENS = frozenset(" \t\n\r")
 _SCANNER = json.JSONDecoder()
-# The text the scanner reads at once, and the bytes translated at once.
+# The bytes checked, scanned and laid out at once.
 WINDOW_BYTES = 32 * 1024 * 1024
 
 
@@ -49,48 +53,72 @@ def array_as_lines(
 ) -> tuple[BinaryIO, int] | None:
     """The stream's JSON array of objects, from its first record on, as a stream with record N
     on line N and starting it, and the byte offset in the file where that first record
-    starts; or None for the row path."""
+    starts; or None for the row path. The returned stream reads `stream`, which must stay
+    open while it is read."""
     window_bytes = WINDOW_BYTES  # read here, so tests can make it small
-    data = _read_all(stream)
-    if data.startswith(UTF8_BOM) or b"\x00" in data:
+    size = stream.seek(0, io.SEEK_END)
+    if not _plain_utf8(stream, size=size, window_bytes=window_bytes):
         return None
-    if not data.isascii() and not json_lines.is_utf8(json_lines.one_binary_value(data)):
-        return None
-    found = _record_bounds(data, required_fields=required_fields, window_bytes=window_bytes)
+    window = _Window(stream, size=size, window_bytes=window_bytes)
+    found = _record_bounds(window, required_fields=required_fields)
     if found is None:
         return None
     starts, commas, closing = found
-    for begin in range(0, len(data), window_bytes):
-        end = min(begin + window_bytes, len(data))
-        data[begin:end] = data[begin:end].translate(_LINE_BREAKS_TO_SPACES)
-    view = np.frombuffer(data, np.uint8)
-    view[np.frombuffer(commas, np.int64)] = SPACE
-    view[closing] = SPACE
-    # The byte before each later record (the comma, or whitespace after it) ends a line.
-    view[np.frombuffer(starts, np.int64)[1:] - 1] = LF
-    del view
-    first = starts[0]
-    return io.BufferedReader(_BufferReader(memoryview(data)[first:])), first
+    laid_out = _LaidOut(stream, starts=starts, commas=commas, closing=closing, size=size)
+    return io.BufferedReader(laid_out, buffer_size=window_bytes), starts[0]
 
 
-def _read_all(stream: BinaryIO) -> bytearray:
-    size = stream.seek(0, io.SEEK_END)
+def _plain_utf8(stream: BinaryIO, *, size: int, window_bytes: int) -> bool:
+    """True when the file is UTF-8 without a byte order mark or a NUL byte, read a window at a
+    time; a character cut by a window's end is checked with the next window."""
     stream.seek(0)
-    data = bytearray(size)
-    with memoryview(data) as view:
-        filled = 0
-        while filled < size and (read := stream.readinto(view[filled:])):  # type: ignore[attr-defined]
-            filled += read
-    if filled < size:  # the file shrank while read
-        del data[filled:]
-    return data
+    if stream.read(len(UTF8_BOM)) == UTF8_BOM:
+        return False
+    stream.seek(0)
+    carried = b""
+    for begin in range(0, size, window_bytes):
+        block = carried + stream.read(min(window_bytes, size - begin))
+        if b"\x00" in block:
+            return False
+        if block.isascii():
+            carried = b""
+            continue
+        # The last character may go on in the next window: check up to where it starts.
+        cut = _last_character_start(block)
+        carried = block[cut:]
+        if not json_lines.is_utf8(json_lines.one_binary_value(block[:cut])):
+            return False
+    return not carried or json_lines.is_utf8(json_lines.one_binary_value(carried))
 
 
-class _BufferReader(io.RawIOBase):
-    """A read-only stream over a buffer, without copying it."""
+def _last_character_start(block: bytes) -> int:
+    """Where the last UTF-8 character of `block` starts (a byte that is not a continuation
+    byte, 0x80-0xBF, among the last four); the block's length when there is none there, as
+    in text that is not UTF-8."""
+    for index in range(len(block) - 1, max(-1, len(block) - 5), -1):
+        if not 0x80 <= block[index] < 0xC0:
+            return index
+    return len(block)
 
-    def __init__(self, data: memoryview) -> None:
-        self._data = data
+
+class _LaidOut(io.RawIOBase):
+    """The file from its first record on, rewritten as it is read: line breaks become spaces,
+    the commas between records and the closing bracket spaces, and the byte before each later
+    record a line break. Reads the file a block at a time, never the whole document."""
+
+    def __init__(
+        self,
+        source: BinaryIO,
+        *,
+        starts: array.array[int],
+        commas: array.array[int],
+        closing: int,
+        size: int,
+    ) -> None:
+        self._source, self._first, self._size = source, starts[0], size
+        self._spaces = np.append(np.frombuffer(commas, np.int64), np.int64(closing))
+        # The comma right before a record is its line break: line breaks are written last.
+        self._breaks = np.frombuffer(starts, np.int64)[1:] - 1
         self._position = 0
 
     def readable(self) -> bool:
@@ -100,13 +128,23 @@ class _BufferReader(io.RawIOBase):
         return True
 
     def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
-        size = max(0, min(len(target), len(self._data) - self._position))
-        target[:size] = self._data[self._position : self._position + size]
-        self._position += size
-        return size
+        begin = self._first + self._position
+        wanted = max(0, min(len(target), self._size - begin))
+        self._source.seek(begin)
+        block = bytearray(self._source.read(wanted).translate(_LINE_BREAKS_TO_SPACES))
+        end = begin + len(block)
+        view = np.frombuffer(block, np.uint8)
+        for positions, value in ((self._spaces, SPACE), (self._breaks, LF)):
+            inside = positions[np.searchsorted(positions, begin) : np.searchsorted(positions, end)]
+            view[inside - begin] = value
+        del view
+        target[: len(block)] = block
+        self._position += len(block)
+        return len(block)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: len(self._data)}
+        length = self._size - self._first
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: length}
         self._position = max(0, base[whence] + offset)
         return self._position
 
@@ -115,12 +153,12 @@ class _BufferReader(io.RawIOBase):
 
 
 class _Window:
-    """The document as text, `window_bytes` at a time: Latin-1 maps byte i to character i, so
-    positions in the text are byte offsets, and a UTF-8 sequence (bytes >= 0x80) is an ordinary
-    character inside a string to the scanner."""
+    """The document as text, `window_bytes` at a time, read from the file: Latin-1 maps byte i
+    to character i, so positions in the text are byte offsets, and a UTF-8 sequence (bytes
+    >= 0x80) is an ordinary character inside a string to the scanner."""
 
-    def __init__(self, data: bytearray, window_bytes: int) -> None:
-        self.data, self.window_bytes = data, window_bytes
+    def __init__(self, stream: BinaryIO, *, size: int, window_bytes: int) -> None:
+        self.stream, self.size, self.window_bytes = stream, size, window_bytes
         self.base, self.text = 0, ""
 
     def at(self, position: int, *, more: bool = False) -> None:
@@ -128,11 +166,29 @@ class _Window:
         the end of the document."""
         size = max(self.window_bytes, 2 * len(self.text) if more else 0)
         self.base = position
-        self.text = self.data[position : position + size].decode("latin-1")
+        self.stream.seek(position)
+        self.text = self.stream.read(max(0, min(size, self.size - position))).decode("latin-1")
+
+    def char(self, position: int) -> str:
+        """The character at `position` ("" past the end)."""
+        if not 0 <= position - self.base < len(self.text):
+            if position >= self.size:
+                return ""
+            self.at(position)
+        return self.text[position - self.base]
+
+    def rest_is_whitespace(self, position: int) -> bool:
+        """True when nothing but JSON whitespace follows `position`."""
+        while position < self.size:
+            self.at(position)
+            if self.text.strip(" \t\n\r"):
+                return False
+            position += len(self.text)
+        return True
 
     @property
     def complete(self) -> bool:
-        return self.base + len(self.text) >= len(self.data)
+        return self.base + len(self.text) >= self.size
 
 
 # A record starting closer than this to the window's end is read from a new window.
@@ -140,13 +196,12 @@ _MARGIN = 64 * 1024
 
 
 def _record_bounds(
-    data: bytearray, *, required_fields: Sequence[str], window_bytes: int
+    window: _Window, *, required_fields: Sequence[str]
 ) -> tuple[array.array[int], array.array[int], int] | None:
     """(where each record starts, where each comma between two records is, where `]` is), or
     None."""
-    window = _Window(data, window_bytes)
     position = _skip(window, 0)
-    if data[position : position + 1] != b"[":
+    if window.char(position) != "[":
         return None
     position = _skip(window, position + 1)
     starts, commas = array.array("q"), array.array("q")
@@ -160,7 +215,7 @@ def _record_bounds(
         position = window.base + end
         if window.text[end : end + 1] != ",":
             position = _skip(window, position)
-            if data[position : position + 1] != b",":
+            if window.char(position) != ",":
                 break
         commas.append(position)
         position += 1
@@ -168,7 +223,7 @@ def _record_bounds(
         if not after or after in _BETWEEN_TOKENS:
             position = _skip(window, position)
     closing = position
-    if data[closing : closing + 1] != b"]" or data[closing + 1 :].strip(b" \t\n\r"):
+    if window.char(closing) != "]" or not window.rest_is_whitespace(closing + 1):
         return None
     return starts, commas, closing
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pandas as pd
@@ -183,3 +184,44 @@ def test_records_crossing_the_scanner_window_read_the_same(
     assert laid_out is not None
     assert laid_out[0].count(b"\n") == 299  # record N on line N
     _assert_same_as_row_path(data)
+
+
+def test_utf8_is_checked_across_window_ends() -> None:
+    # Two-, three- and four-byte characters, so every window size cuts one of them somewhere.
+    data = ' [{"a": "é€😀"},\n{"b": "ü😀€"}]'.encode()
+    expected = '{"a": "é€😀"} \n{"b": "ü😀€"} '.encode()
+    cut_short = data.replace("€".encode(), "€".encode()[:2], 1)  # a character missing a byte
+    stray = data.replace(b'"b"', b'"\x80b"')  # a continuation byte with no lead byte
+    for window in (1, 2, 3, 4, 5, 7, 64):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(json_array, "WINDOW_BYTES", window)
+            assert _laid_out(data, required_fields=("a",)) == (expected, 2), window
+            assert _laid_out(cut_short, required_fields=("a",)) is None, window
+            assert _laid_out(stray, required_fields=("a",)) is None, window
+            assert _laid_out(data + "é".encode()[:1], required_fields=("a",)) is None, window
+
+
+def test_a_document_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Memory does not grow with the document: finding the records and reading them laid out
+    # each hold a few windows of it at most (and 16 bytes a record), not the document.
+    window = 64 * 1024
+    monkeypatch.setattr(json_array, "WINDOW_BYTES", window)
+    data = LAYOUTS["a record a line"](_records(6000, seed=3, unusual=0.0)).encode()
+    assert len(data) > 60 * window
+    stream = io.BytesIO(data)
+    tracemalloc.start()
+    try:
+        found = json_array.array_as_lines(stream, required_fields=REQUIRED_COLUMNS)
+        _, finding_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        assert found is not None
+        lines, first = found
+        breaks = size = 0
+        while block := lines.read(window):
+            breaks, size = breaks + block.count(b"\n"), size + len(block)
+        _, reading_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (first, size, breaks) == (data.index(b"{"), len(data) - first, 5999)
+    assert finding_peak < 8 * window
+    assert reading_peak < 8 * window
