@@ -39,8 +39,7 @@ import numpy as np
 from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs.json_lines import UTF8_BOM
 
-LF, SPACE = 0x0A, 0x20
-_LINE_BREAKS_TO_SPACES = bytes.maketrans(b"\n\r", b"  ")
+LF, CR, SPACE = 0x0A, 0x0D, 0x20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _BETWEEN_TOKENS = frozenset(" \t\n\r")
 _SCANNER = json.JSONDecoder()
@@ -131,16 +130,16 @@ class _LaidOut(io.RawIOBase):
         begin = self._first + self._position
         wanted = max(0, min(len(target), self._size - begin))
         self._source.seek(begin)
-        block = bytearray(self._source.read(wanted).translate(_LINE_BREAKS_TO_SPACES))
-        end = begin + len(block)
-        view = np.frombuffer(block, np.uint8)
-        for positions, value in ((self._spaces, SPACE), (self._breaks, LF)):
-            inside = positions[np.searchsorted(positions, begin) : np.searchsorted(positions, end)]
-            view[inside - begin] = value
-        del view
-        target[: len(block)] = block
-        self._position += len(block)
-        return len(block)
+        with memoryview(target) as whole, whole[:wanted] as part:
+            got = _read_into(self._source, part)
+            view = np.frombuffer(part, np.uint8)[:got]
+            view[(view == LF) | (view == CR)] = SPACE
+            for positions, value in ((self._spaces, SPACE), (self._breaks, LF)):
+                inside = slice(*np.searchsorted(positions, [begin, begin + got]))
+                view[positions[inside] - begin] = value
+            del view
+        self._position += got
+        return got
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         length = self._size - self._first
@@ -150,6 +149,14 @@ class _LaidOut(io.RawIOBase):
 
     def tell(self) -> int:
         return self._position
+
+
+def _read_into(stream: BinaryIO, target: memoryview) -> int:
+    """Fill `target` from `stream` (fewer bytes only at its end)."""
+    filled = 0
+    while filled < len(target) and (got := stream.readinto(target[filled:])):  # type: ignore[attr-defined]
+        filled += got
+    return filled
 
 
 class _Window:
