@@ -172,9 +172,13 @@ class _Window:
         """Text from `position` on: a window's worth (twice the last one with `more`), or to
         the end of the document."""
         size = max(self.window_bytes, 2 * len(self.text) if more else 0)
+        wanted = max(0, min(size, self.size - position))
         self.base = position
         self.stream.seek(position)
-        self.text = self.stream.read(max(0, min(size, self.size - position))).decode("latin-1")
+        read = self.stream.read(wanted)
+        if len(read) < wanted:  # the file ended sooner (it shrank while read)
+            self.size = position + len(read)
+        self.text = read.decode("latin-1")
 
     def char(self, position: int) -> str:
         """The character at `position` ("" past the end)."""

@@ -225,3 +225,26 @@ def test_a_document_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) 
     assert (first, size, breaks) == (data.index(b"{"), len(data) - first, 5999)
     assert finding_peak < 8 * window
     assert reading_peak < 8 * window
+
+
+class _Shrunk(io.BytesIO):
+    """A file that says it is `claimed` bytes long but holds fewer (cut while read)."""
+
+    def __init__(self, data: bytes, *, claimed: int) -> None:
+        super().__init__(data)
+        self.claimed = claimed
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_END:
+            return super().seek(self.claimed + offset)
+        return super().seek(offset, whence)
+
+
+def test_a_file_that_ends_sooner_than_its_size_is_left_to_the_row_path() -> None:
+    data = _padded("[")
+    for kept in (len(data) // 2, len(data) - 1):
+        for window in (7, 1000, 64 * 1024):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(json_array, "WINDOW_BYTES", window)
+                stream = _Shrunk(data[:kept], claimed=len(data))
+                assert json_array.array_as_lines(stream, required_fields=("model",)) is None
