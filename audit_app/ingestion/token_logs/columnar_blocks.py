@@ -192,14 +192,25 @@ def _check_lines(data: bytes, size: int) -> np.ndarray:
     if data.startswith(UTF8_BOM):
         # pyarrow drops a BOM at the start of its input; the csv module keeps it as text.
         raise ColumnarUnsupported("a byte order mark inside the file")
-    if not data.isascii():
-        whole = pa.py_buffer(np.array([0, size], np.int64))
-        run = pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(data)])
-        try:
-            run.cast(pa.large_string())
-        except pa.ArrowInvalid as error:
-            raise ColumnarUnsupported("invalid UTF-8") from error
+    if not data.isascii() and not is_utf8(one_binary_value(data, size)):
+        raise ColumnarUnsupported("invalid UTF-8")
     return line_ends
+
+
+def one_binary_value(payload: bytes | bytearray, size: int | None = None) -> pa.Array:
+    """`payload` (its first `size` bytes) as an array of one binary value, without copying
+    it."""
+    whole = pa.py_buffer(np.array([0, len(payload) if size is None else size], np.int64))
+    return pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
+
+
+def is_utf8(run: pa.Array) -> bool:
+    """True when every value of the binary array `run` is valid UTF-8 (checked by Arrow)."""
+    try:
+        run.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 class _CsvOptions:

@@ -36,8 +36,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from audit_app.ingestion.token_logs import json_lines
-from audit_app.ingestion.token_logs.json_lines import UTF8_BOM
+from audit_app.ingestion.token_logs.columnar_blocks import UTF8_BOM, is_utf8, one_binary_value
 
 LF, CR, SPACE = 0x0A, 0x0D, 0x20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -85,9 +84,9 @@ def _plain_utf8(stream: BinaryIO, *, size: int, window_bytes: int) -> bool:
         # The last character may go on in the next window: check up to where it starts.
         cut = _last_character_start(block)
         carried = block[cut:]
-        if not json_lines.is_utf8(json_lines.one_binary_value(block[:cut])):
+        if not is_utf8(one_binary_value(block[:cut])):
             return False
-    return not carried or json_lines.is_utf8(json_lines.one_binary_value(carried))
+    return not carried or is_utf8(one_binary_value(carried))
 
 
 def _last_character_start(block: bytes) -> int:

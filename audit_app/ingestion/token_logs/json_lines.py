@@ -22,7 +22,12 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from audit_app.ingestion.reading import decode_text
-from audit_app.ingestion.token_logs.columnar_blocks import iter_line_runs
+from audit_app.ingestion.token_logs.columnar_blocks import (
+    UTF8_BOM,
+    is_utf8,
+    iter_line_runs,
+    one_binary_value,
+)
 
 MIN_BLOCK_BYTES = 1 << 20
 # Blocks of 8-16 MiB keep the parsing thread and the converting one both busy (measured on a
@@ -34,7 +39,6 @@ PREFETCH_BLOCKS = 4
 PARSE_BLOCK_BYTES = 1 << 20
 LF = 0x0A
 OPEN_BRACE = 0x7B
-UTF8_BOM = b"\xef\xbb\xbf"
 UTF8_BOM_TEXT = "\ufeff"
 # `json.loads` refuses JSON nested about 1,000 deep (Python's recursion limit); a block with
 # nesting anywhere near that is left to the row path, which says so per line.
@@ -181,21 +185,6 @@ def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
         raise JsonBlockUnsupported("JSON nested deeper than the row path reads")
     if not ascii_only and not is_utf8(run):
         raise JsonBlockUnsupported("invalid UTF-8")
-
-
-def one_binary_value(payload: bytes | bytearray) -> pa.Array:
-    """`payload` as an array of one binary value, without copying it."""
-    whole = pa.py_buffer(np.array([0, len(payload)], np.int64))
-    return pa.Array.from_buffers(pa.large_binary(), 1, [None, whole, pa.py_buffer(payload)])
-
-
-def is_utf8(run: pa.Array) -> bool:
-    """True when every value of the binary array `run` is valid UTF-8 (checked by Arrow)."""
-    try:
-        run.cast(pa.large_string())
-    except pa.ArrowInvalid:
-        return False
-    return True
 
 
 def _literal_pattern(literal: bytes) -> str:

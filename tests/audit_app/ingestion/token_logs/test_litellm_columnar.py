@@ -564,3 +564,24 @@ def test_other_metadata_goes_to_the_full_decoding(raw: str) -> None:
     from audit_app.ingestion.token_logs.litellm_columnar import _plain_metadata_facts
 
     assert _plain_metadata_facts(raw) is None
+
+
+def test_a_read_that_cuts_a_character_in_two_still_parses_its_block() -> None:
+    # A run's bytes go past its last whole line; only data[:size] is checked, so a UTF-8
+    # character cut by the read's end does not send the block to the row path.
+    lines = GOOD.split(b"\n")
+    header, rows = lines[0], [line for line in lines[1:] if line]
+    named = [row.replace(b"gpt-4o", "gpt-4o-é€😀".encode()) for row in rows[:40]]
+    assert named != rows[:40]
+    data = header + b"\n" + b"\n".join(named) + b"\n"
+    stream = io.BytesIO(data)
+    header_end = columnar_blocks.read_header(stream).end
+    for block_bytes in range(200, 260):
+        stream = io.BytesIO(data)
+        blocks = list(
+            columnar_blocks.parsed_blocks(
+                stream, header=columnar_blocks.read_header(stream), block_bytes=block_bytes
+            )
+        )
+        assert sum(block.table.num_rows for block in blocks) == 40, block_bytes
+        assert blocks[-1].offset + blocks[-1].size == len(data) > header_end
