@@ -46,6 +46,15 @@ second. With 8 threads per worker those sign-ins held every thread and the first
 API calls queued behind them (whole-run p95 of /api/v1/pools/ 2.5 s); with 32 the whole run's
 p95 was 70 ms, every endpoint but the login form under 300 ms (same data, one run each, quiet
 machine). The pages and API themselves now take 4-29 ms of CPU each, so more threads cost little.
+
+Why `config.gunicorn_worker.ThreadWorker` since 4 Dec 2026 (LOAD_STOCK_GTHREAD=1 runs
+gunicorn's own gthread instead): gthread accepted one connection per wake-up of its main thread
+and started each pool thread on demand, and in the first second both waited for the GIL behind
+the request threads (a trace of accept and request times: 20 connections took 212 ms to accept).
+The worker starts its threads before it accepts and accepts a burst in one wake-up. Paired
+10 s runs, login form p95: gthread 310, 280, 310 ms; the worker 300, 200, 190 ms (accepts only),
+then 260 and 170 ms with the threads started up front. 4 x 8, 4 x 16 and 8 x 4 with it: 280-340
+ms, and with 8 or fewer threads the sign-ins hold the pages back (p95 1.3-3 s).
 """
 
 from __future__ import annotations
@@ -443,6 +452,7 @@ class Config:
     preload: bool = True
     write_doc: bool = True
     redis_db: int = 6
+    stock_gthread: bool = False
 
     @classmethod
     def from_env(cls) -> Config:
@@ -458,6 +468,7 @@ class Config:
             preload=env.get("LOAD_NO_PRELOAD", "") not in ("1", "true", "yes"),
             write_doc=env.get("LOAD_NO_DOC", "") not in ("1", "true", "yes"),
             redis_db=int(env.get("LOAD_REDIS_DB", 6)),
+            stock_gthread=env.get("LOAD_STOCK_GTHREAD", "") in ("1", "true", "yes"),
         )
 
 
@@ -673,7 +684,7 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
         "--threads",
         str(config.threads),
         "--worker-class",
-        "gthread" if config.threads > 1 else "sync",
+        _worker_class(config),
         "--timeout",
         "30",
         "--graceful-timeout",
@@ -683,6 +694,17 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
         "--log-level",
         "warning",
     ]
+
+
+def _worker_class(config: Config) -> str:
+    if config.threads == 1:
+        return "sync"
+    return "gthread" if config.stock_gthread else "config.gunicorn_worker.ThreadWorker"
+
+
+def _worker_label(config: Config) -> str:
+    worker = _worker_class(config)
+    return f"`{worker}`" if "." in worker else worker
 
 
 def run_load(config: Config) -> tuple[list[EndpointStats], EndpointStats | None, Verdict, dict]:
@@ -830,7 +852,7 @@ def markdown(
         "Written by `make load` (`bench/load.py`, tasks in `bench/locustfile.py`).",
         "",
         f"Setup: gunicorn `config.wsgi` with {config.workers} workers x {config.threads} threads "
-        f"({'gthread' if config.threads > 1 else 'sync'}"
+        f"({_worker_label(config)}"
         f"{', --preload' if config.preload else ''}; "
         "the empty results cache of a new start), production settings (DEBUG off; plain "
         "HTTP on loopback, so only the TLS redirect and Secure cookies are off), PostgreSQL "
