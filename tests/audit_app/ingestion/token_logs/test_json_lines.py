@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs.json_lines import (
     MAX_NESTING,
     JsonBlockUnsupported,
@@ -76,3 +77,33 @@ def test_nesting_is_counted_per_line() -> None:
     # is only as deep as its own brackets.
     opened = b'{"a": ' + b"[" * (MAX_NESTING // 2) + b"\n"
     assert not _refused(opened * 4)
+
+
+def _depth_range_by_hand(data: bytes) -> int:
+    depth, depths = 0, []
+    for byte in data:
+        if byte in b"[{":
+            depth += 1
+        elif byte in b"]}":
+            depth -= 1
+        else:
+            continue
+        depths.append(depth)
+    return max(depths) - min(min(depths), 0) if depths else 0
+
+
+@pytest.mark.parametrize("slice_bytes", [1, 3, 7, 64, 256 * 1024])
+def test_the_depth_range_counted_a_slice_at_a_time_is_the_whole_blocks(
+    monkeypatch: pytest.MonkeyPatch, slice_bytes: int
+) -> None:
+    monkeypatch.setattr(json_lines, "_NESTING_SLICE", slice_bytes)
+    generator = np.random.default_rng(18)
+    alphabet = np.frombuffer(b'{}[]a"', np.uint8)
+    for _ in range(400):
+        data = generator.choice(alphabet, int(generator.integers(0, 80))).tobytes()
+        assert json_lines._depth_range(np.frombuffer(data, np.uint8)) == _depth_range_by_hand(
+            data
+        ), data
+    # A nesting that crosses slices still sends its block to the row path.
+    monkeypatch.setattr(json_lines, "_NESTING_SLICE", max(1, slice_bytes // 2))
+    assert _refused(LINE * 5 + _nested(MAX_NESTING) + LINE * 5)
