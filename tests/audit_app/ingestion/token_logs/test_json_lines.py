@@ -107,3 +107,42 @@ def test_the_depth_range_counted_a_slice_at_a_time_is_the_whole_blocks(
     # A nesting that crosses slices still sends its block to the row path.
     monkeypatch.setattr(json_lines, "_NESTING_SLICE", max(1, slice_bytes // 2))
     assert _refused(LINE * 5 + _nested(MAX_NESTING) + LINE * 5)
+
+
+def test_blocks_prepared_by_two_threads_come_back_in_the_files_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import time
+
+    import pyarrow as pa
+
+    lines = [b'{"n": %d, "pad": "%s"}\n' % (number, b"x" * (number % 7)) for number in range(400)]
+    real_parse = json_lines.parse_block
+
+    def uneven_parse(block: LineBlock, schema: pa.Schema, **kwargs: object) -> pa.Table:
+        # Every third block takes longer, so the other thread finishes later blocks first.
+        if (block.first_line // 10) % 3 == 0:
+            time.sleep(0.01)
+        if block.first_line % 7 == 0:
+            raise JsonBlockUnsupported("left to the row path")
+        return real_parse(block, schema, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json_lines, "parse_block", uneven_parse)
+    monkeypatch.setattr(json_lines, "MIN_BLOCK_BYTES", 1)
+    schema = pa.schema([("n", pa.int64())])
+    seen: list[int] = []
+    first_lines: list[int] = []
+    for block, table in json_lines.parsed_blocks(
+        io.BytesIO(b"".join(lines)), schema=schema, block_bytes=200, workers=2
+    ):
+        first_lines.append(block.first_line)
+        numbers = (
+            table.column("n").to_pylist()
+            if table is not None
+            else [int(block.line_text(index).split(",")[0][6:]) for index in range(block.lines)]
+        )
+        assert numbers == list(range(block.first_line - 1, block.first_line - 1 + block.lines))
+        seen.extend(numbers)
+    assert seen == list(range(400))
+    assert len(first_lines) > 20 and first_lines == sorted(first_lines)
