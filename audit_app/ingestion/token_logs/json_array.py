@@ -3,47 +3,64 @@
 LiteLLM's spend-log API and UI export a JSON array (`[{...}, {...}]`, on one line or
 pretty-printed). The row path (`tabular._iter_json_array_records`) loads the whole document
 and numbers each record by its position in the array. `array_as_lines` rewrites the document,
-byte for byte as it is read, so that record N is line N: every line break becomes a space (JSON
-text holds line breaks only as whitespace between tokens; inside a string they are escaped),
-the comma between two records becomes the line break, and the array's brackets become
-spaces. Each record keeps its own bytes and byte offsets, so a chunk's `bytes_read` is a
-position in the uploaded file, and a row the columnar path hands to the row converter is
+byte for byte as it is read, so that record N is line N: every line break between tokens
+becomes a space, the comma between two records becomes the line break, and the array's closing
+bracket a space. Each record keeps its own bytes and byte offsets, so a chunk's `bytes_read` is
+a position in the uploaded file, and a row the columnar path hands to the row converter is
 parsed from the record's own text, as the row path parses it.
 
-The records are found with the standard library's JSON scanner (`raw_decode`, one record at a
-time, so the document is never held as Python objects), which also checks that the document
-is valid JSON. The file is read a window at a time, three times over: once to check it is
-UTF-8 without a NUL byte, once for the scanner, and once laid out as it is read, so a
-document of any size costs a window (32 MiB) and 16 bytes a record in memory. (Until
-4 Dec 2026 the document was read whole into one buffer rewritten in place: a 758 MB array's
-`manage.py ingest` peaked at 1,726 MiB, against 937 MiB for the same records as JSONL; before
-that, at three times the document's size.)
+The records are found by `_Structure`, a scan of the bytes with numpy a slice at a time (no
+Python object per record): the quotes that are not escaped tell what is inside a string; the
+brackets outside strings give the depth; a comma at depth 1 ends a record, and the next byte
+that is not whitespace starts the next. The scan runs just ahead of the laid-out stream, a
+window (32 MiB) at a time, so a document of any size costs a window and 16 bytes a record.
 
-Whatever the row path reads differently is left to it (`None`): a byte order mark, a NUL
-byte, bad UTF-8, invalid JSON, anything after the array, an empty array, an item that is not
-an object, or a first record without the required fields (the row path then says what is
-wrong).
+Whether the whole document is valid JSON is known only once it has been read: each record is
+parsed as a line (by pyarrow, or by `json` where the block goes to the row path), and the scan
+checks what lies between records. Anything the row path would refuse raises `ArrayInvalid`
+while the document is read: a line break inside a string, an array closed by `}`, anything after
+the array, a document that ends before its `]`, and (from the JSONL path, in array mode) a
+record that is not valid JSON. Readers of `litellm.read` only add chunks up and land them at
+the end, so the caller (`litellm._read_json_array`) answers it with the row path's own error
+for the document, and nothing is landed. (Until 4 Dec 2026 the standard library's scanner
+checked the whole document before the first chunk, building every record as Python objects:
+5 of the 9.6 s of a 1M-record array.)
+
+What the row path reads differently is left to it (`None`) before anything is read: a byte
+order mark, a document that does not start with `[`, an empty array, a first item that is not
+an object, or a first record that is not JSON or lacks the required fields (the row path then
+says what is wrong). Items that are not objects later in the array are rejected by the JSONL
+path's row fallback, as the row path rejects them.
 """
 
 from __future__ import annotations
 
-import array
+import bisect
 import io
 import json
-import re
 from collections.abc import Sequence
 from typing import BinaryIO
 
 import numpy as np
 
-from audit_app.ingestion.token_logs.columnar_blocks import UTF8_BOM, is_utf8, one_binary_value
+from audit_app.ingestion.token_logs.columnar_blocks import UTF8_BOM
 
-LF, CR, SPACE = 0x0A, 0x0D, 0x20
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-_BETWEEN_TOKENS = frozenset(" \t\n\r")
-_SCANNER = json.JSONDecoder()
-# The bytes checked, scanned and laid out at once.
+LF, CR, SPACE, TAB = 0x0A, 0x0D, 0x20, 0x09
+QUOTE, BACKSLASH, COMMA = 0x22, 0x5C, 0x2C
+OPEN_BRACKET, CLOSE_BRACKET, OPEN_BRACE = 0x5B, 0x5D, 0x7B
+# Bit 0x20 set turns `[` into `{` and `]` into `}`, and no other byte into either.
+FOLDED_OPEN, FOLDED_CLOSE = 0x7B, 0x7D
+_WHITESPACE = np.zeros(256, bool)
+_WHITESPACE[[SPACE, TAB, LF, CR]] = True
+# The bytes the scanner reads at once, and the slice it scans at a time within them: a slice's
+# temporary arrays stay in the processor's cache (measured on a 758 MB array: 2.2 s in 256 KiB
+# slices, 3.9 s in 32 MiB ones).
 WINDOW_BYTES = 32 * 1024 * 1024
+SLICE_BYTES = 256 * 1024
+
+
+class ArrayInvalid(Exception):
+    """The JSON array is not valid JSON: the row path says why (`read_json_document`)."""
 
 
 def array_as_lines(
@@ -52,71 +69,220 @@ def array_as_lines(
     """The stream's JSON array of objects, from its first record on, as a stream with record N
     on line N and starting it, and the byte offset in the file where that first record
     starts; or None for the row path. The returned stream reads `stream`, which must stay
-    open while it is read."""
+    open while it is read, and raises `ArrayInvalid` where the document stops being a valid
+    array."""
     window_bytes = WINDOW_BYTES  # read here, so tests can make it small
     size = stream.seek(0, io.SEEK_END)
-    if not _plain_utf8(stream, size=size, window_bytes=window_bytes):
-        return None
-    window = _Window(stream, size=size, window_bytes=window_bytes)
-    found = _record_bounds(window, required_fields=required_fields)
-    if found is None:
-        return None
-    starts, commas, closing = found
-    laid_out = _LaidOut(stream, starts=starts, commas=commas, closing=closing, size=size)
-    return io.BufferedReader(laid_out, buffer_size=window_bytes), starts[0]
-
-
-def _plain_utf8(stream: BinaryIO, *, size: int, window_bytes: int) -> bool:
-    """True when the file is UTF-8 without a byte order mark or a NUL byte, read a window at a
-    time; a character cut by a window's end is checked with the next window."""
     stream.seek(0)
     if stream.read(len(UTF8_BOM)) == UTF8_BOM:
-        return False
-    stream.seek(0)
-    carried = b""
-    for begin in range(0, size, window_bytes):
-        block = carried + stream.read(min(window_bytes, size - begin))
-        if b"\x00" in block:
-            return False
-        if block.isascii():
-            carried = b""
-            continue
-        # The last character may go on in the next window: check up to where it starts.
-        cut = _last_character_start(block)
-        carried = block[cut:]
-        if not is_utf8(one_binary_value(block[:cut])):
-            return False
-    return not carried or is_utf8(one_binary_value(carried))
+        return None
+    opening = _next_non_whitespace(stream, 0, size)
+    if opening is None or _byte_at(stream, opening) != OPEN_BRACKET:
+        return None
+    first = _next_non_whitespace(stream, opening + 1, size)
+    if first is None or _byte_at(stream, first) != OPEN_BRACE:
+        return None
+    structure = _Structure(stream, start=first, size=size, window_bytes=window_bytes)
+    try:
+        first_end = structure.end_of_first_record()
+    except ArrayInvalid:
+        return None
+    stream.seek(first)
+    try:
+        record = json.loads(stream.read(first_end - first).decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8 or not JSON: the row path says which
+        return None
+    if not isinstance(record, dict) or not all(name in record for name in required_fields):
+        return None
+    laid_out = _LaidOut(stream, structure=structure, first=first)
+    return io.BufferedReader(laid_out, buffer_size=window_bytes), first
 
 
-def _last_character_start(block: bytes) -> int:
-    """Where the last UTF-8 character of `block` starts (a byte that is not a continuation
-    byte, 0x80-0xBF, among the last four); the block's length when there is none there, as
-    in text that is not UTF-8."""
-    for index in range(len(block) - 1, max(-1, len(block) - 5), -1):
-        if not 0x80 <= block[index] < 0xC0:
-            return index
-    return len(block)
+def _byte_at(stream: BinaryIO, position: int) -> int:
+    stream.seek(position)
+    return stream.read(1)[0]
+
+
+def _next_non_whitespace(stream: BinaryIO, position: int, size: int) -> int | None:
+    """Where the first byte at or after `position` that is not JSON whitespace is, or None."""
+    stream.seek(position)
+    while position < size and (piece := stream.read(min(4096, size - position))):
+        other = ~_WHITESPACE[np.frombuffer(piece, np.uint8)]
+        if other.any():
+            return position + int(other.argmax())
+        position += len(piece)
+    return None
+
+
+class _Positions:
+    """Ascending file positions found a window at a time, looked up by range."""
+
+    def __init__(self) -> None:
+        self._firsts: list[int] = []
+        self._parts: list[np.ndarray] = []
+
+    def add(self, positions: np.ndarray) -> None:
+        if positions.size:
+            self._firsts.append(int(positions[0]))
+            self._parts.append(positions)
+
+    def between(self, begin: int, end: int) -> np.ndarray:
+        """The positions in [begin, end)."""
+        index = max(0, bisect.bisect_right(self._firsts, begin) - 1)
+        found = []
+        while index < len(self._parts) and self._firsts[index] < end:
+            part = self._parts[index]
+            found.append(part[np.searchsorted(part, begin) : np.searchsorted(part, end)])
+            index += 1
+        return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+class _Structure:
+    """Where the records start and the commas between them are, scanned from the first
+    record's `{` (inside the array: depth 1, outside any string) as far as asked."""
+
+    def __init__(self, stream: BinaryIO, *, start: int, size: int, window_bytes: int) -> None:
+        self.stream, self.size, self.window_bytes = stream, size, window_bytes
+        self.scanned = start
+        self.depth, self.in_string, self.backslashes = 1, 0, 0
+        self.pending = False  # a comma was found whose record has not started yet
+        self.closing: int | None = None  # where the array's `]` is
+        self.commas, self.starts = _Positions(), _Positions()
+
+    def end_of_first_record(self) -> int:
+        """Where the first record's text ends (the comma after it, or the `]`)."""
+        while True:
+            found = self.commas.between(0, self.scanned)
+            if found.size:
+                return int(found[0])
+            if self.closing is not None:
+                return self.closing
+            if self.scanned >= self.size:
+                raise ArrayInvalid("the document ends inside its first record")
+            self.scan_to(self.scanned + 1)
+
+    def scan_to(self, position: int) -> None:
+        """Scan at least up to `position` (or the end of the file)."""
+        while self.scanned < min(position, self.size):
+            self.stream.seek(self.scanned)
+            window = self.stream.read(min(self.window_bytes, self.size - self.scanned))
+            if not window:  # the file ended sooner than its size (it shrank while read)
+                self.size = self.scanned
+                break
+            raw = np.frombuffer(window, np.uint8)
+            for begin in range(0, raw.size, SLICE_BYTES):
+                self._scan_slice(raw[begin : begin + SLICE_BYTES], self.scanned + begin)
+            self.scanned += raw.size
+        if self.scanned >= self.size and self.closing is None:
+            raise ArrayInvalid("the document ends before its array closes")
+
+    def _scan_slice(self, raw: np.ndarray, offset: int) -> None:
+        if self.closing is not None:
+            _all_whitespace(raw)
+            return
+        quotes = np.flatnonzero(raw == QUOTE)
+        quotes = quotes[~self._escaped(raw, quotes)]
+        self.backslashes = _trailing_backslashes(raw, self.backslashes)
+        folded = raw | 0x20
+        marks = np.flatnonzero(
+            (folded == FOLDED_OPEN) | (folded == FOLDED_CLOSE) | (raw == COMMA)
+            | (raw == LF) | (raw == CR)
+        )  # fmt: skip
+        inside = ((np.searchsorted(quotes, marks) + self.in_string) & 1).astype(bool)
+        self.in_string = (self.in_string + quotes.size) & 1
+        values = raw[marks]
+        line_break = (values == LF) | (values == CR)
+        if (line_break & inside).any():
+            raise ArrayInvalid("a line break inside a string")
+        outside = ~inside & ~line_break
+        marks, values = marks[outside], values[outside]
+        folded_values = values | 0x20
+        step = (folded_values == FOLDED_OPEN).astype(np.int64) - (folded_values == FOLDED_CLOSE)
+        depth = self.depth + np.cumsum(step)
+        closed = np.flatnonzero(depth == 0)
+        if closed.size:
+            end = int(marks[closed[0]])
+            if values[closed[0]] != CLOSE_BRACKET:
+                raise ArrayInvalid("the array is closed by `}`")
+            self.closing = offset + end
+            _all_whitespace(raw[end + 1 :])
+            marks, values, depth = marks[: closed[0]], values[: closed[0]], depth[: closed[0]]
+        if depth.size:
+            self.depth = int(depth[-1])
+        commas = marks[(values == COMMA) & (depth == 1)]
+        self.commas.add(commas + offset)
+        self._find_starts(raw, commas, offset)
+
+    def _escaped(self, raw: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+        """Which of `quotes` follow an odd run of backslashes (the run may begin in an earlier
+        slice: `self.backslashes` of them end the one before)."""
+        follows = np.zeros(quotes.size, bool)
+        later = quotes > 0
+        follows[later] = raw[quotes[later] - 1] == BACKSLASH
+        if quotes.size and quotes[0] == 0 and self.backslashes:
+            follows[0] = True
+        if not follows.any():
+            return follows
+        candidates = quotes[follows]
+        run = np.zeros(candidates.size, np.int64)
+        counting = np.ones(candidates.size, bool)
+        back = 1
+        while counting.any():
+            index = candidates - back
+            reached_start = counting & (index < 0)
+            run[reached_start] += self.backslashes
+            counting &= index >= 0
+            counting[counting] = raw[index[counting]] == BACKSLASH
+            run += counting
+            back += 1
+        escaped = np.zeros(quotes.size, bool)
+        escaped[follows] = (run & 1) == 1
+        return escaped
+
+    def _find_starts(self, raw: np.ndarray, commas: np.ndarray, offset: int) -> None:
+        """The first byte that is not whitespace after each comma (and after one whose search
+        ran off the end of the last slice): where the next record starts."""
+        searching = commas + 1
+        if self.pending:
+            searching = np.concatenate(([0], searching))
+        if not searching.size:
+            return
+        while True:
+            within = searching < raw.size
+            blank = np.zeros(searching.size, bool)
+            blank[within] = _WHITESPACE[raw[searching[within]]]
+            if not blank.any():
+                break
+            searching[blank] += 1
+        found = searching < raw.size
+        self.starts.add(searching[found] + offset)
+        self.pending = not bool(found[-1])
+
+
+def _all_whitespace(raw: np.ndarray) -> None:
+    if raw.size and not _WHITESPACE[raw].all():
+        raise ArrayInvalid("something after the array")
+
+
+def _trailing_backslashes(raw: np.ndarray, before: int) -> int:
+    """How many backslashes end `raw` (counting `before` of them ending the bytes before it,
+    when `raw` is all backslashes)."""
+    if not raw.size or raw[-1] != BACKSLASH:
+        return 0
+    others = np.flatnonzero(raw != BACKSLASH)
+    if not others.size:
+        return before + raw.size
+    return raw.size - 1 - int(others[-1])
 
 
 class _LaidOut(io.RawIOBase):
     """The file from its first record on, rewritten as it is read: line breaks become spaces,
     the commas between records and the closing bracket spaces, and the byte before each later
-    record a line break. Reads the file a block at a time, never the whole document."""
+    record a line break. Reads the file a block at a time, never the whole document, scanning
+    its structure just ahead."""
 
-    def __init__(
-        self,
-        source: BinaryIO,
-        *,
-        starts: array.array[int],
-        commas: array.array[int],
-        closing: int,
-        size: int,
-    ) -> None:
-        self._source, self._first, self._size = source, starts[0], size
-        self._spaces = np.append(np.frombuffer(commas, np.int64), np.int64(closing))
-        # The comma right before a record is its line break: line breaks are written last.
-        self._breaks = np.frombuffer(starts, np.int64)[1:] - 1
+    def __init__(self, source: BinaryIO, *, structure: _Structure, first: int) -> None:
+        self._source, self._structure, self._first = source, structure, first
         self._position = 0
 
     def readable(self) -> bool:
@@ -126,22 +292,27 @@ class _LaidOut(io.RawIOBase):
         return True
 
     def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+        structure = self._structure
         begin = self._first + self._position
-        wanted = max(0, min(len(target), self._size - begin))
+        # A record starting right after the block puts its line break in the block.
+        structure.scan_to(begin + len(target) + 1)
+        wanted = max(0, min(len(target), structure.size - begin))
         self._source.seek(begin)
         with memoryview(target) as whole, whole[:wanted] as part:
             got = _read_into(self._source, part)
+            end = begin + got
             view = np.frombuffer(part, np.uint8)[:got]
-            view[(view == LF) | (view == CR)] = SPACE
-            for positions, value in ((self._spaces, SPACE), (self._breaks, LF)):
-                inside = slice(*np.searchsorted(positions, [begin, begin + got]))
-                view[positions[inside] - begin] = value
+            _blank_line_breaks(view)
+            view[structure.commas.between(begin, end) - begin] = SPACE
+            if structure.closing is not None and begin <= structure.closing < end:
+                view[structure.closing - begin] = SPACE
+            view[structure.starts.between(begin + 1, end + 1) - 1 - begin] = LF
             del view
         self._position += got
         return got
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        length = self._size - self._first
+        length = self._structure.size - self._first
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: length}
         self._position = max(0, base[whence] + offset)
         return self._position
@@ -150,118 +321,16 @@ class _LaidOut(io.RawIOBase):
         return self._position
 
 
+def _blank_line_breaks(view: np.ndarray) -> None:
+    """Every LF and CR in `view` becomes a space, a slice at a time (as the scan)."""
+    for start in range(0, view.size, SLICE_BYTES):
+        piece = view[start : start + SLICE_BYTES]
+        piece[(piece == LF) | (piece == CR)] = SPACE
+
+
 def _read_into(stream: BinaryIO, target: memoryview) -> int:
     """Fill `target` from `stream` (fewer bytes only at its end)."""
     filled = 0
     while filled < len(target) and (got := stream.readinto(target[filled:])):  # type: ignore[attr-defined]
         filled += got
     return filled
-
-
-class _Window:
-    """The document as text, `window_bytes` at a time, read from the file: Latin-1 maps byte i
-    to character i, so positions in the text are byte offsets, and a UTF-8 sequence (bytes
-    >= 0x80) is an ordinary character inside a string to the scanner."""
-
-    def __init__(self, stream: BinaryIO, *, size: int, window_bytes: int) -> None:
-        self.stream, self.size, self.window_bytes = stream, size, window_bytes
-        self.base, self.text = 0, ""
-
-    def at(self, position: int, *, more: bool = False) -> None:
-        """Text from `position` on: a window's worth (twice the last one with `more`), or to
-        the end of the document."""
-        size = max(self.window_bytes, 2 * len(self.text) if more else 0)
-        wanted = max(0, min(size, self.size - position))
-        self.base = position
-        self.stream.seek(position)
-        read = self.stream.read(wanted)
-        if len(read) < wanted:  # the file ended sooner (it shrank while read)
-            self.size = position + len(read)
-        self.text = read.decode("latin-1")
-
-    def char(self, position: int) -> str:
-        """The character at `position` ("" past the end)."""
-        if not 0 <= position - self.base < len(self.text):
-            if position >= self.size:
-                return ""
-            self.at(position)
-        return self.text[position - self.base]
-
-    def rest_is_whitespace(self, position: int) -> bool:
-        """True when nothing but JSON whitespace follows `position`."""
-        while position < self.size:
-            self.at(position)
-            if self.text.strip(" \t\n\r"):
-                return False
-            position += len(self.text)
-        return True
-
-    @property
-    def complete(self) -> bool:
-        return self.base + len(self.text) >= self.size
-
-
-# A record starting closer than this to the window's end is read from a new window.
-_MARGIN = 64 * 1024
-
-
-def _record_bounds(
-    window: _Window, *, required_fields: Sequence[str]
-) -> tuple[array.array[int], array.array[int], int] | None:
-    """(where each record starts, where each comma between two records is, where `]` is), or
-    None."""
-    position = _skip(window, 0)
-    if window.char(position) != "[":
-        return None
-    position = _skip(window, position + 1)
-    starts, commas = array.array("q"), array.array("q")
-    while True:
-        record, end = _scan(window, position)
-        if not isinstance(record, dict):
-            return None
-        starts.append(position)
-        if len(starts) == 1 and not all(name in record for name in required_fields):
-            return None
-        position = window.base + end
-        if window.text[end : end + 1] != ",":
-            position = _skip(window, position)
-            if window.char(position) != ",":
-                break
-        commas.append(position)
-        position += 1
-        after = window.text[position - window.base : position - window.base + 1]
-        if not after or after in _BETWEEN_TOKENS:
-            position = _skip(window, position)
-    closing = position
-    if window.char(closing) != "]" or not window.rest_is_whitespace(closing + 1):
-        return None
-    return starts, commas, closing
-
-
-def _skip(window: _Window, position: int) -> int:
-    """The position of the next byte that is not JSON whitespace."""
-    while True:
-        local = position - window.base
-        if not 0 <= local < len(window.text):
-            window.at(position)
-            local = 0
-        end = _WHITESPACE.match(window.text, local).end()  # type: ignore[union-attr]
-        if end < len(window.text) or window.complete:
-            return window.base + end
-        position = window.base + end
-
-
-def _scan(window: _Window, position: int) -> tuple[object, int]:
-    """The JSON value at `position` and where it ends in the window's text; a value the window
-    cuts short is read again from a larger one. (None, -1) when it is not JSON."""
-    if position + _MARGIN > window.base + len(window.text) and not window.complete:
-        window.at(position)
-    while True:
-        try:
-            return _SCANNER.raw_decode(window.text, position - window.base)
-        except RecursionError:  # nested too deeply for the row path as well
-            return None, -1
-        except ValueError:  # not JSON, or cut short by the window
-            if window.complete:
-                return None, -1
-            window.at(position, more=True)

@@ -28,6 +28,7 @@ from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, reques
 from audit_app.ingestion.token_logs.tabular import (
     head_field_names,
     iter_tabular_records,
+    read_json_document,
     read_tabular_requests,
 )
 
@@ -91,8 +92,19 @@ def _read_json_array(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChu
         yield from read_rows(stream, chunk_rows=chunk_rows)
         return
     lines, first_record_at = laid_out
-    for chunk in json_columnar.read_jsonl_columnar(lines, chunk_rows=chunk_rows):
-        yield replace(chunk, bytes_read=first_record_at + chunk.bytes_read)
+    try:
+        for chunk in json_columnar.read_jsonl_columnar(
+            lines, chunk_rows=chunk_rows, array_records=True
+        ):
+            yield replace(chunk, bytes_read=first_record_at + chunk.bytes_read)
+    except (json_array.ArrayInvalid, ImportFileError) as problem:
+        # Not a valid document after all (or a record's bytes not text): the row path reads
+        # the document whole and says what is wrong with it, as it would have from the start.
+        # The chunks already given are dropped with the upload's result when this raises.
+        read_json_document(stream)
+        if isinstance(problem, ImportFileError):
+            raise
+        raise ImportFileError(f"the JSON array could not be read: {problem}") from problem
 
 
 def read_rows(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:

@@ -141,3 +141,33 @@ def test_unreadable_file_fails_with_one_sentence_and_changes_nothing(
     assert Upload.objects.get(pk=good.pk).status == Upload.Status.SUCCEEDED
     with bad.file.open("rb") as kept:  # the raw upload is kept for inspection
         assert kept.read() == content
+
+
+def test_a_json_array_found_invalid_after_its_first_records_lands_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A LiteLLM JSON array is read through the columnar path, which finds a broken document
+    only as it reaches the break (`json_array`): the upload fails with the row path's own
+    error for the document, lands none of the records read before it, and keeps its file."""
+    from audit_app.ingestion.reading import ImportFileError
+    from audit_app.ingestion.token_logs import json_array
+    from audit_app.ingestion.token_logs.tabular import read_json_document
+    from tests.audit_app.ingestion.token_logs.test_json_array import _records
+
+    good = _create(SAMPLE_CSV, name="good.csv")
+    upload_ingest(upload_id=good.pk, refresh=False)
+    landed = HourlyRollup.objects.count()
+    assert landed > 0
+    monkeypatch.setattr(json_array, "WINDOW_BYTES", 4096)  # the break lies past the first
+    data = ("[" + ",".join(_records(300, seed=4, unusual=0.0)) + ', {"a": "b"} x]').encode()
+    with pytest.raises(ImportFileError) as row_path:
+        read_json_document(io.BytesIO(data))
+    upload = _create(data, name="spend-logs.json")
+    after = upload_ingest(upload_id=upload.pk, refresh=False)
+    assert (after.status, after.format) == (Upload.Status.FAILED, "litellm")
+    assert after.error == str(row_path.value)
+    assert "line 1 column" in after.error  # names where the document breaks
+    assert HourlyRollup.objects.filter(upload=upload).count() == 0
+    assert HourlyRollup.objects.count() == landed
+    with after.file.open("rb") as kept:
+        assert kept.read() == data

@@ -119,34 +119,93 @@ def _padded(prefix: str, suffix: str = "]") -> bytes:
     "data",
     [
         _padded("[5, "),
-        _padded("[", ", null]"),
-        _padded("[", "] trailing"),
-        _padded("[", ",]"),
-        _padded("[", ", {bad json}]"),
-        _padded("[", ""),
+        _padded("[[], "),
+        _padded(" [ ] ,["),
         _padded('[{"request_id": "x"}, '),
+        _padded('[{"request_id": "x", ', "]"),
         b"\xef\xbb\xbf" + _padded("["),
-        _padded("[", ', {"x": "\xff"}]').replace("\xff".encode(), b"\xff"),
-        _padded("[", ', {"x": "a\x00b"}]'),
-        _padded("[", ', {"deep": ' + "[" * 3000 + "]" * 3000 + "}]"),
+        _padded("{"),
     ],
     ids=[
-        "a number",
-        "a null",
-        "text after the array",
-        "a trailing comma",
-        "invalid json",
-        "no closing bracket",
+        "a number first",
+        "an array first",
+        "an empty array",
         "first record without the required fields",
+        "first record not json",
         "bom",
-        "bad utf-8",
-        "nul",
-        "nested too deeply",
+        "not an array",
     ],
 )
 def test_documents_the_layout_leaves_to_the_row_path_give_its_outcome(data: bytes) -> None:
     assert _laid_out(data, required_fields=REQUIRED_COLUMNS) is None
     _assert_same_as_row_path(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _padded("[", ", null]"),
+        _padded("[", ', 5, "text", [1], true]'),
+        _padded("[", "] trailing"),
+        _padded("[", "] ]"),
+        _padded("[", ",]"),
+        _padded("[", ",,]"),
+        _padded("[", ", {bad json}]"),
+        _padded("[", ', {"a": 1} {"b": 2}]'),
+        _padded("[", ', {"a": 1}}'),
+        _padded("[", ', {"a": [1}]'),
+        _padded("[", ""),
+        _padded("[", ', {"a": "b'),
+        _padded("[", ', {"a": "line\nbreak"}]'),
+        _padded("[", ', {"a": "carriage\rreturn"}]'),
+        _padded("[", ', {"x": "\xff"}]').replace("\xff".encode(), b"\xff"),
+        _padded("[", ', {"x": "\u20ac"}]').replace("\u20ac".encode(), "\u20ac".encode()[:2]),
+        _padded("[", ', {"x": "a\x00b"}]'),
+        _padded("[", ', {"deep": ' + "[" * 3000 + "]" * 3000 + "}]"),
+        _padded("[", ', {"x": NaN, "y": -Infinity}]'),
+    ],
+    ids=[
+        "a null",
+        "items that are not objects",
+        "text after the array",
+        "a second closing bracket",
+        "a trailing comma",
+        "two commas",
+        "invalid json",
+        "two records without a comma",
+        "closed by a brace",
+        "mismatched brackets",
+        "no closing bracket",
+        "ends inside a string",
+        "a line break inside a string",
+        "a carriage return inside a string",
+        "bad utf-8",
+        "a character cut short",
+        "nul",
+        "nested too deeply",
+        "nan and infinity",
+    ],
+)
+def test_documents_found_wrong_while_read_give_the_row_paths_outcome(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Whatever makes the document differ from a valid array is found as it is read (here
+    # after the first window), and `litellm.read` then gives the row path's outcome for the
+    # whole document; found in the first window, the document goes to the row path at once.
+    _assert_same_as_row_path(data)
+    monkeypatch.setattr(json_array, "WINDOW_BYTES", 4096)
+    assert _laid_out_or_invalid(data) is not None
+    _assert_same_as_row_path(data)
+
+
+def _laid_out_or_invalid(
+    data: bytes, *, required_fields: tuple[str, ...] = REQUIRED_COLUMNS
+) -> bytes | str | None:
+    try:
+        found = _laid_out(data, required_fields=required_fields)
+    except json_array.ArrayInvalid as invalid:
+        return str(invalid)
+    return None if found is None else found[0]
 
 
 def _laid_out(data: bytes, *, required_fields: tuple[str, ...]) -> tuple[bytes, int] | None:
@@ -162,14 +221,44 @@ def test_layout_by_hand() -> None:
     expected = b'{"a": 1}   \n{"b": [1, 2]} \n{"c": "x,y\\n"}    '
     assert _laid_out(data, required_fields=("a",)) == (expected, 3)
     assert _laid_out(data, required_fields=("b",)) is None
-    # The same through a window of a few bytes: every record, comma and run of whitespace
-    # crosses one.
-    for window in (1, 2, 3, 5, 7):
+    # The same through windows and slices of a few bytes: every record, comma, string and run
+    # of whitespace crosses one.
+    for window, slice_bytes in ((1, 1), (2, 1), (3, 2), (5, 5), (7, 3), (64, 7)):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(json_array, "WINDOW_BYTES", window)
+            patch.setattr(json_array, "SLICE_BYTES", slice_bytes)
             assert _laid_out(data, required_fields=("a",)) == (expected, 3), window
-            assert _laid_out(data + b"x", required_fields=("a",)) is None, window
-            assert _laid_out(data[:-6], required_fields=("a",)) is None, window
+            # Text after the array, no closing bracket, an array closed by a brace: found while
+            # the document is read (or, when the first window holds all of it, before).
+            for broken in (data + b"x", data[:-6], data.replace(b"]", b"}")):
+                outcome = _laid_out_or_invalid(broken, required_fields=("a",))
+                assert outcome is None if window == 64 else isinstance(outcome, str), window
+
+
+def test_strings_that_look_like_structure_by_hand() -> None:
+    # Quotes after runs of backslashes (odd: escaped, even: the string ends), and commas,
+    # brackets and braces inside strings: only the two commas between records are records'
+    # ends, whatever the windows and slices cut.
+    records = [
+        '{"a": "\\\\", "b": "},{"}',
+        '{"a": "\\"],[\\\\\\"", "b": ["]", "[", "\\\\"]}',
+        '{"a": "\\\\\\\\", "c": {"d": ",{}[]"}}',
+    ]
+    assert [json.loads(record)["a"] for record in records] == ["\\", '"],[\\"', "\\\\"]
+    data = ("[" + ",\n ".join(records) + "]").encode()
+    for window, slice_bytes in ((1, 1), (3, 2), (4, 3), (11, 5), (64, 64), (1 << 20, 1 << 18)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(json_array, "WINDOW_BYTES", window)
+            patch.setattr(json_array, "SLICE_BYTES", slice_bytes)
+            found = _laid_out(data, required_fields=("a",))
+            assert found is not None
+            # After records 1 and 2: the comma and the line break as spaces (the space before
+            # the next record is its line break); after record 3 the closing bracket.
+            assert found[0].decode().split("\n") == [
+                records[0] + "  ",
+                records[1] + "  ",
+                records[2] + " ",
+            ], (window, slice_bytes)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -186,26 +275,32 @@ def test_records_crossing_the_scanner_window_read_the_same(
     _assert_same_as_row_path(data)
 
 
-def test_utf8_is_checked_across_window_ends() -> None:
-    # Two-, three- and four-byte characters, so every window size cuts one of them somewhere.
+def test_utf8_across_window_and_slice_ends() -> None:
+    # Two-, three- and four-byte characters, so every window size cuts one of them somewhere;
+    # a cut or stray byte is found by the JSONL path and gives the row path's error.
     data = ' [{"a": "é€😀"},\n{"b": "ü😀€"}]'.encode()
     expected = '{"a": "é€😀"} \n{"b": "ü😀€"} '.encode()
-    cut_short = data.replace("€".encode(), "€".encode()[:2], 1)  # a character missing a byte
-    stray = data.replace(b'"b"', b'"\x80b"')  # a continuation byte with no lead byte
-    for window in (1, 2, 3, 4, 5, 7, 64):
+    records = _records(150, seed=9, unusual=0.0)
+    padded = ("[" + ",".join(records) + ', {"b": "ü😀€"}]').encode()
+    cut_short = padded.replace("€".encode(), "€".encode()[:2], 1)  # a character missing a byte
+    stray = padded.replace(b'"b"', b'"\x80b"')  # a continuation byte with no lead byte
+    for window, slice_bytes in ((1, 1), (2, 1), (3, 2), (4, 4), (5, 3), (7, 2), (64, 9)):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(json_array, "WINDOW_BYTES", window)
+            patch.setattr(json_array, "SLICE_BYTES", slice_bytes)
             assert _laid_out(data, required_fields=("a",)) == (expected, 2), window
-            assert _laid_out(cut_short, required_fields=("a",)) is None, window
-            assert _laid_out(stray, required_fields=("a",)) is None, window
-            assert _laid_out(data + "é".encode()[:1], required_fields=("a",)) is None, window
+    for broken in (cut_short, stray, padded[:-1] + "é".encode()[:1] + b"]"):
+        _assert_same_as_row_path(broken)
+        assert isinstance(_outcome(litellm.read, broken), str)
 
 
 def test_a_document_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Memory does not grow with the document: finding the records and reading them laid out
-    # each hold a few windows of it at most (and 16 bytes a record), not the document.
+    # Memory does not grow with the document: finding the first record and reading them all
+    # laid out each hold a few windows of it at most (and 16 bytes a record), not the
+    # document (60+ windows).
     window = 64 * 1024
     monkeypatch.setattr(json_array, "WINDOW_BYTES", window)
+    monkeypatch.setattr(json_array, "SLICE_BYTES", window // 4)
     data = LAYOUTS["a record a line"](_records(6000, seed=3, unusual=0.0)).encode()
     assert len(data) > 60 * window
     stream = io.BytesIO(data)
@@ -224,7 +319,9 @@ def test_a_document_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) 
         tracemalloc.stop()
     assert (first, size, breaks) == (data.index(b"{"), len(data) - first, 5999)
     assert finding_peak < 8 * window
-    assert reading_peak < 8 * window
+    # Reading scans the structure a window ahead as it lays the records out: the window read
+    # for the scan, the reader's block and the one before it, and the slices' temporaries.
+    assert reading_peak < 10 * window
 
 
 class _Shrunk(io.BytesIO):
@@ -240,11 +337,13 @@ class _Shrunk(io.BytesIO):
         return super().seek(offset, whence)
 
 
-def test_a_file_that_ends_sooner_than_its_size_is_left_to_the_row_path() -> None:
+def test_a_file_that_ends_sooner_than_its_size_gives_the_row_paths_error() -> None:
+    # Cut while read: the scan ends where the file does (it never reads the same window again
+    # and again), finds no closing bracket and the row path says the document is truncated.
     data = _padded("[")
     for kept in (len(data) // 2, len(data) - 1):
         for window in (7, 1000, 64 * 1024):
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(json_array, "WINDOW_BYTES", window)
-                stream = _Shrunk(data[:kept], claimed=len(data))
-                assert json_array.array_as_lines(stream, required_fields=("model",)) is None
+                with pytest.raises(ImportFileError, match="truncated JSON"):
+                    list(litellm.read(_Shrunk(data[:kept], claimed=len(data)), chunk_rows=97))
