@@ -35,13 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from audit_app.ingestion.reading import (
-    RowReject,
-    display_value,
-    read_head,
-    row_outcome,
-    shorten,
-)
+from audit_app.ingestion.reading import RowReject, read_head, row_outcome
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
@@ -50,7 +44,7 @@ from audit_app.ingestion.token_logs.coerce import MAX_TOKENS_PER_REQUEST
 from audit_app.ingestion.token_logs.json_array import ArrayInvalid
 from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
 from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
-from audit_app.ingestion.token_logs.tabular import jsonl_record
+from audit_app.ingestion.token_logs.tabular import jsonl_record, not_an_object
 
 TEXT_FIELDS = (
     "call_type",
@@ -192,12 +186,7 @@ def array_record_outcome(line_text: str, *, line: int) -> RowOutcome:
     except (ValueError, RecursionError) as error:
         raise ArrayInvalid(f"record {line} is not valid JSON") from error
     if not isinstance(record, dict):
-        return RowReject(
-            line=line,
-            field="(record)",
-            value=shorten(display_value(record)),
-            reason="the record is not a JSON object.",
-        )
+        return not_an_object(record, position=line)
     return row_outcome(request_from_record, record, line)
 
 

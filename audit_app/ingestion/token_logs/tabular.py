@@ -184,6 +184,17 @@ def jsonl_record(line_text: str, *, line: int) -> Record | RowReject:
     return Record(line=line, fields=fields)
 
 
+def not_an_object(record: object, *, position: int) -> RowReject:
+    """The reject of an item of a JSON array that is not an object (the row path's, which the
+    columnar path gives as well)."""
+    return RowReject(
+        line=position,
+        field="(record)",
+        value=shorten(display_value(record)),
+        reason="the record is not a JSON object.",
+    )
+
+
 def _iter_json_array_records(
     stream: BinaryIO, *, required_fields: Sequence[str]
 ) -> Iterator[Record | RowReject]:
@@ -195,12 +206,7 @@ def _iter_json_array_records(
     checked = False
     for position, record in enumerate(document, start=1):
         if not isinstance(record, dict):
-            yield RowReject(
-                line=position,
-                field="(record)",
-                value=shorten(display_value(record)),
-                reason="the record is not a JSON object.",
-            )
+            yield not_an_object(record, position=position)
             continue
         if not checked:
             _check_first_record(record, where=f"record {position}", required_fields=required_fields)
