@@ -54,6 +54,9 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     The JSONL path reads a block it cannot vouch for by rows itself. When the CSV fast path
     meets a file it cannot number lines in, what it yielded is exact and the row path carries
     on after the last line yielded, so callers never see `ColumnarUnsupported`.
+    A JSON array found invalid partway raises the row path's `ImportFileError` after some
+    chunks were given (the row path raises it before any): callers keep what they add up
+    until the end, as the ingest does, and drop it when this raises.
     """
     # Imported here: the columnar paths bring numpy, pandas and pyarrow, which nothing else
     # needs at start-up (every manage.py command, worker and web process would pay ~1 s).
