@@ -12,8 +12,11 @@ parsed from the record's own text, as the row path parses it.
 The records are found by `_Structure`, a scan of the bytes with numpy a slice at a time (no
 Python object per record): the quotes that are not escaped tell what is inside a string; the
 brackets outside strings give the depth; a comma at depth 1 ends a record, and the next byte
-that is not whitespace starts the next. The scan runs just ahead of the laid-out stream, a
-window (32 MiB) at a time, so a document of any size costs a window and 16 bytes a record.
+that is not whitespace starts the next. The first record is found before anything is read;
+then a thread of its own scans the rest, a window (32 MiB) at a time, ahead of the laid-out
+stream, which waits only where the scan has not reached yet (1M records: 5.9 -> 5.3 s against
+scanning in the reader's own turn). A document of any size costs a few windows and 16 bytes a
+record.
 
 Whether the whole document is valid JSON is known only once it has been read: each record is
 parsed as a line (by pyarrow, or by `json` where the block goes to the row path), and the scan
@@ -38,6 +41,7 @@ from __future__ import annotations
 import bisect
 import io
 import json
+import threading
 from collections.abc import Sequence
 from typing import BinaryIO
 
@@ -148,6 +152,13 @@ class _Structure:
         self.pending = False  # a comma was found whose record has not started yet
         self.closing: int | None = None  # where the array's `]` is
         self.commas, self.starts = _Positions(), _Positions()
+        # Once `scan_ahead` has started it, a thread scans the rest while the stream is read;
+        # it alone writes the fields above (`scanned` last), readers wait on `_changed`.
+        self.stream_lock = threading.Lock()  # one seek-and-read of the stream at a time
+        self._changed = threading.Condition()
+        self._ahead: threading.Thread | None = None
+        self._stopped = self._finished = False
+        self._error: BaseException | None = None
 
     def end_of_first_record(self) -> int:
         """Where the first record's text ends (the comma after it, or the `]`)."""
@@ -162,17 +173,59 @@ class _Structure:
             self.scan_to(self.scanned + 1)
 
     def scan_to(self, position: int) -> None:
-        """Scan at least up to `position` (or the end of the file)."""
-        while self.scanned < min(position, self.size):
+        """Make sure the document is scanned at least up to `position` (or its end): scan it
+        here, or wait for the thread that scans ahead."""
+        if self._ahead is None:
+            while self.scanned < min(position, self.size) and self._scan_window():
+                pass
+            self._check_end()
+            return
+        with self._changed:
+            while self.scanned < min(position, self.size) and not self._finished:
+                self._changed.wait()
+        if self._error is not None:
+            raise self._error
+
+    def scan_ahead(self) -> None:
+        """Scan the rest of the document on a thread of its own, ahead of the reader (its
+        numpy work runs beside the parsing and converting of the blocks already read)."""
+        self._ahead = threading.Thread(target=self._scan_rest, name="json-array-scan", daemon=True)
+        self._ahead.start()
+
+    def stop(self) -> None:
+        """The reader is done with the document: the thread stops after its window."""
+        self._stopped = True
+
+    def _scan_rest(self) -> None:
+        try:
+            while not self._stopped and self.scanned < self.size and self._scan_window():
+                with self._changed:
+                    self._changed.notify_all()
+            if not self._stopped:
+                self._check_end()
+        except BaseException as error:  # handed to the reader, which raises it
+            self._error = error
+        finally:
+            with self._changed:
+                self._finished = True
+                self._changed.notify_all()
+
+    def _scan_window(self) -> bool:
+        """Scan the next window; False when the file ended sooner than its size (it shrank
+        while read)."""
+        with self.stream_lock:
             self.stream.seek(self.scanned)
             window = self.stream.read(min(self.window_bytes, self.size - self.scanned))
-            if not window:  # the file ended sooner than its size (it shrank while read)
-                self.size = self.scanned
-                break
-            raw = np.frombuffer(window, np.uint8)
-            for begin in range(0, raw.size, SLICE_BYTES):
-                self._scan_slice(raw[begin : begin + SLICE_BYTES], self.scanned + begin)
-            self.scanned += raw.size
+        if not window:
+            self.size = self.scanned
+            return False
+        raw = np.frombuffer(window, np.uint8)
+        for begin in range(0, raw.size, SLICE_BYTES):
+            self._scan_slice(raw[begin : begin + SLICE_BYTES], self.scanned + begin)
+        self.scanned += raw.size
+        return True
+
+    def _check_end(self) -> None:
         if self.scanned >= self.size and self.closing is None:
             raise ArrayInvalid("the document ends before its array closes")
 
@@ -284,6 +337,11 @@ class _LaidOut(io.RawIOBase):
     def __init__(self, source: BinaryIO, *, structure: _Structure, first: int) -> None:
         self._source, self._structure, self._first = source, structure, first
         self._position = 0
+        structure.scan_ahead()
+
+    def close(self) -> None:
+        self._structure.stop()
+        super().close()
 
     def readable(self) -> bool:
         return True
@@ -297,9 +355,10 @@ class _LaidOut(io.RawIOBase):
         # A record starting right after the block puts its line break in the block.
         structure.scan_to(begin + len(target) + 1)
         wanted = max(0, min(len(target), structure.size - begin))
-        self._source.seek(begin)
         with memoryview(target) as whole, whole[:wanted] as part:
-            got = _read_into(self._source, part)
+            with structure.stream_lock:
+                self._source.seek(begin)
+                got = _read_into(self._source, part)
             end = begin + got
             view = np.frombuffer(part, np.uint8)[:got]
             _blank_line_breaks(view)

@@ -319,9 +319,10 @@ def test_a_document_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) 
         tracemalloc.stop()
     assert (first, size, breaks) == (data.index(b"{"), len(data) - first, 5999)
     assert finding_peak < 8 * window
-    # Reading scans the structure a window ahead as it lays the records out: the window read
-    # for the scan, the reader's block and the one before it, and the slices' temporaries.
-    assert reading_peak < 10 * window
+    # Reading lays the records out while a thread scans the structure ahead: the scanner's
+    # window and its slices' temporaries beside the reader's block, the one before it and
+    # the laying out's temporaries, whichever moment they meet (about 8-10 windows).
+    assert reading_peak < 14 * window
 
 
 class _Shrunk(io.BytesIO):
