@@ -80,11 +80,11 @@ def array_as_lines(
     stream.seek(0)
     if stream.read(len(UTF8_BOM)) == UTF8_BOM:
         return None
-    opening = _next_non_whitespace(stream, 0, size)
-    if opening is None or _byte_at(stream, opening) != OPEN_BRACKET:
+    opening, byte = _next_non_whitespace(stream, 0, size)
+    if byte != OPEN_BRACKET:
         return None
-    first = _next_non_whitespace(stream, opening + 1, size)
-    if first is None or _byte_at(stream, first) != OPEN_BRACE:
+    first, byte = _next_non_whitespace(stream, opening + 1, size)
+    if byte != OPEN_BRACE:
         return None
     structure = _Structure(stream, start=first, size=size, window_bytes=window_bytes)
     try:
@@ -102,20 +102,17 @@ def array_as_lines(
     return io.BufferedReader(laid_out, buffer_size=window_bytes), first
 
 
-def _byte_at(stream: BinaryIO, position: int) -> int:
-    stream.seek(position)
-    return stream.read(1)[0]
-
-
-def _next_non_whitespace(stream: BinaryIO, position: int, size: int) -> int | None:
-    """Where the first byte at or after `position` that is not JSON whitespace is, or None."""
+def _next_non_whitespace(stream: BinaryIO, position: int, size: int) -> tuple[int, int | None]:
+    """Where the first byte at or after `position` that is not JSON whitespace is, and that
+    byte (None at the end of the file)."""
     stream.seek(position)
     while position < size and (piece := stream.read(min(4096, size - position))):
         other = ~_WHITESPACE[np.frombuffer(piece, np.uint8)]
         if other.any():
-            return position + int(other.argmax())
+            found = int(other.argmax())
+            return position + found, piece[found]
         position += len(piece)
-    return None
+    return position, None
 
 
 class _Positions:

@@ -156,7 +156,9 @@ def read_jsonl_columnar(
     ):
         if table is None:
             yield from convert_pending()
-            yield from _block_by_rows(block, chunk_rows=chunk_rows, outcome_of=outcome_of)
+            yield from _block_by_rows(
+                block, chunk_rows=chunk_rows, outcome_of=outcome_of, skip_blank=not array_records
+            )
             continue
         pending.append((block, table))
         if sum(parsed.num_rows for _, parsed in pending) >= chunk_rows:
@@ -191,14 +193,20 @@ def array_record_outcome(line_text: str, *, line: int) -> RowOutcome:
 
 
 def _block_by_rows(
-    block: LineBlock, *, chunk_rows: int, outcome_of: Callable[..., RowOutcome]
+    block: LineBlock,
+    *,
+    chunk_rows: int,
+    outcome_of: Callable[..., RowOutcome],
+    skip_blank: bool,
 ) -> Iterator[ParsedChunk]:
+    """The block's lines converted one by one by `outcome_of`; blank lines are skipped when
+    `skip_blank` (the JSONL row path skips them; an array's blank record is not JSON)."""
     requests: list[CanonicalRequest] = []
     rejects: list[RowReject] = []
     for index in range(block.lines):
         line_text = block.line_text(index)
-        if not line_text.strip() and outcome_of is line_outcome:
-            continue  # the JSONL row path skips blank lines (an array's blank record is not JSON)
+        if skip_blank and not line_text.strip():
+            continue
         outcome = outcome_of(line_text, line=block.first_line + index)
         if isinstance(outcome, RowReject):
             rejects.append(outcome)
