@@ -8,6 +8,7 @@ from bench import (
     classification,
     fanout,
     firstpage,
+    firststart,
     forecast,
     gate,
     histograms,
@@ -28,6 +29,7 @@ BENCHMARKS = [
     scale,
     live,
     firstpage,
+    firststart,
 ]
 
 

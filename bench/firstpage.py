@@ -148,7 +148,7 @@ def server_env(var_dir: Path) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -256,7 +256,7 @@ def _browser_loads(base: str, repeats: int) -> tuple[list[float], list[float], l
 
 
 def measure() -> Figures:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     started = time.monotonic()
     server = _start(port)
