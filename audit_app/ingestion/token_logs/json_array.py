@@ -15,8 +15,9 @@ brackets outside strings give the depth; a comma at depth 1 ends a record, and t
 that is not whitespace starts the next. The first record is found before anything is read;
 then a thread of its own scans the rest, a window (32 MiB) at a time, ahead of the laid-out
 stream, which waits only where the scan has not reached yet (1M records: 5.9 -> 5.3 s against
-scanning in the reader's own turn). A document of any size costs a few windows and 16 bytes a
-record.
+scanning in the reader's own turn). In a slice with no backslash nothing is escaped, and the
+quotes are counted between the structural bytes instead of listed (the scan of a 758 MB array
+2.4 -> 1.9 s). A document of any size costs a few windows and 16 bytes a record.
 
 Whether the whole document is valid JSON is known only once it has been read: each record is
 parsed as a line (by pyarrow, or by `json` where the block goes to the row path), and the scan
@@ -230,16 +231,14 @@ class _Structure:
         if self.closing is not None:
             _all_whitespace(raw)
             return
-        quotes = np.flatnonzero(raw == QUOTE)
-        quotes = quotes[~self._escaped(raw, quotes)]
-        self.backslashes = _trailing_backslashes(raw, self.backslashes)
         folded = raw | 0x20
         marks = np.flatnonzero(
             (folded == FOLDED_OPEN) | (folded == FOLDED_CLOSE) | (raw == COMMA)
             | (raw == LF) | (raw == CR)
         )  # fmt: skip
-        inside = ((np.searchsorted(quotes, marks) + self.in_string) & 1).astype(bool)
-        self.in_string = (self.in_string + quotes.size) & 1
+        quotes_before, quote_count = self._quotes_before(raw, marks)
+        inside = ((quotes_before + self.in_string) & 1).astype(bool)
+        self.in_string = (self.in_string + quote_count) & 1
         values = raw[marks]
         line_break = (values == LF) | (values == CR)
         if (line_break & inside).any():
@@ -262,6 +261,25 @@ class _Structure:
         commas = marks[(values == COMMA) & (depth == 1)]
         self.commas.add(commas + offset)
         self._find_starts(raw, commas, offset)
+
+    def _quotes_before(self, raw: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, int]:
+        """How many unescaped quotes come before each of `marks` in `raw`, and in all of it.
+
+        A slice without a backslash (and not right after one) escapes nothing: its quotes are
+        counted between the marks without listing where each is (a tenth of a record's bytes are
+        quotes: listing them took half the scan). Otherwise each quote is found and checked."""
+        if self.backslashes == 0 and not (raw == BACKSLASH).any():
+            is_quote = (raw == QUOTE).view(np.uint8)
+            if not marks.size:
+                return marks, int(np.count_nonzero(is_quote))
+            # Quotes in [0, first mark), then between each mark and the next, and after the last.
+            between = np.add.reduceat(is_quote, np.concatenate(([0], marks)), dtype=np.int64)
+            counted = np.cumsum(between)
+            return counted[:-1], int(counted[-1])
+        quotes = np.flatnonzero(raw == QUOTE)
+        quotes = quotes[~self._escaped(raw, quotes)]
+        self.backslashes = _trailing_backslashes(raw, self.backslashes)
+        return np.searchsorted(quotes, marks), int(quotes.size)
 
     def _escaped(self, raw: np.ndarray, quotes: np.ndarray) -> np.ndarray:
         """Which of `quotes` follow an odd run of backslashes (the run may begin in an earlier
