@@ -337,6 +337,25 @@ def test_clean_file_goes_entirely_through_the_frame() -> None:
     assert not any(c.requests or c.rejects for c in chunks)
 
 
+def test_a_spend_read_as_zero_is_trusted_only_from_its_lines_one_spend_key() -> None:
+    # `1e-400` reads as 0.0 (unpriced) in the frame, as a tiny priced amount by `Decimal` in
+    # the row path. The line's other `"spend"` (in its metadata) is written as a zero: only a
+    # line with one `"spend"` key may vouch for its row's zero, so this row takes the row path.
+    rng = random.Random(3)
+    rows = [_good_row(number, rng) for number in range(50)]
+    rows[20]["spend"], rows[30]["spend"] = Raw("1e-400"), 0
+    for row in (rows[20], rows[30]):
+        metadata = row["metadata"]
+        assert isinstance(metadata, dict)
+        metadata["spend"] = 0
+    rows[40]["spend"] = 0  # written as a zero, alone: read in the frame
+    data = ("\n".join(_line(row) for row in rows) + "\n").encode()
+    chunks = _assert_same_as_row_path(data, chunk_rows=1000)
+    by_rows = [request.line for chunk in chunks for request in chunk.requests]
+    assert by_rows == [21, 31]
+    assert sum(len(chunk.frame) for chunk in chunks if chunk.frame is not None) == 48
+
+
 def test_fixture_matches_the_row_path() -> None:
     data = (FIXTURES / "spend_logs.jsonl").read_bytes()
     # The fixture's blank line and its epoch-number timestamps send blocks to the row path.
