@@ -196,6 +196,10 @@ SPAN_MUTATIONS: list[Mutation] = [
     _span(startTimeUnixNano="99999999999999999999"),
     _span(endTimeUnixNano="1714564700000000000"),
     _span(startTimeUnixNano="946684799999999999"),
+    # From 2100-01-01 (the latest time read) on, below and above 2**63 nanoseconds.
+    _span(startTimeUnixNano="4102444800000000000", endTimeUnixNano="4102444801000000000"),
+    _span(startTimeUnixNano="9000000000000000000", endTimeUnixNano="9000000001000000000"),
+    _span(startTimeUnixNano="9300000000000000000", endTimeUnixNano="9300000001000000000"),
     _span(traceId="ABCDEF", spanId=None),
     _attribute(team="team-x", pool=" pool-a "),
     _attribute(enduser__id="legacy-user"),
@@ -293,6 +297,25 @@ def test_blocks_and_lines_the_columnar_path_cannot_read_match_the_row_path(seed:
     chunks = _assert_same_as_row_path(data, chunk_rows=30, block_bytes=5000)
     assert any(c.frame is not None and len(c.frame) for c in chunks)
     assert any(c.frame is None for c in chunks)
+
+
+def test_a_span_with_an_attribute_given_twice_is_converted_by_the_row_path() -> None:
+    # `otel` keeps the last of two entries with one key; which of them the vectorised pivot
+    # keeps is not defined, so the row path converts such a span.
+    rng = random.Random(5)
+    spans = [_good_span(number, rng) for number in range(6)]
+    attributes = spans[3]["attributes"]
+    assert isinstance(attributes, dict)
+    spans[3]["attributes"] = [
+        *_attributes(attributes),
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "4321"}},
+    ]
+    lines = [json.dumps(_document(part, service="svc")) for part in (spans[:3], spans[3:])]
+    data = ("\n".join(lines) + "\n").encode()
+    chunks = _assert_same_as_row_path(data, chunk_rows=100)
+    by_rows = [request for chunk in chunks for request in chunk.requests]
+    assert [(request.line, request.input_tokens) for request in by_rows] == [(2, 4321)]
+    assert sum(len(chunk.frame) for chunk in chunks if chunk.frame is not None) == 5
 
 
 def test_clean_file_goes_entirely_through_the_frame() -> None:
