@@ -206,6 +206,11 @@ MUTATIONS: list[Mutation] = [
     _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "2024-05-01 08:00:05.0000009"),
     _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", " NULL "),
     _times("2024-05-01 08:00:00", "2024-05-01 08:00:05", "None"),
+    # The first and the last moments read (2000-01-01 read, 2100-01-01 rejected).
+    _times("2000-01-01 00:00:00", "2000-01-01 00:00:05"),
+    _times("1999-12-31 23:59:59.999999", "2000-01-01 00:00:05"),
+    _times("2099-12-31 23:59:55", "2100-01-01 00:00:00"),
+    _times("2099-12-31 23:59:55", "2099-12-31 23:59:59.999999"),
     _set(completionStartTime=""),
     # spend
     _set(spend="0", cache_hit="False"),
@@ -234,6 +239,11 @@ MUTATIONS: list[Mutation] = [
     _set(spend="-6e-400"),
     _set(spend="5e-324"),
     _set(spend="2000000"),
+    # The row path's largest amount is 100,000: above it (and below the float fast path's own
+    # limit, ~1.1M) the row is rejected.
+    _set(spend="100000"),
+    _set(spend="100000.01"),
+    _set(spend="500000"),
     _set(spend="0.1234567890123456789012345678905"),
     # names, status, operation
     _set(model="", model_group=""),
@@ -358,6 +368,24 @@ def test_clean_file_goes_entirely_through_the_frame() -> None:
     chunks = _assert_same_as_row_path(data, chunk_rows=500)
     assert [len(chunk.requests) + len(chunk.rejects) for chunk in chunks] == [0, 0, 0, 0]
     assert [len(chunk.frame) for chunk in chunks] == [500, 500, 500, 500]
+
+
+def test_missing_spellings_stay_in_the_frame() -> None:
+    # `completionStartTime` written as any spelling the row path reads as missing is missing
+    # here too, not a failed timestamp that sends the row to the row path.
+    spellings = ["", "null", "NULL", "Null", "none", "None", "NONE"]
+    mutations = [_set(completionStartTime=spelling) for spelling in spellings]
+    rng = random.Random(13)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(HEADER)
+    for number in range(70):
+        row = _good_row(number, rng)
+        mutations[number % len(mutations)](row)
+        writer.writerow([row[name] for name in HEADER])
+    chunks = _assert_same_as_row_path(out.getvalue().encode(), chunk_rows=1000)
+    assert [len(chunk.requests) + len(chunk.rejects) for chunk in chunks] == [0]
+    assert [len(chunk.frame) for chunk in chunks] == [70]
 
 
 def test_chunks_end_where_the_row_path_chunks_end() -> None:
