@@ -1,9 +1,10 @@
 """`json_lines.check_block`: what sends a block of JSON lines to the row path.
 
 The columnar readers' suites compare whole files with the row path; these pin the block check
-itself, where its searches are: a refused byte string anywhere in the block (also beside
-invalid UTF-8, and at the block's very end), nesting counted per line, and the bytes past the
-block's size, which belong to the next block and must not count.
+itself: lines the row path reads otherwise (blank, not an object, a NUL, a byte order mark,
+bytes that are not UTF-8), and where its searches are: a refused byte string anywhere in the
+block (also beside invalid UTF-8, and at the block's very end), nesting counted per line, and
+the bytes past the block's size, which belong to the next block and must not count.
 """
 
 from __future__ import annotations
@@ -53,6 +54,28 @@ def test_each_refused_byte_string_is_found_anywhere(refused: bytes, where: str) 
         "last bytes": [LINE] * 999 + [line.rstrip(b"\n")],
     }[where]
     assert _refused(b"".join(lines))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"\n",  # a blank line: the row path skips it, pyarrow would not number it
+        b' {"a": 1}\n',  # leading space
+        b"[1, 2]\n",
+        b'"text"\n',
+        b'{"a": "x\x00y"}\n',  # NUL
+        b'{"a": "\xef\xbb\xbfx"}\n',  # a byte order mark inside the block
+        b'{"a": "\xff\xfe"}\n',  # not UTF-8
+        b'{"a": "\xc3"}\n',  # a character cut short
+    ],
+)
+def test_lines_the_row_path_reads_differently_refuse_the_block(line: bytes) -> None:
+    assert _refused(LINE * 10 + line + LINE * 10)
+    assert _refused(line + LINE * 10)
+
+
+def test_valid_utf8_beyond_ascii_passes() -> None:
+    assert not _refused(LINE * 10 + '{"a": "équipe 🚀 東京"}\n'.encode() + LINE * 10)
 
 
 def test_refused_bytes_are_found_beside_invalid_utf8() -> None:
