@@ -263,11 +263,13 @@ class _Structure:
         self._find_starts(raw, commas, offset)
 
     def _quotes_before(self, raw: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, int]:
-        """How many unescaped quotes come before each of `marks` in `raw`, and in all of it.
+        """How many unescaped quotes come before each of `marks` in `raw`, and in all of it;
+        notes how many backslashes end `raw` (for the next slice).
 
-        A slice without a backslash (and not right after one) escapes nothing: its quotes are
-        counted between the marks without listing where each is (a tenth of a record's bytes are
-        quotes: listing them took half the scan). Otherwise each quote is found and checked."""
+        A slice without a backslash (and not right after one) escapes nothing and ends with
+        none: its quotes are counted between the marks without listing where each is (a tenth
+        of a record's bytes are quotes: listing them took half the scan). Otherwise each quote
+        is found and checked."""
         if self.backslashes == 0 and not (raw == BACKSLASH).any():
             is_quote = (raw == QUOTE).view(np.uint8)
             if not marks.size:
