@@ -378,3 +378,108 @@ def test_the_packaged_datasets_gpt_5_and_128k_tiers_apply_after_a_sync() -> None
         "gemini-1.5-pro": Decimal("0.515"),
     }
     assert tier_mismatches() == []
+
+
+def _request(
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    day: date = DAY,
+    cached: int = 0,
+    creation: int = 0,
+    cost: Decimal | None = None,
+) -> CanonicalRequest:
+    start = datetime(day.year, day.month, day.day, 9, 0, tzinfo=UTC)
+    return CanonicalRequest(
+        line=1,
+        started_at=start,
+        ended_at=start,
+        first_token_at=None,
+        workload="w",
+        team="",
+        end_user="",
+        caller="",
+        provider=PROVIDER,
+        model=model,
+        operation="chat",
+        streaming=None,
+        batch_api=False,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=creation,
+        cost_usd=cost,
+        status="ok",
+        request_id="",
+        pool="",
+    )
+
+
+def test_only_unlogged_requests_above_the_threshold_count_every_token_kind_apart() -> None:
+    aggregate = IngestAggregate()
+    rows = [
+        # Unlogged, above 200,000: every kind of token counted apart.
+        _request("m", 250_000, 500, cached=40_000, creation=10_000),
+        _request("m", 200_001, 1),
+        # Exactly at the threshold is not above it.
+        _request("m", 200_000, 3, cached=1, creation=2),
+        # Logged: its cost is known, nothing to price.
+        _request("m", 300_000, 9, cached=7, creation=8, cost=Decimal("1")),
+    ]
+    aggregate.add_frame(requests_to_frame(rows))  # no lookup: 200,000 for every request
+    [t] = aggregate.rollups.values()
+    assert t.long_context_threshold_tokens == LONG_CONTEXT_THRESHOLD_TOKENS == 200_000
+    assert t.unlogged_long_context_input_tokens == 250_000 + 200_001
+    assert t.unlogged_long_context_cached_input_tokens == 40_000
+    assert t.unlogged_long_context_cache_creation_input_tokens == 10_000
+    assert t.unlogged_long_context_output_tokens == 500 + 1
+    # The unlogged totals hold all three unlogged requests.
+    assert t.unlogged_input_tokens == 250_000 + 200_001 + 200_000
+    assert t.unlogged_cache_creation_input_tokens == 10_000 + 2
+
+
+def test_chunks_counted_at_different_thresholds_add_up_to_mixed() -> None:
+    aggregate = IngestAggregate()
+    aggregate.add_frame(_frame([("m", 300_000, 1)]), lambda p, m, d: 272_000)
+    aggregate.add_frame(_frame([("m", 300_000, 1)]), lambda p, m, d: 272_000)
+    [t] = aggregate.rollups.values()
+    assert t.long_context_threshold_tokens == 272_000  # same threshold: kept
+    aggregate.add_frame(_frame([("m", 300_000, 1)]), lambda p, m, d: 200_000)
+    assert t.long_context_threshold_tokens == MIXED_THRESHOLDS
+    assert t.unlogged_long_context_input_tokens == 3 * 300_000  # above both
+
+
+def test_thresholds_are_looked_up_per_model_and_day_over_several_days() -> None:
+    second = date(2026, 11, 21)
+    # A card whose tier moved from 272k to 128k on the second day, and one that did not.
+    table = {
+        ("a", DAY): 272_000,
+        ("a", second): 128_000,
+        ("b", DAY): 200_000,
+        ("b", second): 200_000,
+    }
+    seen: list[tuple[str, date]] = []
+
+    def lookup(provider: str, model: str, day: date) -> int:
+        seen.append((model, day))
+        return table[(model, day)]
+
+    aggregate = IngestAggregate()
+    rows = [_request(m, 250_000, 1, day=d) for m, d in [*table, ("a", DAY)]]
+    aggregate.add_frame(requests_to_frame(rows), lookup)
+    assert sorted(seen) == sorted(table)  # once per (model, day)
+    got = {
+        (key.model, key.hour.date()): (
+            t.long_context_threshold_tokens,
+            t.unlogged_long_context_input_tokens,
+        )
+        for key, t in aggregate.rollups.items()
+    }
+    # 250,000 input tokens: below 272k, above 128k and 200k; ("a", DAY) twice.
+    assert got == {
+        ("a", DAY): (272_000, 0),
+        ("a", second): (128_000, 250_000),
+        ("b", DAY): (200_000, 250_000),
+        ("b", second): (200_000, 250_000),
+    }

@@ -227,3 +227,149 @@ def test_distinct_users_sketch_is_exact_when_small_and_close_when_large() -> Non
     assert len(merged) == KMV_SIZE
     # Union of the two halves is 200,000 distinct values; KMV's error is ~1/sqrt(1024) = 3 %.
     assert abs(distinct_estimate(merged) - 200_000) / 200_000 < 0.1
+
+
+# --- Single guards, each with hand-made requests ---------------------------------------------
+def _one(
+    *,
+    minutes: int = 0,
+    workload: str = "chat",
+    team: str = "a",
+    caller: str = "svc",
+    end_user: str = "",
+    streaming: bool | None = False,
+    ttft_ms: float | None = None,
+    latency_ms: float = 100.0,
+    input_tokens: int = 0,
+    output_tokens: int = 1,
+) -> CanonicalRequest:
+    """One request on 2026-11-02, `minutes` after midnight."""
+    started = START + timedelta(minutes=minutes)
+    return CanonicalRequest(
+        started_at=started,
+        ended_at=started + timedelta(milliseconds=latency_ms),
+        first_token_at=None if ttft_ms is None else started + timedelta(milliseconds=ttft_ms),
+        workload=workload,
+        team=team,
+        end_user=end_user,
+        caller=caller,
+        provider="openai",
+        model="gpt-4o",
+        operation="chat",
+        streaming=streaming,
+        batch_api=False,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_input_tokens=0,
+        cost_usd=None,
+        status="success",
+        request_id="",
+        pool="",
+        line=minutes + 2,
+    )
+
+
+def _aggregate(*chunks: list[CanonicalRequest]) -> IngestAggregate:
+    aggregate = IngestAggregate()
+    for chunk in chunks:
+        aggregate.add_frame(requests_to_frame(chunk))
+    return aggregate
+
+
+def test_a_full_sketch_estimates_k_minus_one_over_its_kth_smallest_hash() -> None:
+    from audit_app.ingestion.rollups import KMV_SIZE, distinct_estimate, distinct_sketch
+
+    assert KMV_SIZE == 1024  # the hand computation below
+    # 1,024 hashes spread evenly over the lowest 1/1024 of the space: shifted into [0, 2^64)
+    # the i-th is (i + 1) * 2^44 - 1, so the k-th smallest is 2^54 - 1, u_k = 2^54 / 2^64
+    # = 2^-10 and the estimate (k - 1) / u_k = 1023 * 1024 = 1,047,552.
+    sketch = [(i + 1) * 2**44 - 1 - 2**63 for i in range(KMV_SIZE)]
+    assert distinct_sketch(sketch) == sketch
+    assert distinct_estimate(sketch) == 1_047_552
+    assert distinct_estimate(sketch[:-1]) == 1023  # not full: exact
+
+
+def test_only_requests_known_to_stream_count_as_streaming() -> None:
+    aggregate = _aggregate([_one(streaming=True), _one(streaming=False), _one(streaming=None)])
+    [totals] = aggregate.rollups.values()
+    assert (totals.requests, totals.streaming_requests) == (3, 1)  # unknown is not streamed
+
+
+def test_a_one_token_answer_has_no_time_per_output_token() -> None:
+    aggregate = _aggregate(
+        [
+            # First token at 100 ms, end at 300 ms: 1 output token has no time per token...
+            _one(streaming=True, ttft_ms=100.0, latency_ms=300.0, output_tokens=1),
+            # ...3 have (300 - 100) / (3 - 1) = 100 ms each.
+            _one(streaming=True, ttft_ms=100.0, latency_ms=300.0, output_tokens=3),
+        ]
+    )
+    [totals] = aggregate.rollups.values()
+    assert (totals.ttft.count, totals.latency.count) == (2, 2)
+    assert (totals.tpot.count, totals.tpot.total) == (1, 100.0)
+
+
+def test_a_duration_below_zero_counts_as_zero() -> None:
+    # Parsers reject an end before the start; a frame built without them must not fail on it.
+    aggregate = _aggregate([_one(latency_ms=-5.0), _one(latency_ms=40.0)])
+    [totals] = aggregate.rollups.values()
+    assert (totals.latency.count, totals.latency.zero_count) == (2, 1)
+    assert totals.latency.total == 40.0  # 0 + 40
+
+
+def test_a_days_callers_stop_growing_once_a_chunk_finds_the_cap_reached() -> None:
+    from audit_app.ingestion.rollups import MAX_CALLERS_PER_DAY
+
+    names = [f"c{i:03d}" for i in range(MAX_CALLERS_PER_DAY)]
+    # The first chunk brings exactly the cap (and a request with no caller, not a caller).
+    first = [_one(minutes=i, caller=name) for i, name in enumerate(names)]
+    aggregate = _aggregate([*first, _one(caller="")], [_one(caller="late")])
+    [shape] = aggregate.days.values()
+    assert shape.callers == set(names)
+    assert shape.requests == MAX_CALLERS_PER_DAY + 2
+
+
+def test_merged_day_shapes_unite_callers_and_users_and_add_counts() -> None:
+    left = _aggregate([_one(minutes=5, caller="a", end_user="u1"), _one(minutes=65, caller="b")])
+    right = _aggregate(
+        [_one(minutes=5, caller="b", end_user="u1"), _one(minutes=6, caller="c", end_user="u2")]
+    )
+    left.merge(right)
+    [shape] = left.days.values()
+    assert shape.callers == {"a", "b", "c"}
+    assert len(shape.end_users) == 2  # u1 on both sides, u2
+    assert shape.requests == 4
+    # Minute 5: 00:05 on each side and 01:05 (3); minute 6: 00:06 (1). Hours 0 and 1: 3, 1.
+    assert (shape.minute_counts[5], shape.minute_counts[6]) == (3, 1)
+    assert (shape.hour_counts[0], shape.hour_counts[1]) == (3, 1)
+
+
+def test_renaming_caps_only_the_callers_of_folded_days() -> None:
+    from audit_app.ingestion.rollups import MAX_CALLERS_PER_DAY
+
+    assert MAX_CALLERS_PER_DAY == 200  # the counts below
+    # One chunk each takes all its callers (the cap is checked before a chunk): "big" 250,
+    # "x" and "y" 150 each, which fold into one day of 300, capped to the first 200 by name:
+    # x000..x149 and y000..y049.
+    big = [_one(workload="big", caller=f"b{i:03d}") for i in range(250)]
+    x = [_one(workload="x", caller=f"x{i:03d}") for i in range(150)]
+    y = [_one(workload="y", caller=f"y{i:03d}") for i in range(150)]
+    aggregate = _aggregate(big, x, y)
+    renamed = aggregate.renamed(workloads={"x": "other", "y": "other"}, teams={})
+    callers = {workload: shape.callers for (_, workload), shape in renamed.days.items()}
+    assert len(callers["big"]) == 250
+    assert callers["other"] == {f"x{i:03d}" for i in range(150)} | {f"y{i:03d}" for i in range(50)}
+
+
+def test_token_weights_add_input_and_output_tokens_and_requests_per_name() -> None:
+    aggregate = _aggregate(
+        [
+            _one(workload="w1", team="t1", input_tokens=100, output_tokens=10),
+            _one(minutes=60, workload="w1", team="t2", input_tokens=50, output_tokens=5),
+            _one(workload="w2", team="t1", input_tokens=7, output_tokens=3),
+        ]
+    )
+    # w1: 100 + 10 + 50 + 5 = 165 over 2; w2: 7 + 3 = 10 over 1.
+    assert aggregate.token_weights("workload") == {"w1": (165, 2), "w2": (10, 1)}
+    # t1: 100 + 10 + 7 + 3 = 120 over 2; t2: 50 + 5 = 55 over 1.
+    assert aggregate.token_weights("team") == {"t1": (120, 2), "t2": (55, 1)}
