@@ -115,31 +115,9 @@ def test_the_counting_threshold_is_the_cards_tier_else_200k() -> None:
 
 # --- Rollups (pure) -------------------------------------------------------------------------
 def _frame(rows: list[tuple[str, int, int]]) -> pd.DataFrame:
-    start = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
     return requests_to_frame(
         [
-            CanonicalRequest(
-                line=i + 1,
-                started_at=start,
-                ended_at=start,
-                first_token_at=None,
-                workload="w",
-                team="",
-                end_user="",
-                caller="",
-                provider=PROVIDER,
-                model=model,
-                operation="chat",
-                streaming=None,
-                batch_api=False,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cached_input_tokens=0,
-                cost_usd=None,
-                status="ok",
-                request_id="",
-                pool="",
-            )
+            _request(model, input_tokens, output_tokens, line=i + 1)
             for i, (model, input_tokens, output_tokens) in enumerate(rows)
         ]
     )
@@ -389,10 +367,11 @@ def _request(
     cached: int = 0,
     creation: int = 0,
     cost: Decimal | None = None,
+    line: int = 1,
 ) -> CanonicalRequest:
     start = datetime(day.year, day.month, day.day, 9, 0, tzinfo=UTC)
     return CanonicalRequest(
-        line=1,
+        line=line,
         started_at=start,
         ended_at=start,
         first_token_at=None,
