@@ -205,13 +205,16 @@ class IngestAggregate:
             key[PROVIDER] = providers[raw]
             keys.append(RollupKey(**key))
         totals = [self._totals(key) for key in keys]
-        # One model on one day has one card, so a key's rows share their threshold.
+        # One model on one day has one card, so a key's rows share their threshold. Two groups
+        # of the chunk can share a rollup (two spellings of one provider): the second merges.
         limits = grouped[THRESHOLD].agg(["min", "max"])
+        counted: set[int] = set()
         for target, low, high in zip(
             totals, limits["min"].tolist(), limits["max"].tolist(), strict=True
         ):
             mine = int(low) if low == high else MIXED_THRESHOLDS
-            fresh = target.requests == 0
+            fresh = target.requests == 0 and id(target) not in counted
+            counted.add(id(target))
             target.long_context_threshold_tokens = (
                 mine if fresh else merged_threshold(target.long_context_threshold_tokens, mine)
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -427,6 +428,27 @@ def test_chunks_counted_at_different_thresholds_add_up_to_mixed() -> None:
     aggregate.add_frame(_frame([("m", 300_000, 1)]), lambda p, m, d: 200_000)
     assert t.long_context_threshold_tokens == MIXED_THRESHOLDS
     assert t.unlogged_long_context_input_tokens == 3 * 300_000  # above both
+
+
+def test_two_spellings_of_a_provider_in_one_chunk_merge_their_thresholds() -> None:
+    # "OpenAI" and "openai" fall into one rollup (the provider's stored name), but a lookup
+    # that tells them apart gives their groups different thresholds: the rollup holds both
+    # kinds of rows, so it is mixed, whichever group comes first.
+    def lookup(provider: str, model: str, day: date) -> int:
+        return 272_000 if provider == "OpenAI" else 128_000
+
+    for spellings in (("OpenAI", "openai"), ("openai", "OpenAI")):
+        rows = [
+            replace(_request("m", 300_000, 1, line=i + 1), provider=spelling)
+            for i, spelling in enumerate(spellings)
+        ]
+        aggregate = IngestAggregate()
+        aggregate.add_frame(requests_to_frame(rows), lookup)
+        [(key, t)] = aggregate.rollups.items()
+        assert key.provider == "openai"
+        assert t.requests == 2
+        assert t.long_context_threshold_tokens == MIXED_THRESHOLDS
+        assert t.unlogged_long_context_input_tokens == 2 * 300_000  # above both
 
 
 def test_thresholds_are_looked_up_per_model_and_day_over_several_days() -> None:
