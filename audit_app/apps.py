@@ -11,8 +11,6 @@ class AuditAppConfig(AppConfig):
         from django.core.signals import request_finished, request_started
         from django.db.models.signals import post_delete, post_save
 
-        # Registers the OpenAPI description of token auth with drf-spectacular.
-        from audit_app.api import schema  # noqa: F401
         from audit_app.lib import results_cache
         from audit_app.models import (
             HardwareTarget,

@@ -10,6 +10,10 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from audit_app.access.permissions import RoleRequiredMixin
+# Registers the OpenAPI description of token auth with drf-spectacular before the schema view
+# (or `manage.py spectacular`, which loads these URLs) describes the API. Not at start-up:
+# drf-spectacular costs every process 0.1 s to import, and commands never describe the API.
+from audit_app.api import schema  # noqa: F401
 from audit_app.api.otlp import OtlpTracesApi
 from audit_app.views.auth import LoginView
 from audit_app.views.health import healthz
