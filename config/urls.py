@@ -10,6 +10,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from audit_app.access.permissions import RoleRequiredMixin
+
 # Registers the OpenAPI description of token auth with drf-spectacular before the schema view
 # (or `manage.py spectacular`, which loads these URLs) describes the API. Not at start-up:
 # drf-spectacular costs every process 0.1 s to import, and commands never describe the API.
