@@ -9,7 +9,7 @@ if rows counted at different ones ever meet.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal
@@ -245,21 +245,25 @@ class IngestAggregate:
                 shape = self.days[key] = DayShape()
             return shape
 
-        for column, attribute in (("minute", "minute_counts"), ("hour_of_day", "hour_counts")):
-            counts = work.groupby(["day", WORKLOAD, column], sort=False, observed=True).size()
-            for (day, workload, slot), n in zip(
-                counts.index.tolist(), counts.to_numpy(), strict=True
-            ):
-                getattr(shape_for(day, workload), attribute)[slot] += n
         by_day = work.groupby(["day", WORKLOAD], sort=False, observed=True)
-        for (day, workload), users in _grouped_items(by_day["end_user_hash"].unique()):
-            shape_for(day, workload).end_users.update(int(u) for u in users if u != 0)
-        for (day, workload), callers in _grouped_items(by_day[CALLER].unique()):
-            shape = shape_for(day, workload)
+        # Every aggregation of one groupby lists its groups in the same order; `ngroup` numbers
+        # them in that order, so the minute and hour counts are one bincount per chunk.
+        sizes = by_day.size()
+        group = by_day.ngroup().to_numpy()
+        shapes = [shape_for(day, workload) for day, workload in sizes.index.tolist()]
+        minutes = _counts_by_group(group, work["minute"].to_numpy(), len(shapes), 60)
+        hours = _counts_by_group(group, work["hour_of_day"].to_numpy(), len(shapes), 24)
+        for shape, requests, minute_row, hour_row in zip(
+            shapes, sizes.tolist(), minutes, hours, strict=True
+        ):
+            shape.requests += int(requests)
+            shape.minute_counts += minute_row
+            shape.hour_counts += hour_row
+        for shape, users in zip(shapes, by_day["end_user_hash"].unique().tolist(), strict=True):
+            shape.end_users.update(users[users != 0].tolist())
+        for shape, callers in zip(shapes, by_day[CALLER].unique().tolist(), strict=True):
             if len(shape.callers) < MAX_CALLERS_PER_DAY:
                 shape.callers.update(c for c in callers if c)
-        for (day, workload), requests in _grouped_items(by_day.size()):
-            shape_for(day, workload).requests += int(requests)
 
     def merge(self, other: IngestAggregate) -> IngestAggregate:
         """Add ``other`` into this aggregate. Keys only ``other`` has are taken over as they are
@@ -331,9 +335,10 @@ class IngestAggregate:
         return sum(getattr(t, column) for t in self.rollups.values())
 
 
-def _grouped_items(series: pd.Series) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """(key, value) pairs of a Series grouped by several columns (pandas types keys Hashable)."""
-    return zip(series.index.tolist(), series.tolist(), strict=True)
+def _counts_by_group(group: np.ndarray, slot: np.ndarray, groups: int, slots: int) -> np.ndarray:
+    """A (groups x slots) table: how many rows of each group fall in each slot."""
+    combined = group.astype(np.int64) * slots + slot
+    return np.bincount(combined, minlength=groups * slots).reshape(groups, slots)
 
 
 def _plain(values: Iterable[object]) -> list[object]:
