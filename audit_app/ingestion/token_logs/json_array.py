@@ -16,8 +16,9 @@ that is not whitespace starts the next. The first record is found before anythin
 then a thread of its own scans the rest, a window (32 MiB) at a time, ahead of the laid-out
 stream, which waits only where the scan has not reached yet (1M records: 5.9 -> 5.3 s against
 scanning in the reader's own turn). In a slice with no backslash nothing is escaped, and the
-quotes are counted between the structural bytes instead of listed (the scan of a 758 MB array
-2.4 -> 1.9 s). A document of any size costs a few windows and 16 bytes a record.
+quotes before each structural byte are counted as bits, 64 to a word, instead of listed (the
+scan of a 758 MB array 2.4 -> 2.0 s by counting, 2.0 -> 1.46 s by bits). A document of any
+size costs a few windows and 16 bytes a record.
 
 Whether the whole document is valid JSON is known only once it has been read: each record is
 parsed as a line (by pyarrow, or by `json` where the block goes to the row path), and the scan
@@ -57,6 +58,10 @@ OPEN_BRACKET, CLOSE_BRACKET, OPEN_BRACE = 0x5B, 0x5D, 0x7B
 FOLDED_OPEN, FOLDED_CLOSE = 0x7B, 0x7D
 _WHITESPACE = np.zeros(256, bool)
 _WHITESPACE[[SPACE, TAB, LF, CR]] = True
+# The bits below bit n of a 64-bit word, for n in 0..63; and zero bytes that pad a slice's
+# quote bits to whole words.
+_LOW_BITS = ((np.uint64(1) << np.arange(64, dtype=np.uint64)) - np.uint64(1)).astype("<u8")
+_ZERO_BYTES = np.zeros(8, np.uint8)
 # The bytes the scanner reads at once, and the slice it scans at a time within them: a slice's
 # temporary arrays stay in the processor's cache (measured on a 758 MB array: 2.2 s in 256 KiB
 # slices, 3.9 s in 32 MiB ones).
@@ -267,17 +272,20 @@ class _Structure:
         notes how many backslashes end `raw` (for the next slice).
 
         A slice without a backslash (and not right after one) escapes nothing and ends with
-        none: its quotes are counted between the marks without listing where each is (a tenth
-        of a record's bytes are quotes: listing them took half the scan). Otherwise each quote
-        is found and checked."""
+        none: its quotes are counted as bits, without listing where each is (a tenth of a
+        record's bytes are quotes: listing them took half the scan). Otherwise each quote is
+        found and checked."""
         if self.backslashes == 0 and not (raw == BACKSLASH).any():
-            is_quote = (raw == QUOTE).view(np.uint8)
-            if not marks.size:
-                return marks, int(np.count_nonzero(is_quote))
-            # Quotes in [0, first mark), then between each mark and the next, and after the last.
-            between = np.add.reduceat(is_quote, np.concatenate(([0], marks)), dtype=np.int64)
-            counted = np.cumsum(between)
-            return counted[:-1], int(counted[-1])
+            # One bit per byte, set for a quote, 64 to a word (byte i is bit i % 64 of word
+            # i // 64): the quotes before a mark are those of the words before its word, plus
+            # those of its own word below its bit (0.74 -> 0.29 s for 758 MB against a
+            # reduceat over the bytes between marks).
+            words = np.packbits(raw == QUOTE, bitorder="little")
+            words = np.concatenate((words, _ZERO_BYTES[: -words.size % 8])).view("<u8")
+            before = np.concatenate(([0], np.cumsum(np.bitwise_count(words), dtype=np.int64)))
+            word = marks >> 6
+            below = np.bitwise_count(words[word] & _LOW_BITS[marks & 63])
+            return before[word] + below, int(before[-1])
         quotes = np.flatnonzero(raw == QUOTE)
         quotes = quotes[~self._escaped(raw, quotes)]
         self.backslashes = _trailing_backslashes(raw, self.backslashes)

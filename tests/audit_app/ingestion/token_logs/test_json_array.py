@@ -15,6 +15,7 @@ import random
 import tracemalloc
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -259,6 +260,21 @@ def test_strings_that_look_like_structure_by_hand() -> None:
                 records[1] + "  ",
                 records[2] + " ",
             ], (window, slice_bytes)
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 63, 64, 65, 127, 128, 129, 1000, 4097])
+def test_quotes_before_each_mark_in_a_slice_without_backslashes(size: int) -> None:
+    # The count by bits (64 bytes to a word) against a count of the bytes before each mark:
+    # every byte that is not a quote is a mark, so marks fall on each side of every word's
+    # edge, and slices end inside a word and on its edge.
+    raw = np.random.default_rng(size).choice(np.frombuffer(b'"a,{}', np.uint8), size)
+    marks = np.flatnonzero(raw != json_array.QUOTE)
+    structure = json_array._Structure(io.BytesIO(), start=0, size=0, window_bytes=1)
+    counted, total = structure._quotes_before(raw, marks)
+    is_quote = (raw == json_array.QUOTE).tolist()
+    assert counted.tolist() == [sum(is_quote[:mark]) for mark in marks.tolist()]
+    assert total == sum(is_quote)
+    assert structure.backslashes == 0
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
