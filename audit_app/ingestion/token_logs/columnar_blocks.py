@@ -197,6 +197,16 @@ def _check_lines(data: bytes, size: int) -> np.ndarray:
     return line_ends
 
 
+def bit_words(flags: np.ndarray) -> np.ndarray:
+    """`flags` as bits, 64 to a little-endian word: flag i is bit i % 64 of word i // 64 (the
+    last word padded with zeros)."""
+    bits = np.packbits(flags, bitorder="little")
+    return np.concatenate((bits, _ZERO_BYTES[: -bits.size % 8])).view("<u8")
+
+
+_ZERO_BYTES = np.zeros(8, np.uint8)
+
+
 def one_binary_value(payload: bytes | bytearray, size: int | None = None) -> pa.Array:
     """`payload` (its first `size` bytes) as an array of one binary value, without copying
     it."""

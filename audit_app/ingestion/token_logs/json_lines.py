@@ -26,6 +26,7 @@ import pyarrow.json as pa_json
 from audit_app.ingestion.reading import decode_text
 from audit_app.ingestion.token_logs.columnar_blocks import (
     UTF8_BOM,
+    bit_words,
     is_utf8,
     iter_line_runs,
     one_binary_value,
@@ -198,9 +199,9 @@ def _deepest_nesting(block: LineBlock, raw: np.ndarray) -> int:
     """The deepest nesting of brackets on any line, counting brackets inside strings too (an
     estimate that errs high for a string of `[`, which only sends the block to the row path);
     below `MAX_NESTING`, possibly a bound above it rather than the exact figure."""
-    # No line nests deeper than the block's whole range of depths: when that is shallow
-    # enough, the per-line count is not needed.
-    span = _depth_range(raw)
+    # No line nests deeper than the block's whole range of depths: when a bound on that is
+    # shallow enough, the per-line count is not needed.
+    span = _depth_range_bound(raw)
     if span < MAX_NESTING:
         return span
     brackets, step = _brackets(raw)
@@ -221,24 +222,37 @@ def _brackets(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return brackets, np.where(opening[brackets], 1, -1)
 
 
-def _depth_range(raw: np.ndarray) -> int:
-    """max(depth) - min(min(depth), 0) over the brackets of `raw`, the depth counted from 0 at
-    its start (0 without brackets; the 0 before the first bracket is not a maximum). Counted a
-    slice at a time, so each slice's temporary arrays stay in the processor's cache: a quarter
-    faster than one pass over a 16 MiB block, and the OTel reader 5-8% faster at 1M spans."""
-    depth, lowest, highest = 0, 0, None
-    for begin in range(0, len(raw), _NESTING_SLICE):
-        _, step = _brackets(raw[begin : begin + _NESTING_SLICE])
-        if step.size:
-            running = np.cumsum(step)
-            top = depth + int(running.max())
-            highest = top if highest is None else max(highest, top)
-            lowest = min(lowest, depth + int(running.min()))
-            depth += int(running[-1])
-    return 0 if highest is None else highest - lowest
+def _depth_range_bound(raw: np.ndarray) -> int:
+    """An upper bound, at most 128 too high, on how far the depth ranges over `raw`:
+    max(depth, 0) - min(depth, 0) over its brackets, the depth counted from 0 at its start.
+
+    The bytes are taken 64 at a time, as bits (one word for the opening brackets, one for the
+    closing ones): within a word, the depth is at most its depth before the word plus the
+    word's opening brackets, and at least that minus its closing ones. Counting bits instead
+    of listing the brackets halves the check of an OTel block (and saves a third of a
+    LiteLLM one); a slice at a time keeps the temporary arrays in the processor's cache."""
+    depth = lowest = highest = 0
+    step = max(64, _NESTING_SLICE // 64 * 64)  # whole words: word k holds bytes 64k to 64k+63
+    for begin in range(0, len(raw), step):
+        folded = raw[begin : begin + step] | 0x20
+        opening = _bit_counts(folded == 0x7B)
+        closing = _bit_counts(folded == 0x7D)
+        change = opening - closing
+        after = depth + np.cumsum(change)  # the depth after each word
+        before = after - change
+        highest = max(highest, int((before + opening).max()))
+        lowest = min(lowest, int((before - closing).min()))
+        depth = int(after[-1])
+    return highest - lowest
 
 
-# The slice `_depth_range` counts at a time.
+def _bit_counts(flags: np.ndarray) -> np.ndarray:
+    """How many of `flags` are set in each run of 64 (the last run may be shorter)."""
+    counts: np.ndarray = np.bitwise_count(bit_words(flags)).astype(np.int64)
+    return counts
+
+
+# The slice `_depth_range_bound` counts at a time (rounded to whole words).
 _NESTING_SLICE = 256 * 1024
 
 

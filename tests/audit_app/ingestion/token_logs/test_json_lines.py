@@ -103,30 +103,54 @@ def test_nesting_is_counted_per_line() -> None:
 
 
 def _depth_range_by_hand(data: bytes) -> int:
-    depth, depths = 0, []
+    """max(depth, 0) - min(depth, 0) over the brackets, byte by byte."""
+    depth = highest = lowest = 0
     for byte in data:
         if byte in b"[{":
             depth += 1
         elif byte in b"]}":
             depth -= 1
-        else:
-            continue
-        depths.append(depth)
-    return max(depths) - min(min(depths), 0) if depths else 0
+        highest, lowest = max(highest, depth), min(lowest, depth)
+    return highest - lowest
 
 
-@pytest.mark.parametrize("slice_bytes", [1, 3, 7, 64, 256 * 1024])
-def test_the_depth_range_counted_a_slice_at_a_time_is_the_whole_blocks(
+def _depth_bound_by_hand(data: bytes) -> int:
+    """The bound `_depth_range_bound` gives, 64 bytes at a time: within a run of 64, the depth
+    is at most the depth before it plus its opening brackets, at least that less its closing
+    ones."""
+    depth = highest = lowest = 0
+    for start in range(0, len(data), 64):
+        word = data[start : start + 64]
+        opening = sum(byte in b"[{" for byte in word)
+        closing = sum(byte in b"]}" for byte in word)
+        highest, lowest = max(highest, depth + opening), min(lowest, depth - closing)
+        depth += opening - closing
+    return highest - lowest
+
+
+@pytest.mark.parametrize("slice_bytes", [1, 3, 64, 100, 1000, 256 * 1024])
+def test_the_depth_range_bound_counted_a_slice_at_a_time_is_the_whole_blocks(
     monkeypatch: pytest.MonkeyPatch, slice_bytes: int
 ) -> None:
     monkeypatch.setattr(json_lines, "_NESTING_SLICE", slice_bytes)
     generator = np.random.default_rng(18)
-    alphabet = np.frombuffer(b'{}[]a"', np.uint8)
-    for _ in range(400):
-        data = generator.choice(alphabet, int(generator.integers(0, 80))).tobytes()
-        assert json_lines._depth_range(np.frombuffer(data, np.uint8)) == _depth_range_by_hand(
-            data
-        ), data
+    for alphabet in (b'{}[]a"', b"{{{[a]", b"}]]{a "):
+        choices = np.frombuffer(alphabet, np.uint8)
+        for size in [0, 1, 63, 64, 65, 80, 200, 5000, 20000]:
+            data = generator.choice(choices, size).tobytes()
+            bound = json_lines._depth_range_bound(np.frombuffer(data, np.uint8))
+            assert bound == _depth_bound_by_hand(data), (alphabet, size)
+            assert 0 <= bound - _depth_range_by_hand(data) <= 128, (alphabet, size)
+    # By hand: 70 `[` then 70 `]` (depth 70; the words: 64 opening, then 6 opening and 58
+    # closing, then 12 closing), and the same after 60 bytes of text.
+    assert json_lines._depth_range_bound(np.frombuffer(b"[" * 70 + b"]" * 70, np.uint8)) == 70
+    shifted = b"x" * 60 + b"[" * 70 + b"]" * 70
+    # Words: 60 text + 4 `[` (depth 4); 64 `[` (68); 2 `[` + 62 `]` (at most 70, ends 8);
+    # 8 `]` (ends 0): 70, and nothing below 0.
+    assert json_lines._depth_range_bound(np.frombuffer(shifted, np.uint8)) == 70
+    assert json_lines._depth_range_bound(np.frombuffer(b"]]]", np.uint8)) == 3
+    # Depth 1 at most, but the first word's 32 `[` and 32 `]` give it 32 above and 32 below.
+    assert json_lines._depth_range_bound(np.frombuffer(b"[]" * 40, np.uint8)) == 64
     # A nesting that crosses slices still sends its block to the row path.
     monkeypatch.setattr(json_lines, "_NESTING_SLICE", max(1, slice_bytes // 2))
     assert _refused(LINE * 5 + _nested(MAX_NESTING) + LINE * 5)
