@@ -10,6 +10,7 @@ UTF-8, a NUL byte, ...); the caller then reads that block with the row path, lin
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections import deque
@@ -180,14 +181,30 @@ def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
     if b"\x00" in payload or (not ascii_only and UTF8_BOM in payload):
         raise JsonBlockUnsupported("a NUL byte or a byte order mark")
     run = one_binary_value(payload)
-    for refused in refuse:
+    for pattern, literals in _refusal_patterns(refuse):
         # RE2 finds a literal several times faster than `bytes.__contains__` in JSON text.
-        if pc.match_substring_regex(run, _literal_pattern(refused))[0].as_py():
-            raise JsonBlockUnsupported(f"the bytes {refused!r}")
+        if pc.match_substring_regex(run, pattern)[0].as_py():
+            found = next(literal for literal in literals if literal in payload)
+            raise JsonBlockUnsupported(f"the bytes {found!r}")
     if _deepest_nesting(block, raw) >= MAX_NESTING:
         raise JsonBlockUnsupported("JSON nested deeper than the row path reads")
     if not ascii_only and not is_utf8(run):
         raise JsonBlockUnsupported("invalid UTF-8")
+
+
+@functools.cache
+def _refusal_patterns(refuse: tuple[bytes, ...]) -> list[tuple[str, tuple[bytes, ...]]]:
+    """One RE2 pattern per first byte of the literals `refuse`, each an alternation of the
+    literals starting with that byte, with them. RE2 skips to a pattern's one first byte with
+    memchr; an alternation of several first bytes is read byte by byte (OTel's five literals:
+    0.61 s for 988 MB one at a time, 1.6 s as one alternation, 0.27 s in two)."""
+    groups: dict[int, list[bytes]] = {}
+    for literal in refuse:
+        groups.setdefault(literal[0], []).append(literal)
+    return [
+        ("(?:" + "|".join(_literal_pattern(literal) for literal in group) + ")", tuple(group))
+        for group in groups.values()
+    ]
 
 
 def _literal_pattern(literal: bytes) -> str:

@@ -9,6 +9,8 @@ the bytes past the block's size, which belong to the next block and must not cou
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,9 @@ def test_each_refused_byte_string_is_found_anywhere(refused: bytes, where: str) 
         "last bytes": [LINE] * 999 + [line.rstrip(b"\n")],
     }[where]
     assert _refused(b"".join(lines))
+    # The refusal names the literal found, whichever other literal shares its first byte.
+    with pytest.raises(JsonBlockUnsupported, match=re.escape(repr(refused))):
+        check_block(_block(b"".join(lines)), refuse=UNSUPPORTED_BYTES)
 
 
 @pytest.mark.parametrize(
