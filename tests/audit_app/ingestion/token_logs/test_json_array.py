@@ -10,6 +10,7 @@ pretty-printed.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import random
 import tracemalloc
@@ -236,6 +237,28 @@ def test_layout_by_hand() -> None:
                 assert outcome is None if window == 64 else isinstance(outcome, str), window
 
 
+def test_the_laid_out_stream_read_a_few_bytes_at_a_time() -> None:
+    # The line breaks the scan listed (at most two a record) are blanked from the list, the
+    # others (pretty-printed, or after the array) by comparing bytes: reads of any size, over
+    # windows of any size, give the same layout.
+    one_a_line = b' [ {"a": 1},\n  {"b": [1, 2]} ,{"c": "x,y\\n"}\r\n]\n'
+    pretty = b'[\n  {\n    "a": 1\n  },\n  {\n    "a": 2\n  }\n]\n'
+    cases = {
+        one_a_line: b'{"a": 1}   \n{"b": [1, 2]} \n{"c": "x,y\\n"}    ',
+        pretty: b'{     "a": 1   }   \n{     "a": 2   }   ',
+    }
+    for data, expected in cases.items():
+        for window, piece in itertools.product((8, 16, 64, 1 << 20), (1, 3, 7, 16, 100)):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(json_array, "WINDOW_BYTES", window)
+                patch.setattr(json_array, "SLICE_BYTES", min(window, 8))
+                found = json_array.array_as_lines(io.BytesIO(data), required_fields=("a",))
+                assert found is not None
+                raw = found[0].raw  # type: ignore[attr-defined]
+                got = b"".join(iter(lambda: raw.read(piece), b""))  # noqa: B023
+                assert got == expected, (data, window, piece)
+
+
 def test_strings_that_look_like_structure_by_hand() -> None:
     # Quotes after runs of backslashes (odd: escaped, even: the string ends), and commas,
     # brackets and braces inside strings: only the two commas between records are records'
@@ -312,7 +335,7 @@ def test_utf8_across_window_and_slice_ends() -> None:
 
 def test_a_document_is_read_a_window_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     # Memory does not grow with the document: finding the first record and reading them all
-    # laid out each hold a few windows of it at most (and 16 bytes a record), not the
+    # laid out each hold a few windows of it at most (and 16-32 bytes a record), not the
     # document (60+ windows).
     window = 64 * 1024
     monkeypatch.setattr(json_array, "WINDOW_BYTES", window)
