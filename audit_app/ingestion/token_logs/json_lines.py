@@ -197,7 +197,7 @@ def _refusal_patterns(refuse: tuple[bytes, ...]) -> list[tuple[str, tuple[bytes,
     """One RE2 pattern per first byte of the literals `refuse`, each an alternation of the
     literals starting with that byte, with them. RE2 skips to a pattern's one first byte with
     memchr; an alternation of several first bytes is read byte by byte (OTel's five literals:
-    0.61 s for 988 MB one at a time, 1.6 s as one alternation, 0.27 s in two)."""
+    0.61 s for 988 MB one at a time, 1.6 s as one alternation, 0.38 s in two)."""
     groups: dict[int, list[bytes]] = {}
     for literal in refuse:
         groups.setdefault(literal[0], []).append(literal)
@@ -246,8 +246,9 @@ def _depth_range_bound(raw: np.ndarray) -> int:
     The bytes are taken 64 at a time, as bits (one word for the opening brackets, one for the
     closing ones): within a word, the depth is at most its depth before the word plus the
     word's opening brackets, and at least that minus its closing ones. Counting bits instead
-    of listing the brackets halves the check of an OTel block (and saves a third of a
-    LiteLLM one); a slice at a time keeps the temporary arrays in the processor's cache."""
+    of listing the brackets halves this pass over an OTel block (0.50 -> 0.24 s for 788 MiB)
+    and takes a third off a LiteLLM one; a slice at a time keeps the temporary arrays in the
+    processor's cache."""
     depth = lowest = highest = 0
     step = max(64, _NESTING_SLICE // 64 * 64)  # whole words: word k holds bytes 64k to 64k+63
     for begin in range(0, len(raw), step):
