@@ -158,7 +158,8 @@ class _Structure:
         self.closing: int | None = None  # where the array's `]` is
         self.commas, self.starts = _Positions(), _Positions()
         # The line breaks, listed where a window has at most two a record (CR LF between
-        # records); ranges where they are not listed (`dense`) are blanked by comparing bytes.
+        # records) and two more; ranges where they are not listed (`dense`) are blanked by
+        # comparing bytes.
         self.breaks, self.dense = _Positions(), list[tuple[int, int]]()
         self._window_breaks: list[np.ndarray] = []
         # Once `scan_ahead` has started it, a thread scans the rest while the stream is read;
@@ -240,7 +241,8 @@ class _Structure:
         """List the window's line breaks, or note it as a range where they are not listed."""
         found, self._window_breaks = self._window_breaks, []
         end = begin + size
-        if sum(part.size for part in found) > 2 * max(records, 1):
+        # Two a record, and two more: a record's comma can end the window before its breaks.
+        if sum(part.size for part in found) > 2 * (records + 1):
             self.dense.append((begin, end))  # pretty-printed
             return
         for part in found:

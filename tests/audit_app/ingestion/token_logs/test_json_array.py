@@ -259,6 +259,31 @@ def test_the_laid_out_stream_read_a_few_bytes_at_a_time() -> None:
                 assert got == expected, (data, window, piece)
 
 
+def test_line_breaks_are_listed_only_where_there_are_at_most_two_a_record() -> None:
+    # The list costs 8 bytes a break: one or two a record (LF, CR LF) are listed, a
+    # pretty-printed document's many are not (its windows are compared byte by byte).
+    records = _records(300, seed=9, unusual=0.0)
+    for layout, listed in (
+        # From the first record on: 299 breaks between records, one before `]`, one after it.
+        ("a record a line", 301),
+        # 299 CR LF between records and one after `]` (the one before `[` is not scanned).
+        ("crlf and spaces", 2 * 300),
+        ("pretty-printed", 0),
+    ):
+        data = LAYOUTS[layout](records).encode()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(json_array, "WINDOW_BYTES", 16 * 1024)
+            found = json_array.array_as_lines(io.BytesIO(data), required_fields=("request_id",))
+            assert found is not None
+            stream, first = found
+            laid_out = stream.read()
+        structure = stream.raw._structure  # type: ignore[attr-defined]
+        breaks = structure.breaks.between(0, len(data))
+        assert breaks.size == listed, layout
+        assert all(data[position] in b"\r\n" for position in breaks.tolist())
+        assert laid_out.count(b"\n") == 299 and b"\r" not in laid_out, layout
+
+
 def test_strings_that_look_like_structure_by_hand() -> None:
     # Quotes after runs of backslashes (odd: escaped, even: the string ends), and commas,
     # brackets and braces inside strings: only the two commas between records are records'
