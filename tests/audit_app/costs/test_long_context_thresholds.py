@@ -39,6 +39,7 @@ from audit_app.ingestion.uploads import upload_create
 from audit_app.models import DailyRollup, HourlyRollup, PriceCard
 from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.spend import spend_breakdown
+from tests.support.canonical_requests import canonical_request
 
 DAY = date(2026, 11, 20)
 PROVIDER = "example-ai"
@@ -370,29 +371,16 @@ def _request(
     cost: Decimal | None = None,
     line: int = 1,
 ) -> CanonicalRequest:
-    start = datetime(day.year, day.month, day.day, 9, 0, tzinfo=UTC)
-    return CanonicalRequest(
-        line=line,
-        started_at=start,
-        ended_at=start,
-        first_token_at=None,
-        workload="w",
-        team="",
-        end_user="",
-        caller="",
+    return canonical_request(
+        started_at=datetime(day.year, day.month, day.day, 9, 0, tzinfo=UTC),
         provider=PROVIDER,
         model=model,
-        operation="chat",
-        streaming=None,
-        batch_api=False,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_input_tokens=cached,
         cache_creation_input_tokens=creation,
         cost_usd=cost,
-        status="ok",
-        request_id="",
-        pool="",
+        line=line,
     )
 
 

@@ -14,6 +14,7 @@ from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.rollups import IngestAggregate, RollupKey
 from audit_app.ingestion.token_logs.base import CanonicalRequest
 from audit_app.ingestion.token_logs.frame import requests_to_frame
+from tests.support.canonical_requests import canonical_request
 
 START = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
 
@@ -245,7 +246,7 @@ def _one(
 ) -> CanonicalRequest:
     """One request on 2026-11-02, `minutes` after midnight."""
     started = START + timedelta(minutes=minutes)
-    return CanonicalRequest(
+    return canonical_request(
         started_at=started,
         ended_at=started + timedelta(milliseconds=latency_ms),
         first_token_at=None if ttft_ms is None else started + timedelta(milliseconds=ttft_ms),
@@ -253,18 +254,10 @@ def _one(
         team=team,
         end_user=end_user,
         caller=caller,
-        provider="openai",
-        model="gpt-4o",
-        operation="chat",
         streaming=streaming,
-        batch_api=False,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        cached_input_tokens=0,
-        cost_usd=None,
         status="success",
-        request_id="",
-        pool="",
         line=minutes + 2,
     )
 
