@@ -4,7 +4,9 @@ Writes the same 1M requests (BENCH_JSON_ROWS) as a LiteLLM JSONL export, the sam
 one LiteLLM JSON array document (what LiteLLM's spend-log API returns), an OTel JSONL export
 (500 spans per document) and a LiteLLM CSV, then, each in a fresh process:
 - parse + map rows/s of `litellm.read` / `otel.read` (the columnar paths) over the whole file,
-  beside the row path (`read_rows`, the yardstick) on the first 100k rows and a bare
+  the median of BENCH_JSON_REPEAT runs (default 3, each in a fresh process: on this shared
+  2-core machine one run moves by 10-30% from the next), beside the row path (`read_rows`,
+  the yardstick) on the first 100k rows and a bare
   `pyarrow.json.read_json` of the file with the same schema (the floor of the columnar path;
   pyarrow reads no JSON array, so the array has the row path alone as its yardstick);
 - `manage.py ingest` end to end (store, parse, land, refresh) of the LiteLLM JSONL, the JSON
@@ -36,6 +38,7 @@ DEFAULT_ROWS = 1_000_000
 ROW_PATH_ROWS = 100_000
 OTEL_SPANS_PER_DOCUMENT = 500
 TARGET_ROWS_PER_SECOND = 200_000
+DEFAULT_REPEAT = 3
 
 CHILD_PARSE = r"""
 import json, sys, time
@@ -55,9 +58,10 @@ def timed(read, file):
             in_frame += 0 if chunk.frame is None else len(chunk.frame)
     return rows, in_frame, time.perf_counter() - wall, time.process_time() - cpu
 rows, in_frame, seconds, cpu = timed(module.read, path)
-row_rows, _, row_seconds, _ = timed(module.read_rows, subset)
-bare = None
-if not path.endswith(".json"):  # pyarrow reads JSON lines, not an array document
+row_rows = row_seconds = bare = None
+if subset != "-":  # "-": the columnar read alone (a repeat)
+    row_rows, _, row_seconds, _ = timed(module.read_rows, subset)
+if subset != "-" and not path.endswith(".json"):  # pyarrow reads JSON lines, not an array
     wall = time.perf_counter()
     pa_json.read_json(path, parse_options=pa_json.ParseOptions(
         explicit_schema=schema, unexpected_field_behavior="ignore"))
@@ -184,15 +188,21 @@ def run() -> list[str]:
         f"json_ingest ({rows:,} rows; load average {os.getloadavg()[0]:.1f} "
         f"on {os.cpu_count()} CPUs):"
     ]
+    repeat = max(1, int(os.environ.get("BENCH_JSON_REPEAT", DEFAULT_REPEAT)))
     for label, kind, path, head in _exports(rows):
         result = run_child(CHILD_PARSE, kind, str(path), str(head), env=env)
-        rate = result["rows"] / result["seconds"]
+        runs = [result] + [
+            run_child(CHILD_PARSE, kind, str(path), "-", env=env) for _ in range(repeat - 1)
+        ]
+        median = sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
+        rate = median["rows"] / median["seconds"]
         row_rate = result["row_rows"] / result["row_seconds"]
+        each = " / ".join(f"{run['seconds']:.2f}" for run in runs)
         lines += [
-            f"  {label}: columnar {result['rows']:,} rows in {result['seconds']:.1f} s = "
-            f"{rate:,.0f} rows/s (CPU {result['cpu']:.1f} s = "
-            f"{result['rows'] / result['cpu']:,.0f} rows per CPU-second; "
-            f"{result['in_frame'] / max(result['rows'], 1):.0%} in the frame)",
+            f"  {label}: columnar {median['rows']:,} rows in {median['seconds']:.2f} s = "
+            f"{rate:,.0f} rows/s, the median of {len(runs)} runs ({each} s; CPU "
+            f"{median['cpu']:.1f} s = {median['rows'] / median['cpu']:,.0f} rows per "
+            f"CPU-second; {median['in_frame'] / max(median['rows'], 1):.0%} in the frame)",
             f"    yardsticks: row path {row_rate:,.0f} rows/s on {result['row_rows']:,} rows "
             f"(columnar {rate / row_rate:.1f}x); bare pyarrow.json read of the file "
             + (
