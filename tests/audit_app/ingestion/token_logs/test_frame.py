@@ -75,3 +75,15 @@ def test_normalize_frame_of_no_rows_keeps_every_column() -> None:
     assert len(out) == 0
     assert list(out.columns) == list(canonical.FRAME_COLUMNS)
     assert out[canonical.INPUT_TOKENS].dtype == np.int64
+
+
+def test_normalize_frame_reads_rows_by_position_whatever_their_index() -> None:
+    """Frames joined from chunks repeat index labels; the columns are not aligned on them."""
+    mixed = _mixed_input()
+    out = canonical.normalize_frame(pd.concat([mixed, mixed.iloc[::-1]]))
+
+    assert list(out.index) == [0, 1, 2, 3]
+    assert list(out[canonical.LINE]) == [7, 8, 8, 7]
+    assert list(out[canonical.WORKLOAD]) == ["digest", "", "", "digest"]
+    assert list(out[canonical.STARTED_AT].dt.hour) == [0, 0, 0, 0]
+    assert list(out[canonical.STARTED_AT].dt.second) == [2, 0, 0, 2]
