@@ -169,6 +169,7 @@ class _Structure:
         self._ahead: threading.Thread | None = None
         self._stopped = self._finished = False
         self._error: BaseException | None = None
+        self._window: bytearray | None = None  # the scan's reused read buffer
 
     def end_of_first_record(self) -> int:
         """Where the first record's text ends (the comma after it, or the `]`)."""
@@ -216,6 +217,7 @@ class _Structure:
         except BaseException as error:  # handed to the reader, which raises it
             self._error = error
         finally:
+            self._window = None
             with self._changed:
                 self._finished = True
                 self._changed.notify_all()
@@ -223,13 +225,18 @@ class _Structure:
     def _scan_window(self) -> bool:
         """Scan the next window; False when the file ended sooner than its size (it shrank
         while read)."""
-        with self.stream_lock:
+        if self._window is None:
+            # One buffer for every window: a fresh 32 MiB of memory per window cost its page
+            # faults each time (reading the 758 MB array: 0.53 -> 0.16 s of CPU).
+            self._window = bytearray(self.window_bytes)
+        wanted = min(self.window_bytes, self.size - self.scanned)
+        with self.stream_lock, memoryview(self._window) as whole, whole[:wanted] as part:
             self.stream.seek(self.scanned)
-            window = self.stream.read(min(self.window_bytes, self.size - self.scanned))
-        if not window:
+            got = _read_into(self.stream, part)
+        if not got:
             self.size = self.scanned
             return False
-        raw = np.frombuffer(window, np.uint8)
+        raw = np.frombuffer(self._window, np.uint8, count=got)
         commas_before = self.commas.count
         for begin in range(0, raw.size, SLICE_BYTES):
             self._scan_slice(raw[begin : begin + SLICE_BYTES], self.scanned + begin)

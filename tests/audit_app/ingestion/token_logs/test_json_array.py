@@ -412,3 +412,37 @@ def test_a_file_that_ends_sooner_than_its_size_gives_the_row_paths_error() -> No
                 patch.setattr(json_array, "WINDOW_BYTES", window)
                 with pytest.raises(ImportFileError, match="truncated JSON"):
                     list(litellm.read(_Shrunk(data[:kept], claimed=len(data)), chunk_rows=97))
+
+
+class _ClaimsMore(io.BytesIO):
+    """A file that shrank after its size was taken: its end is reported `extra` bytes later
+    than where its bytes end."""
+
+    def __init__(self, data: bytes, *, extra: int) -> None:
+        super().__init__(data)
+        self._claimed = len(data) + extra
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_END:
+            super().seek(0, io.SEEK_END)
+            return self._claimed
+        return super().seek(offset, whence)
+
+
+def test_the_scan_reads_only_the_bytes_there_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scan reads each window into one buffer it keeps: a window cut short by the file's
+    # end is scanned for what was read, not for what the buffer held from an earlier window.
+    window = 4096
+    monkeypatch.setattr(json_array, "WINDOW_BYTES", window)
+    monkeypatch.setattr(json_array, "SLICE_BYTES", window // 4)
+    data = LAYOUTS["a record a line"](_records(200, seed=5, unusual=0.0)).encode()
+    assert len(data) > 10 * window
+
+    def laid_out(stream: io.BytesIO) -> bytes:
+        found = json_array.array_as_lines(stream, required_fields=REQUIRED_COLUMNS)
+        assert found is not None
+        return found[0].read()
+
+    expected = laid_out(io.BytesIO(data))
+    assert expected.count(b"\n") == 199
+    assert laid_out(_ClaimsMore(data, extra=3 * window)) == expected
