@@ -147,14 +147,7 @@ def read_jsonl_columnar(
             stop = min(start + chunk_rows, table.num_rows)
             yield converter.convert(table.slice(start, stop - start), block=run, start=start)
 
-    # Two threads check and parse blocks, each parsing its own block on one thread, while this
-    # one converts. For an array, whose lines are laid out as they are read (`json_array`),
-    # against one: 1M records 6.1-6.3 -> 5.9 s. For plain JSONL against one thread with
-    # pyarrow's own threads, seven paired runs of 1M rows: median 4.74 -> 4.14 s, CPU 8.6 ->
-    # 7.8 s (pyarrow's parse of a block costs 10% more CPU on its threads than on one).
-    for block, table in json_lines.parsed_blocks(
-        stream, schema=SCHEMA, block_bytes=size, workers=2
-    ):
+    for block, table in json_lines.parsed_blocks(stream, schema=SCHEMA, block_bytes=size):
         if table is None:
             yield from convert_pending()
             yield from _block_by_rows(

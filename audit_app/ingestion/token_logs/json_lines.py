@@ -39,6 +39,8 @@ MIN_BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 16 << 20
 # Blocks parsed ahead of the one being converted (the converter joins several into a chunk).
 PREFETCH_BLOCKS = 4
+# Threads that check and parse blocks while the caller converts (`parsed_blocks`).
+BLOCK_WORKERS = 2
 # What pyarrow parses at a time: about 1 MiB is cheapest per byte here (measured 0.5-16 MiB).
 PARSE_BLOCK_BYTES = 1 << 20
 LF = 0x0A
@@ -279,16 +281,15 @@ def parse_block(
     schema: pa.Schema,
     *,
     refuse: tuple[bytes, ...] = (),
-    use_threads: bool = True,
 ) -> pa.Table:
     """The block's lines as a table of the fields in `schema` (others ignored), one row per
-    line; raises `JsonBlockUnsupported` when pyarrow refuses it or reads another row count.
-    `use_threads`: pyarrow parses the block's parts on its own threads."""
+    line, parsed on the calling thread; raises `JsonBlockUnsupported` when pyarrow refuses it
+    or reads another row count."""
     check_block(block, refuse=refuse)
     try:
         table = pa_json.read_json(
             pa.BufferReader(pa.py_buffer(block.data).slice(0, block.size)),
-            read_options=pa_json.ReadOptions(use_threads=use_threads, block_size=PARSE_BLOCK_BYTES),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=PARSE_BLOCK_BYTES),
             parse_options=pa_json.ParseOptions(
                 explicit_schema=schema, unexpected_field_behavior="ignore"
             ),
@@ -306,17 +307,17 @@ def parsed_blocks(
     schema: pa.Schema,
     block_bytes: int,
     refuse: tuple[bytes, ...] = (),
-    workers: int = 1,
 ) -> Iterator[tuple[LineBlock, pa.Table | None]]:
     """Each block with its table, or None when it must be read by rows, in the file's order.
 
     pyarrow releases the GIL, so the next blocks are read, checked and parsed in the
-    background while the caller converts the current ones: by one thread, or by `workers`
-    threads, each checking and parsing its own block on its own (one block is read at a
-    time, numbered as it is read, and the blocks are handed over by their numbers). Two pay
-    for OTel spans (1M spans 5.6 -> 5.0 s) and, measured again on 4 Dec 2026, for LiteLLM
-    JSONL too (1M rows, paired runs: median 4.74 -> 4.14 s; a block parsed on one thread costs
-    less CPU than on pyarrow's).
+    background while the caller converts the current ones, by `BLOCK_WORKERS` threads, each
+    checking and parsing its own block on its own, without pyarrow's threads (one block is
+    read at a time, numbered as it is read, and the blocks are handed over by their numbers).
+    Against one thread parsing with pyarrow's threads: OTel, 1M spans 5.6 -> 5.0 s (pyarrow's
+    threads beside the two: 5.17-5.19 s against 4.92-5.04 s); a LiteLLM JSON array, 1M
+    records 6.1-6.3 -> 5.9 s; LiteLLM JSONL, 1M rows in seven paired runs, median 4.74 ->
+    4.14 s and CPU 8.6 -> 7.8 s (a block parsed on one thread costs less CPU than on pyarrow's).
     """
     blocks = line_blocks(stream, block_bytes=block_bytes)
     reading = threading.Lock()
@@ -329,15 +330,13 @@ def parsed_blocks(
         if block is None:
             return None
         try:
-            # Several workers keep the cores busy already; pyarrow's threads would only add
-            # handing-over (measured: 1M spans 4.92-5.04 s without them, 5.17-5.19 s with).
-            table = parse_block(block, schema, refuse=refuse, use_threads=workers == 1)
+            table = parse_block(block, schema, refuse=refuse)
             return number, block, table
         except JsonBlockUnsupported:
             return number, block, None
 
     # Up to `PREFETCH_BLOCKS` blocks are prepared ahead of the caller.
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="json-blocks") as pool:
+    with ThreadPoolExecutor(max_workers=BLOCK_WORKERS, thread_name_prefix="json-blocks") as pool:
         upcoming = deque(pool.submit(prepare_next) for _ in range(PREFETCH_BLOCKS))
         ready: dict[int, tuple[LineBlock, pa.Table | None]] = {}
         handed = 0

@@ -135,9 +135,8 @@ def read_jsonl_columnar(
         pending.clear()
         yield from _chunks(_BlockSpans.of(table, run).outcomes(), block=run, chunk_rows=chunk_rows)
 
-    # Two threads check and parse blocks: here they take longer than converting them.
     for block, table in json_lines.parsed_blocks(
-        stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES, workers=2
+        stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES
     ):
         if table is None:
             yield from convert_pending()

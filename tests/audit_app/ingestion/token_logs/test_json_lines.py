@@ -186,7 +186,7 @@ def test_blocks_prepared_by_two_threads_come_back_in_the_files_order(
     seen: list[int] = []
     first_lines: list[int] = []
     for block, table in json_lines.parsed_blocks(
-        io.BytesIO(b"".join(lines)), schema=schema, block_bytes=200, workers=2
+        io.BytesIO(b"".join(lines)), schema=schema, block_bytes=200
     ):
         first_lines.append(block.first_line)
         numbers = (
