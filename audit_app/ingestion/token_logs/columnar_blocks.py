@@ -9,6 +9,7 @@ read them differently, and `ColumnarUnsupported` is raised before the block is h
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,8 +53,8 @@ MAPPED_COLUMNS = (
 )
 MIN_BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 64 << 20
-MIN_BLOCK_BYTES = 1 << 20
-MAX_BLOCK_BYTES = 64 << 20
+# A block is read, checked and parsed in pieces of at most this many bytes (see `parsed_blocks`).
+PIECE_BYTES = 16 << 20
 LF = 0x0A
 CR = 0x0D
 NUL = 0x00
@@ -110,35 +111,60 @@ def block_bytes_for(head: bytes, *, chunk_rows: int) -> int:
 
 
 def parsed_blocks(stream: BinaryIO, *, header: Header, block_bytes: int) -> Iterator[Block]:
-    """The file after the header as parsed blocks, each checked line by line.
+    """The file after the header as parsed blocks of about `block_bytes`, each checked line by
+    line.
 
     pyarrow and numpy release the GIL, so the next block is read, checked and parsed in a
     background thread while the caller converts the current one. An error preparing a block
     surfaces only when the caller asks for that block.
+
+    A block is read, checked and parsed in pieces of at most PIECE_BYTES, joined without
+    copying. Buffers that size are reused by the allocator, where a 64 MiB one is mapped afresh
+    for every block and its pages faulted in again. On the 2-core test machine, reading,
+    checking and parsing the 1M-row bench export took 2.35 s in 64 MiB blocks, against
+    0.9-1.1 s in blocks of 8-21 MiB; `manage.py ingest` of it, five paired runs, every one
+    faster: median 6.84 -> 6.26 s, CPU 9.5 -> 8.1 s, peak RSS 726 -> 562 MiB. Blocks stay
+    large because each converted chunk costs the caller a fixed amount of work.
     """
     options = _CsvOptions(header.names)
-    runs = iter_line_runs(stream, start=header.end, block_bytes=block_bytes)
+    piece_bytes = min(block_bytes, PIECE_BYTES)
+    pieces_per_block = -(-block_bytes // piece_bytes)
+    runs = iter_line_runs(stream, start=header.end, block_bytes=piece_bytes)
 
     def prepare_next() -> Block | None:
-        run = next(runs, None)
-        if run is None:
+        pieces = [_parsed_piece(run, options) for run in itertools.islice(runs, pieces_per_block)]
+        if not pieces:
             return None
-        data, size, offset = run
-        line_ends = _check_lines(data, size)
-        table = options.parse(data, size)
-        lines = len(line_ends) + (data[size - 1] != LF)
-        if table.num_rows != lines:
-            raise ColumnarUnsupported(
-                f"{table.num_rows} records on {lines} lines from byte {offset} "
-                "(a quoted value spans lines)"
-            )
-        return Block(offset=offset, size=size, line_ends=line_ends, table=table)
+        if len(pieces) == 1:
+            return pieces[0]
+        first = pieces[0]
+        return Block(
+            offset=first.offset,
+            size=sum(piece.size for piece in pieces),
+            line_ends=np.concatenate(
+                [piece.line_ends + (piece.offset - first.offset) for piece in pieces]
+            ),
+            table=pa.concat_tables([piece.table for piece in pieces]),
+        )
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litellm-csv") as pool:
         upcoming = pool.submit(prepare_next)
         while (block := upcoming.result()) is not None:
             upcoming = pool.submit(prepare_next)
             yield block
+
+
+def _parsed_piece(run: tuple[bytes, int, int], options: _CsvOptions) -> Block:
+    data, size, offset = run
+    line_ends = _check_lines(data, size)
+    table = options.parse(data, size)
+    lines = len(line_ends) + (data[size - 1] != LF)
+    if table.num_rows != lines:
+        raise ColumnarUnsupported(
+            f"{table.num_rows} records on {lines} lines from byte {offset} "
+            "(a quoted value spans lines)"
+        )
+    return Block(offset=offset, size=size, line_ends=line_ends, table=table)
 
 
 def iter_line_runs(

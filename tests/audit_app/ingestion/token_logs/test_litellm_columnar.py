@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import random
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -396,6 +398,35 @@ def test_chunks_end_where_the_row_path_chunks_end() -> None:
     assert [c.bytes_read for c in columnar] == [c.bytes_read for c in rows]
 
 
+@pytest.mark.parametrize("chunk_rows", [97, 100_000])
+def test_blocks_read_in_pieces_match_the_row_path(
+    monkeypatch: pytest.MonkeyPatch, chunk_rows: int
+) -> None:
+    # Each 8,000-byte block is read, checked and parsed in six pieces of at most 1,500 bytes,
+    # then joined: chunks cross the pieces' edges, and end just after their last line. The
+    # file's last line has no line end, so the last block ends where its last piece does.
+    monkeypatch.setattr(columnar_blocks, "PIECE_BYTES", 1500)
+    data = _generated_csv(990, seed=17).removesuffix(b"\r\n")
+    chunks = _assert_same_as_row_path(data, chunk_rows=chunk_rows, block_bytes=8000)
+    line_ends = [m.end() for m in re.finditer(b"\n", data)] + [len(data)]
+    read = list(itertools.accumulate(c.rows_read for c in chunks))
+    assert [c.bytes_read for c in chunks] == [line_ends[rows] for rows in read]
+    if chunk_rows == 97:
+        assert any(c.rows_read < 97 for c in chunks[:-1])  # chunks stop at blocks' ends
+        return
+    # One chunk a block: the lines of six pieces, each the whole lines in 1,500 bytes (the
+    # last line, without its line end, is a piece of its own).
+    pieces, start = [], data.index(b"\n") + 1
+    while start < len(data):
+        window = data[start : start + 1500]
+        cut = window.rfind(b"\n") + 1 or len(window)  # the last line has no line end
+        pieces.append(window[:cut].count(b"\n") or 1)
+        start += cut
+    assert len(pieces) > 12 and len(pieces) % 6 > 1  # the last block joins the last line too
+    blocks = [sum(pieces[i : i + 6]) for i in range(0, len(pieces), 6)]
+    assert [c.rows_read for c in chunks] == blocks
+
+
 def test_fixture_with_its_multi_line_cell_joined_matches_the_row_path() -> None:
     data = (FIXTURES / "spend_logs.csv").read_bytes()
     joined = data.replace(b'"",\n ""', b'"", ""')
@@ -534,7 +565,7 @@ def test_litellm_read_resumes_row_by_row_after_a_late_problem() -> None:
 
 
 def test_litellm_read_uses_the_fast_path_for_csv_only() -> None:
-    csv_data = _generated_csv(400, seed=17)
+    csv_data = _generated_csv(990, seed=17)
     assert len(csv_data) > 64 * 1024
     chunks = list(litellm.read(io.BytesIO(csv_data), chunk_rows=1000))
     assert len(chunks) == 1 and len(chunks[0].frame) > 200
