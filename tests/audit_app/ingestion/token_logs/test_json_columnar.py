@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from audit_app.ingestion.reading import ImportFileError, RowReject
-from audit_app.ingestion.token_logs import json_columnar, litellm
+from audit_app.ingestion.token_logs import json_columnar, json_lines, litellm
 from audit_app.ingestion.token_logs.base import ParsedChunk
 from audit_app.ingestion.token_logs.json_columnar import read_jsonl_columnar
 from tests.support.chunks import collect_chunks
@@ -328,6 +328,16 @@ def test_each_block_breaker_is_read_by_rows(mutation: int) -> None:
     data = ("\n".join(_line(row) for row in rows) + "\n").encode()
     chunks = _assert_same_as_row_path(data, chunk_rows=10, block_bytes=2000)
     assert chunks[0].frame is not None
+
+
+def test_blocks_are_converted_four_at_a_time_when_a_chunk_would_hold_more() -> None:
+    # `manage.py ingest` asks for 200,000-row chunks: converting four blocks at a time keeps
+    # the parsing threads busy; the rows and rejects are still the row path's.
+    data = _generated_jsonl(600, seed=5)
+    lines = [b.lines for b in json_lines.line_blocks(io.BytesIO(data), block_bytes=6000)]
+    assert len(lines) > 8
+    chunks = _assert_same_as_row_path(data, chunk_rows=100_000, block_bytes=6000)
+    assert [c.rows_read for c in chunks] == [sum(lines[i : i + 4]) for i in range(0, len(lines), 4)]
 
 
 def test_clean_file_goes_entirely_through_the_frame() -> None:
