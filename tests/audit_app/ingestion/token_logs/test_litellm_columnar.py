@@ -564,6 +564,28 @@ def test_litellm_read_resumes_row_by_row_after_a_late_problem() -> None:
     assert positions[-1] == len(data)
 
 
+def test_litellm_read_resumes_at_the_block_when_a_later_piece_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Blocks of about 6,000 rows, read in pieces of 64 KiB: an empty line in a later piece of
+    # the second block refuses that whole block, and the row path reads on from its first line.
+    monkeypatch.setattr(columnar_blocks, "PIECE_BYTES", 64 * 1024)
+    lines = _generated_csv(15_000, seed=19, lineterminator="\n").split(b"\n")
+    lines[10_000] = b""
+    data = b"\n".join(lines)
+    chunks = list(litellm.read(io.BytesIO(data), chunk_rows=6_000))
+    # Only the first block went through the frame: none of the second block's good pieces.
+    assert [c.frame is not None for c in chunks] == [True] + [False] * (len(chunks) - 1)
+    assert 5_000 < chunks[0].rows_read < 6_000 and len(chunks[0].frame) > 4_000
+    frame, rejects, _ = _collect(iter(chunks))
+    expected_frame, expected_rejects = _row_path(data)
+    pd.testing.assert_frame_equal(frame, expected_frame)
+    assert rejects == expected_rejects
+    positions = [chunk.bytes_read for chunk in chunks]
+    assert positions == sorted(set(positions))
+    assert positions[-1] == len(data)
+
+
 def test_litellm_read_uses_the_fast_path_for_csv_only() -> None:
     csv_data = _generated_csv(990, seed=17)
     assert len(csv_data) > 64 * 1024
