@@ -80,17 +80,26 @@ def _assert_same_as_row_path(
     chunks = list(
         read_csv_columnar(io.BytesIO(data), chunk_rows=chunk_rows, block_bytes=block_bytes)
     )
+    rejects, counts = _assert_chunks_are_the_row_paths(chunks, data)
+    assert [r.line for r in rejects] == sorted(r.line for r in rejects)
+    assert all(0 < count <= chunk_rows for count in counts)
+    return chunks
+
+
+def _assert_chunks_are_the_row_paths(
+    chunks: list[ParsedChunk], data: bytes
+) -> tuple[list[RowReject], list[int]]:
+    """The chunks hold the row path's rows and rejects for `data`, and their positions rise to
+    its end; their rejects and row counts."""
     frame, rejects, counts = _collect(iter(chunks))
     expected_frame, expected_rejects = _row_path(data)
     pd.testing.assert_frame_equal(frame, expected_frame)
     assert rejects == expected_rejects
-    assert [r.line for r in rejects] == sorted(r.line for r in rejects)
     assert sum(counts) == len(expected_frame) + len(expected_rejects)
-    assert all(0 < count <= chunk_rows for count in counts)
     positions = [chunk.bytes_read for chunk in chunks]
     assert positions == sorted(set(positions))
     assert positions[-1] == len(data)
-    return chunks
+    return rejects, counts
 
 
 # --- generated files ----------------------------------------------------------------------------
@@ -555,13 +564,7 @@ def test_litellm_read_resumes_row_by_row_after_a_late_problem() -> None:
     chunks = list(litellm.read(io.BytesIO(data), chunk_rows=500))
     assert chunks[0].frame is not None and len(chunks[0].frame) > 400
     assert chunks[-1].frame is None  # the row path finished the file
-    frame, rejects, _ = _collect(iter(chunks))
-    expected_frame, expected_rejects = _row_path(data)
-    pd.testing.assert_frame_equal(frame, expected_frame)
-    assert rejects == expected_rejects
-    positions = [chunk.bytes_read for chunk in chunks]
-    assert positions == sorted(set(positions))
-    assert positions[-1] == len(data)
+    _assert_chunks_are_the_row_paths(chunks, data)
 
 
 def test_litellm_read_resumes_at_the_block_when_a_later_piece_is_refused(
@@ -577,13 +580,7 @@ def test_litellm_read_resumes_at_the_block_when_a_later_piece_is_refused(
     # Only the first block went through the frame: none of the second block's good pieces.
     assert [c.frame is not None for c in chunks] == [True] + [False] * (len(chunks) - 1)
     assert 5_000 < chunks[0].rows_read < 6_000 and len(chunks[0].frame) > 4_000
-    frame, rejects, _ = _collect(iter(chunks))
-    expected_frame, expected_rejects = _row_path(data)
-    pd.testing.assert_frame_equal(frame, expected_frame)
-    assert rejects == expected_rejects
-    positions = [chunk.bytes_read for chunk in chunks]
-    assert positions == sorted(set(positions))
-    assert positions[-1] == len(data)
+    _assert_chunks_are_the_row_paths(chunks, data)
 
 
 def test_litellm_read_uses_the_fast_path_for_csv_only() -> None:
