@@ -111,11 +111,6 @@ CACHE_CREATION_TOKEN_PATHS = (
 WRITTEN_ZERO_SPEND = r'"spend"[ \t\r\n]*:[ \t\r\n]*-?0(\.0+)?([eE][+-]?[0-9]+)?[ \t\r\n]*[,}]'
 # Tags are compared joined by this character; a tag holding it takes the row path.
 TAG_SEPARATOR = "\x1f"
-# Parsed blocks converted together at most (`read_jsonl_columnar`). With `manage.py ingest`'s
-# 200,000-row chunks, ten blocks were joined: 1M rows of JSONL, five paired reads, median
-# 5.02 -> 3.84 s (every pair faster, by 0.7-1.9 s) and CPU 8.4 -> 7.2 s; eight blocks parsed
-# ahead instead of four gained nothing.
-JOINED_BLOCKS = 4
 
 
 def read_jsonl_columnar(
@@ -138,9 +133,8 @@ def read_jsonl_columnar(
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
     converter = _JsonConverter(outcome_of=outcome_of)
-    # Parsed blocks are joined until they hold a chunk, or JOINED_BLOCKS of them: fewer, larger
-    # chunks are cheaper for the caller to aggregate, but blocks are parsed only a few ahead
-    # (`json_lines.PREFETCH_BLOCKS`), so the parsing threads wait while a long join converts.
+    # Parsed blocks are joined until they hold a chunk, or `json_lines.JOINED_BLOCKS` of them:
+    # fewer, larger chunks are cheaper for the caller to aggregate.
     pending: list[tuple[LineBlock, pa.Table]] = []
 
     def convert_pending() -> Iterator[ParsedChunk]:
@@ -161,7 +155,8 @@ def read_jsonl_columnar(
             )
             continue
         pending.append((block, table))
-        if len(pending) >= JOINED_BLOCKS or sum(t.num_rows for _, t in pending) >= chunk_rows:
+        joined = len(pending) >= json_lines.JOINED_BLOCKS
+        if joined or sum(t.num_rows for _, t in pending) >= chunk_rows:
             yield from convert_pending()
     yield from convert_pending()
 

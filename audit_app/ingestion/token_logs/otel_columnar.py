@@ -92,8 +92,6 @@ UNSUPPORTED_BYTES = (
 ABSENT, NO_SCALAR, STRING, BOOL, INT, DOUBLE = -1, 0, 1, 2, 3, 4
 NANOS_PER_MICROSECOND = 1_000
 MAX_NANOS_DIGITS = 19
-# Parsed blocks converted together.
-JOINED_BLOCKS = 4
 MAX_TOKEN_DIGITS = len(str(MAX_TOKENS_PER_REQUEST))
 
 
@@ -146,7 +144,7 @@ def read_jsonl_columnar(
             )
             continue
         pending.append((block, table))
-        if sum(parsed.size for parsed, _ in pending) >= JOINED_BLOCKS * size:
+        if sum(parsed.size for parsed, _ in pending) >= json_lines.JOINED_BLOCKS * size:
             yield from convert_pending()
     yield from convert_pending()
 

@@ -584,7 +584,7 @@ def test_litellm_read_resumes_at_the_block_when_a_later_piece_is_refused(
 
 
 def test_litellm_read_uses_the_fast_path_for_csv_only() -> None:
-    csv_data = _generated_csv(990, seed=17)
+    csv_data = _generated_csv(400, seed=17)
     assert len(csv_data) > 64 * 1024
     chunks = list(litellm.read(io.BytesIO(csv_data), chunk_rows=1000))
     assert len(chunks) == 1 and len(chunks[0].frame) > 200
