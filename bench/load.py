@@ -54,7 +54,9 @@ the request threads (a trace of accept and request times: 20 connections took 21
 The worker starts its threads before it accepts and accepts a burst in one wake-up. Paired
 10 s runs, login form p95: gthread 310, 280, 310 ms; the worker 300, 200, 190 ms (accepts only),
 then 260 and 170 ms with the threads started up front. 4 x 8, 4 x 16 and 8 x 4 with it: 280-340
-ms, and with 8 or fewer threads the sign-ins hold the pages back (p95 1.3-3 s).
+ms, and with 8 or fewer threads the sign-ins hold the pages back (p95 1.3-3 s). Since the ninth
+session of 4 Dec 2026 the worker's threads also open their PostgreSQL connections as it starts,
+not on their first request (config.gunicorn_worker says why, with the paired runs).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""config.gunicorn_worker: every pool thread started up front, a burst of connections accepted
-in one wake-up (as many as there are idle threads), and gunicorn serving with it."""
+"""config.gunicorn_worker: every pool thread started up front, each thread's database connection
+opened before its first request, a burst of connections accepted in one wake-up (as many as
+there are idle threads), and gunicorn serving with it."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -13,10 +15,17 @@ from collections.abc import Iterator
 from concurrent import futures
 
 import pytest
+from django.core.signals import request_finished, request_started
+from django.db import OperationalError, connections
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
-from config.gunicorn_worker import ThreadWorker, start_all_threads
+from config.gunicorn_worker import (
+    ThreadWorker,
+    open_database_connection,
+    run_on_every_thread,
+    start_all_threads,
+)
 from tests.support.processes import REPO_ROOT, stop_process_group
 
 
@@ -31,6 +40,161 @@ def test_start_all_threads_starts_every_thread_before_returning() -> None:
         idents = list(pool.map(lambda _: (everyone.wait(), threading.get_ident())[1], range(6)))
         assert len(set(idents)) == 6
         assert threading.active_count() == before + 6
+    finally:
+        pool.shutdown()
+
+
+def test_run_on_every_thread_runs_the_task_once_on_each_thread_without_waiting_for_it() -> None:
+    pool = futures.ThreadPoolExecutor(max_workers=5)
+    release = threading.Event()
+    ran: list[int] = []
+
+    def task() -> None:
+        release.wait(10)
+        ran.append(threading.get_ident())
+
+    try:
+        start_all_threads(pool, 5)
+        run_on_every_thread(pool, 5, task)
+        assert ran == []  # returned while every task still waits
+        release.set()
+        deadline = time.monotonic() + 10
+        while len(ran) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(ran) == 5
+        assert len(set(ran)) == 5  # one per thread, none twice
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+def test_run_on_every_thread_gives_a_quick_task_to_each_thread_not_twice_to_one() -> None:
+    pool = futures.ThreadPoolExecutor(max_workers=6)
+    ran: list[int] = []
+    try:
+        start_all_threads(pool, 6)
+        for _ in range(20):
+            ran.clear()
+            run_on_every_thread(pool, 6, lambda: ran.append(threading.get_ident()))
+            pool.map(lambda _: None, range(6))  # queued behind them
+            deadline = time.monotonic() + 10
+            while len(ran) < 6 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert len(set(ran)) == 6
+    finally:
+        pool.shutdown()
+
+
+def test_the_worker_opens_connections_on_every_thread_once_the_application_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gunicorn.workers.gthread import ThreadWorker as GunicornThreadWorker
+
+    import config.gunicorn_worker as module
+
+    steps: list[str] = []
+    opened: list[int] = []
+    monkeypatch.setattr(GunicornThreadWorker, "load_wsgi", lambda self: steps.append("loaded"))
+
+    def open_connection() -> None:
+        steps.append("open")
+        opened.append(threading.get_ident())
+
+    monkeypatch.setattr(module, "open_database_connection", open_connection)
+    worker, _ = _worker(threads=4)
+    worker.tpool = worker.get_thread_pool()
+    try:
+        worker.load_wsgi()
+        deadline = time.monotonic() + 10
+        while len(opened) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert steps == ["loaded", "open", "open", "open", "open"]
+        assert len(set(opened)) == 4
+    finally:
+        worker.tpool.shutdown()
+
+
+def _thread_connections(pool: futures.ThreadPoolExecutor, threads: int) -> list[object]:
+    """Each pool thread's open DB-API connection (None when it has none), one per thread."""
+    everyone = threading.Barrier(threads, timeout=10)
+
+    def own() -> object:
+        everyone.wait()
+        return connections["default"].connection
+
+    return list(pool.map(lambda _: own(), range(threads), timeout=20))
+
+
+def _close_thread_connections(pool: futures.ThreadPoolExecutor, threads: int) -> None:
+    everyone = threading.Barrier(threads, timeout=10)
+
+    def close() -> None:
+        everyone.wait()
+        connections.close_all()
+
+    list(pool.map(lambda _: close(), range(threads), timeout=20))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_thread_opens_its_connection_and_its_first_request_uses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Persistent connections, as with PostgreSQL (the threads' wrappers read these settings).
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 60)
+    pool = futures.ThreadPoolExecutor(max_workers=3)
+    try:
+        start_all_threads(pool, 3)
+        assert _thread_connections(pool, 3) == [None, None, None]
+        run_on_every_thread(pool, 3, open_database_connection)
+        opened = _thread_connections(pool, 3)
+        assert None not in opened and len({id(c) for c in opened}) == 3
+
+        def first_request() -> tuple[object, object]:
+            before = connections["default"].connection
+            request_started.send(sender=None)  # Django drops obsolete connections here
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT 1")
+            used = connections["default"].connection
+            request_finished.send(sender=None)
+            return before, used
+
+        for before, used in pool.map(lambda _: first_request(), range(3), timeout=20):
+            assert used is before
+    finally:
+        _close_thread_connections(pool, 3)
+        pool.shutdown()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nothing_is_opened_when_connections_close_after_each_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
+    pool = futures.ThreadPoolExecutor(max_workers=2)
+    try:
+        start_all_threads(pool, 2)
+        run_on_every_thread(pool, 2, open_database_connection)
+        assert _thread_connections(pool, 2) == [None, None]
+    finally:
+        pool.shutdown()
+
+
+def test_a_database_out_of_reach_is_logged_and_not_raised(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 60)
+    refused = OperationalError("connection refused on 127.0.0.1:5432")
+
+    def unreachable(self: object) -> None:
+        raise refused
+
+    pool = futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        monkeypatch.setattr(type(connections["default"]), "ensure_connection", unreachable)
+        with caplog.at_level("WARNING", logger="config.gunicorn_worker"):
+            pool.submit(open_database_connection).result(timeout=10)  # no exception
+        assert "database 'default' not reachable" in caplog.text
+        assert "connection refused on 127.0.0.1:5432" in caplog.text
     finally:
         pool.shutdown()
 
@@ -142,5 +306,65 @@ def test_gunicorn_serves_a_burst_of_connections_with_it() -> None:
         with futures.ThreadPoolExecutor(max_workers=40) as clients:
             bodies = list(clients.map(fetch, range(40)))
         assert bodies == [f"/hello/{number}".encode() for number in range(40)]
+    finally:
+        stop_process_group(server)
+
+
+def _postgresql_url(settings_dict: dict[str, object]) -> str:
+    user = settings_dict.get("USER") or ""
+    password = settings_dict.get("PASSWORD") or ""
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{credentials}{host}:{port}/{settings_dict['NAME']}"
+
+
+def test_gunicorn_opens_each_threads_postgresql_connection_before_any_request(
+    postgres_db: None,
+) -> None:
+    from django.db import connection
+
+    def sessions() -> int:
+        with connection.cursor() as cursor:
+            # The test's transaction would otherwise see the statistics of its first look.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = %s AND pid <> pg_backend_pid()",
+                [connection.settings_dict["NAME"]],
+            )
+            return int(cursor.fetchone()[0])
+
+    before = sessions()
+    env = {**os.environ, "DATABASE_URL": _postgresql_url(connection.settings_dict)}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "--preload",
+            "--bind",
+            f"127.0.0.1:{_free_port()}",
+            "--workers",
+            "2",
+            "--threads",
+            "3",
+            "--worker-class",
+            "config.gunicorn_worker.ThreadWorker",
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while sessions() < before + 6:  # no request sent: 2 workers x 3 threads opened them
+            assert server.poll() is None, "gunicorn exited"
+            assert time.monotonic() < deadline, f"{sessions() - before} of 6 connections"
+            time.sleep(0.2)
     finally:
         stop_process_group(server)
