@@ -49,6 +49,13 @@ JOINED_BLOCKS = PREFETCH_BLOCKS
 BLOCK_WORKERS = 2
 # What pyarrow parses at a time: about 1 MiB is cheapest per byte here (measured 0.5-16 MiB).
 PARSE_BLOCK_BYTES = 1 << 20
+# ... unless the lines are long. pyarrow refuses a line longer than its block (the whole block
+# then went to the row path: an OTel collector writes one export request of up to thousands of
+# spans a line), and copies every line that straddles two of its blocks. Its blocks hold at
+# least this many lines of the block's mean length (`parse_bytes`). Four pairs of reads of 1M
+# OTel spans in documents of 500 (~0.5 MB lines), all faster: 5.09-5.45 -> 4.73-4.93 s, CPU
+# 9.4-10.1 -> 8.7-9.1 s; 200k spans in documents of 4,000 (~4 MB): 12.4-12.7 -> 1.6-1.7 s.
+PARSE_BLOCK_LINES = 16
 LF = 0x0A
 OPEN_BRACE = 0x7B
 UTF8_BOM_TEXT = "\ufeff"
@@ -282,6 +289,13 @@ def _bit_counts(flags: np.ndarray) -> np.ndarray:
 _NESTING_SLICE = 256 * 1024
 
 
+def parse_bytes(block: LineBlock) -> int:
+    """pyarrow's block size for `block`: PARSE_BLOCK_BYTES, or PARSE_BLOCK_LINES lines of the
+    block's mean length when that is more, never more than the block itself needs."""
+    mean_line = -(-block.size // max(block.lines, 1))
+    return max(PARSE_BLOCK_BYTES, min(PARSE_BLOCK_LINES * mean_line, block.size))
+
+
 def parse_block(
     block: LineBlock,
     schema: pa.Schema,
@@ -295,7 +309,7 @@ def parse_block(
     try:
         table = pa_json.read_json(
             pa.BufferReader(pa.py_buffer(block.data).slice(0, block.size)),
-            read_options=pa_json.ReadOptions(use_threads=False, block_size=PARSE_BLOCK_BYTES),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=parse_bytes(block)),
             parse_options=pa_json.ParseOptions(
                 explicit_schema=schema, unexpected_field_behavior="ignore"
             ),

@@ -198,3 +198,41 @@ def test_blocks_prepared_by_two_threads_come_back_in_the_files_order(
         seen.extend(numbers)
     assert seen == list(range(400))
     assert len(first_lines) > 20 and first_lines == sorted(first_lines)
+
+
+def _lines_of(length: int, count: int) -> bytes:
+    """`count` JSON lines of exactly `length` bytes each, newline included."""
+    lines = []
+    for number in range(count):
+        head = b'{"k": "line-%d", "pad": "' % number
+        lines.append(head + b"x" * (length - len(head) - 3) + b'"}\n')
+    assert all(len(line) == length for line in lines)
+    return b"".join(lines)
+
+
+def test_pyarrow_blocks_hold_several_long_lines_and_stay_small_for_short_ones() -> None:
+    # Short lines (72 bytes): the measured best, 1 MiB.
+    assert json_lines.parse_bytes(_block(LINE * 1000)) == 1 << 20
+    # 20 lines of 300,000 bytes: 16 of them, 4,800,000 bytes.
+    assert json_lines.parse_bytes(_block(_lines_of(300_000, 20))) == 4_800_000
+    # 3 lines of 600,000 bytes: 16 would be 9.6 MB, the block itself is 1,800,000 bytes.
+    assert json_lines.parse_bytes(_block(_lines_of(600_000, 3))) == 1_800_000
+    # One line of 500,000 bytes: never below 1 MiB.
+    assert json_lines.parse_bytes(_block(_lines_of(500_000, 1))) == 1 << 20
+
+
+def test_a_block_of_lines_longer_than_a_mebibyte_parses_to_the_lines_values() -> None:
+    import json
+
+    import pyarrow as pa
+
+    numbers = list(range(250_000))  # ~1.6 MB a line
+    lines = [
+        json.dumps({"k": f"line-{n}", "v": numbers[n:], "skip": {"a": [1, 2]}}) for n in range(5)
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    assert min(len(line) for line in lines) > 1 << 20
+    schema = pa.schema([("k", pa.string()), ("v", pa.list_(pa.int64()))])
+    table = json_lines.parse_block(_block(data), schema)
+    expected = [{"k": json.loads(x)["k"], "v": json.loads(x)["v"]} for x in lines]
+    assert table.to_pylist() == expected

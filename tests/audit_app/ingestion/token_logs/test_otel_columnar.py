@@ -324,6 +324,19 @@ def test_clean_file_goes_entirely_through_the_frame() -> None:
     assert not any(c.requests or c.rejects for c in chunks)
 
 
+def test_documents_longer_than_a_mebibyte_go_through_the_frame() -> None:
+    # A collector batches thousands of spans into one export request, one line each. pyarrow
+    # refused lines longer than its 1 MiB block, so such files went to the row path whole.
+    rng = random.Random(11)
+    spans = [_good_span(number, rng) for number in range(6000)]
+    lines = [json.dumps(_document(part, service="svc")) for part in (spans[:3000], spans[3000:])]
+    assert min(len(line) for line in lines) > 1 << 20
+    data = ("\n".join(lines) + "\n").encode()
+    chunks = _assert_same_as_row_path(data, chunk_rows=100_000)
+    assert not any(c.requests or c.rejects for c in chunks)
+    assert sum(len(c.frame) for c in chunks if c.frame is not None) == 6000
+
+
 def test_fixture_matches_the_row_path() -> None:
     data = (FIXTURES_DIR / "otel" / "traces.jsonl").read_bytes()
     _assert_same_as_row_path(data, chunk_rows=3, block_bytes=500)
