@@ -101,7 +101,7 @@ def open_database_connection(alias: str = "default") -> None:
     from django.db import connections
 
     connection = connections[alias]
-    if not connection.settings_dict.get("CONN_MAX_AGE"):
+    if connection.settings_dict.get("CONN_MAX_AGE", 0) == 0:  # None: kept without a limit
         return
     try:
         connection.ensure_connection()

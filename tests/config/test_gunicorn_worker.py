@@ -135,12 +135,13 @@ def _close_thread_connections(pool: futures.ThreadPoolExecutor, threads: int) ->
     list(pool.map(lambda _: close(), range(threads), timeout=20))
 
 
+@pytest.mark.parametrize("max_age", [60, None])  # None: kept without a time limit
 @pytest.mark.django_db(transaction=True)
 def test_each_thread_opens_its_connection_and_its_first_request_uses_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, max_age: int | None
 ) -> None:
     # Persistent connections, as with PostgreSQL (the threads' wrappers read these settings).
-    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 60)
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", max_age)
     pool = futures.ThreadPoolExecutor(max_workers=3)
     try:
         start_all_threads(pool, 3)
