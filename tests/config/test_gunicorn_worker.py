@@ -325,18 +325,24 @@ def test_gunicorn_opens_each_threads_postgresql_connection_before_any_request(
 ) -> None:
     from django.db import connection
 
-    def sessions() -> int:
+    def now() -> object:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT clock_timestamp()")  # now() stops at the transaction's start
+            return cursor.fetchone()[0]
+
+    def sessions_since(started: object) -> int:
+        """Sessions to the test database begun after `started`: other tests' connections, which
+        may close meanwhile, do not count."""
         with connection.cursor() as cursor:
             # The test's transaction would otherwise see the statistics of its first look.
             cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = %s AND pid <> pg_backend_pid()",
-                [connection.settings_dict["NAME"]],
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND backend_start > %s",
+                [connection.settings_dict["NAME"], started],
             )
             return int(cursor.fetchone()[0])
 
-    before = sessions()
+    started = now()
     env = {**os.environ, "DATABASE_URL": _postgresql_url(connection.settings_dict)}
     env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
     server = subprocess.Popen(
@@ -363,9 +369,9 @@ def test_gunicorn_opens_each_threads_postgresql_connection_before_any_request(
     )
     try:
         deadline = time.monotonic() + 90
-        while sessions() < before + 6:  # no request sent: 2 workers x 3 threads opened them
+        while sessions_since(started) < 6:  # no request sent: 2 workers x 3 threads opened them
             assert server.poll() is None, "gunicorn exited"
-            assert time.monotonic() < deadline, f"{sessions() - before} of 6 connections"
+            assert time.monotonic() < deadline, f"{sessions_since(started)} of 6 connections"
             time.sleep(0.2)
     finally:
         stop_process_group(server)
