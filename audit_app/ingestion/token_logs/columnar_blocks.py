@@ -154,10 +154,18 @@ def parsed_blocks(stream: BinaryIO, *, header: Header, block_bytes: int) -> Iter
             yield block
 
 
+def longest_line(line_ends: np.ndarray, size: int) -> int:
+    """The longest line's length, its `\n` included, in `size` bytes whose newlines are at
+    `line_ends` (the last line may have none)."""
+    if size == 0:
+        return 0
+    return int(np.diff(np.concatenate(([-1], line_ends, [size - 1]))).max())
+
+
 def _parsed_piece(run: tuple[bytes, int, int], options: _CsvOptions) -> Block:
     data, size, offset = run
     line_ends = _check_lines(data, size)
-    table = options.parse(data, size)
+    table = options.parse(data, size, longest=longest_line(line_ends, size))
     lines = len(line_ends) + (data[size - 1] != LF)
     if table.num_rows != lines:
         raise ColumnarUnsupported(
@@ -264,12 +272,14 @@ class _CsvOptions:
             check_utf8=False,
         )
 
-    def parse(self, data: bytes, size: int) -> pa.Table:
+    def parse(self, data: bytes, size: int, *, longest: int) -> pa.Table:
         read_options = pa_csv.ReadOptions(
             column_names=self.names,
             use_threads=True,
-            # A few pieces per block so both cores parse.
-            block_size=max(MIN_BLOCK_BYTES, size // 4),
+            # A few pieces per block so both cores parse, each holding the longest row twice:
+            # pyarrow refuses a row longer than its block, which sent the whole block to the
+            # row path (a row with a long prompt in `messages`).
+            block_size=max(MIN_BLOCK_BYTES, size // 4, min(size, 2 * longest)),
         )
         try:
             return pa_csv.read_csv(

@@ -30,6 +30,7 @@ from audit_app.ingestion.token_logs.columnar_blocks import (
     bit_words,
     is_utf8,
     iter_line_runs,
+    longest_line,
     one_binary_value,
 )
 
@@ -52,7 +53,8 @@ PARSE_BLOCK_BYTES = 1 << 20
 # ... unless the lines are long. pyarrow refuses a line longer than its block (the whole block
 # then went to the row path: an OTel collector writes one export request of up to thousands of
 # spans a line), and copies every line that straddles two of its blocks. Its blocks hold at
-# least this many lines of the block's mean length (`parse_bytes`). Four pairs of reads of 1M
+# least this many lines of the block's mean length, and twice its longest line (`parse_bytes`;
+# the CSV reader does the same for a row with a long prompt). Four pairs of reads of 1M
 # OTel spans in documents of 500 (~0.5 MB lines), all faster: 5.09-5.45 -> 4.73-4.93 s, CPU
 # 9.4-10.1 -> 8.7-9.1 s; 200k spans in documents of 4,000 (~4 MB): 12.4-12.7 -> 1.6-1.7 s.
 PARSE_BLOCK_LINES = 16
@@ -291,9 +293,11 @@ _NESTING_SLICE = 256 * 1024
 
 def parse_bytes(block: LineBlock) -> int:
     """pyarrow's block size for `block`: PARSE_BLOCK_BYTES, or PARSE_BLOCK_LINES lines of the
-    block's mean length when that is more, never more than the block itself needs."""
+    block's mean length or twice its longest line when that is more, never more than the
+    block itself needs."""
     mean_line = -(-block.size // max(block.lines, 1))
-    return max(PARSE_BLOCK_BYTES, min(PARSE_BLOCK_LINES * mean_line, block.size))
+    wanted = max(PARSE_BLOCK_LINES * mean_line, 2 * longest_line(block.line_ends, block.size))
+    return max(PARSE_BLOCK_BYTES, min(wanted, block.size))
 
 
 def parse_block(

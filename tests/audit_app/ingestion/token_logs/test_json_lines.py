@@ -211,7 +211,7 @@ def _lines_of(length: int, count: int) -> bytes:
 
 
 def test_pyarrow_blocks_hold_several_long_lines_and_stay_small_for_short_ones() -> None:
-    # Short lines (72 bytes): the measured best, 1 MiB.
+    # Short lines (69 bytes): the measured best, 1 MiB.
     assert json_lines.parse_bytes(_block(LINE * 1000)) == 1 << 20
     # 20 lines of 300,000 bytes: 16 of them, 4,800,000 bytes.
     assert json_lines.parse_bytes(_block(_lines_of(300_000, 20))) == 4_800_000
@@ -236,3 +236,40 @@ def test_a_block_of_lines_longer_than_a_mebibyte_parses_to_the_lines_values() ->
     table = json_lines.parse_block(_block(data), schema)
     expected = [{"k": json.loads(x)["k"], "v": json.loads(x)["v"]} for x in lines]
     assert table.to_pylist() == expected
+
+
+def test_one_long_line_among_short_ones_gets_a_block_that_holds_it() -> None:
+    assert len(LINE) == 69
+    data = LINE * 1000 + _lines_of(1_500_000, 1)
+    # Mean line 1,568 bytes (16 of them: 25,088), longest 1,500,000 (twice: 3,000,000), the
+    # block itself 69,000 + 1,500,000 = 1,569,000 bytes.
+    assert json_lines.parse_bytes(_block(data)) == 1_569_000
+
+
+def test_a_block_with_one_line_of_several_mebibytes_parses_to_its_values() -> None:
+    import json
+
+    import pyarrow as pa
+
+    lines = [json.dumps({"k": f"line-{n}"}) for n in range(300)]
+    lines[150] = json.dumps({"k": "long", "v": list(range(500_000))})
+    assert len(lines[150]) > 3 << 20  # a 1 MiB block lies wholly inside it
+    data = ("\n".join(lines) + "\n").encode()
+    schema = pa.schema([("k", pa.string()), ("v", pa.list_(pa.int64()))])
+    table = json_lines.parse_block(_block(data), schema)
+    assert table.column("k").to_pylist() == [json.loads(line)["k"] for line in lines]
+    assert table.column("v").to_pylist()[150] == list(range(500_000))
+    assert table.column("v").null_count == 299
+
+
+@pytest.mark.parametrize(
+    ("data", "longest"),
+    [(b"ab\ncd\n", 3), (b"ab\ncde", 3), (b"abcd", 4), (b"", 0), (b"a\n\n", 2), (b"\nabc\n", 4)],
+)
+def test_longest_line_counts_its_newline_and_a_last_line_without_one(
+    data: bytes, longest: int
+) -> None:
+    from audit_app.ingestion.token_logs.columnar_blocks import longest_line
+
+    line_ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 0x0A)
+    assert longest_line(line_ends, len(data)) == longest

@@ -381,6 +381,25 @@ def test_clean_file_goes_entirely_through_the_frame() -> None:
     assert [len(chunk.frame) for chunk in chunks] == [500, 500, 500, 500]
 
 
+def test_a_row_longer_than_a_mebibyte_stays_in_the_frame() -> None:
+    # A long prompt logged in `messages`: pyarrow refused a row longer than its block, and
+    # the block went to the row path.
+    rng = random.Random(17)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(HEADER)
+    for number in range(300):
+        row = _good_row(number, rng)
+        if number == 120:
+            row["messages"] = json.dumps([{"role": "user", "content": "word " * 600_000}])
+        writer.writerow([row[name] for name in HEADER])
+    data = out.getvalue().encode()
+    assert max(len(line) for line in data.split(b"\n")) > 3_000_000
+    chunks = _assert_same_as_row_path(data, chunk_rows=100_000)
+    assert not any(c.requests or c.rejects for c in chunks)
+    assert sum(len(c.frame) for c in chunks if c.frame is not None) == 300
+
+
 def test_missing_spellings_stay_in_the_frame() -> None:
     # `completionStartTime` written as any spelling the row path reads as missing is missing
     # here too, not a failed timestamp that sends the row to the row path.
