@@ -337,6 +337,15 @@ MUTATIONS: list[Mutation] = [
 ]
 
 
+def _written(rows: list[dict[str, str]]) -> bytes:
+    """`rows` as a LiteLLM CSV export under HEADER, lines ending in `\\n`."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(HEADER)
+    writer.writerows([row[name] for name in HEADER] for row in rows)
+    return out.getvalue().encode()
+
+
 def _generated_csv(
     rows: int, *, seed: int, unusual: float = 0.4, lineterminator: str = "\r\n"
 ) -> bytes:
@@ -385,15 +394,9 @@ def test_a_row_longer_than_a_mebibyte_stays_in_the_frame() -> None:
     # A long prompt logged in `messages`: pyarrow refused a row longer than its block, and
     # the block went to the row path.
     rng = random.Random(17)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
-    for number in range(300):
-        row = _good_row(number, rng)
-        if number == 120:
-            row["messages"] = json.dumps([{"role": "user", "content": "word " * 600_000}])
-        writer.writerow([row[name] for name in HEADER])
-    data = out.getvalue().encode()
+    rows = [_good_row(number, rng) for number in range(300)]
+    rows[120]["messages"] = json.dumps([{"role": "user", "content": "word " * 600_000}])
+    data = _written(rows)
     assert max(len(line) for line in data.split(b"\n")) > 3_000_000
     chunks = _assert_same_as_row_path(data, chunk_rows=100_000)
     assert not any(c.requests or c.rejects for c in chunks)
@@ -406,14 +409,10 @@ def test_missing_spellings_stay_in_the_frame() -> None:
     spellings = ["", "null", "NULL", "Null", "none", "None", "NONE"]
     mutations = [_set(completionStartTime=spelling) for spelling in spellings]
     rng = random.Random(13)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
-    for number in range(70):
-        row = _good_row(number, rng)
+    rows = [_good_row(number, rng) for number in range(70)]
+    for number, row in enumerate(rows):
         mutations[number % len(mutations)](row)
-        writer.writerow([row[name] for name in HEADER])
-    chunks = _assert_same_as_row_path(out.getvalue().encode(), chunk_rows=1000)
+    chunks = _assert_same_as_row_path(_written(rows), chunk_rows=1000)
     assert [len(chunk.requests) + len(chunk.rejects) for chunk in chunks] == [0]
     assert [len(chunk.frame) for chunk in chunks] == [70]
 
