@@ -446,3 +446,22 @@ def test_the_scan_reads_only_the_bytes_there_are(monkeypatch: pytest.MonkeyPatch
     expected = laid_out(io.BytesIO(data))
     assert expected.count(b"\n") == 199
     assert laid_out(_ClaimsMore(data, extra=3 * window)) == expected
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "compact", "a record a line"])
+def test_a_record_of_several_mebibytes_stays_in_the_frame(layout: str) -> None:
+    # A long prompt logged in `messages`: pyarrow refused a line longer than its block, and
+    # the block went to the row path.
+    rng = random.Random(23)
+    rows = [_good_row(number, rng) for number in range(300)]
+    rows[150]["messages"] = [{"role": "user", "content": "word " * 700_000}]
+    records = [_line(row) for row in rows]
+    assert len(records[150]) > 3 << 20
+    if layout == "jsonl":
+        data = ("\n".join(records) + "\n").encode()
+    else:
+        data = LAYOUTS[layout](records).encode()
+    _assert_same_as_row_path(data)
+    chunks = list(litellm.read(io.BytesIO(data), chunk_rows=100_000))
+    assert not any(chunk.requests or chunk.rejects for chunk in chunks)
+    assert sum(len(chunk.frame) for chunk in chunks if chunk.frame is not None) == 300
