@@ -33,11 +33,12 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent import futures
-from typing import Any
+from typing import Any, TypeVar
 
 from gunicorn.workers.gthread import ThreadWorker as GunicornThreadWorker
 
 THREAD_START_TIMEOUT_S = 30.0
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class ThreadWorker(GunicornThreadWorker):
 
     def load_wsgi(self) -> None:
         super().load_wsgi()  # Django is set up from here on, with or without --preload
+        # Not waited for; the task logs what goes wrong.
         run_on_every_thread(self.tpool, self.cfg.threads, open_database_connection)
 
     def accept(self, listener: Any) -> None:
@@ -70,27 +72,24 @@ class ThreadWorker(GunicornThreadWorker):
 
 def start_all_threads(pool: futures.ThreadPoolExecutor, threads: int) -> None:
     """Make `pool` start all its `threads` now. The pool starts a thread only when a task finds
-    none idle, so every thread is handed a task that waits until all of them have one."""
-    everyone = threading.Barrier(threads + 1, timeout=THREAD_START_TIMEOUT_S)
-    for _ in range(threads):
-        pool.submit(everyone.wait)
-    everyone.wait()
+    none idle, so each thread is handed a task that waits until all of them have one."""
+    for started in run_on_every_thread(pool, threads, lambda: None):
+        started.result()
 
 
 def run_on_every_thread(
-    pool: futures.ThreadPoolExecutor, threads: int, task: Callable[[], None]
-) -> None:
-    """Run `task` once on each of the `threads` threads of `pool`, without waiting for it:
-    each of the `threads` tasks first waits until all of them are held, so no thread takes
-    two. Exceptions are the task's to handle (the pool keeps them in futures no one reads)."""
+    pool: futures.ThreadPoolExecutor, threads: int, task: Callable[[], T]
+) -> list[futures.Future[T]]:
+    """Run `task` once on each of the `threads` threads of `pool`, returning at once with the
+    futures of its results: each of the `threads` tasks first waits until all of them are
+    held, so no thread takes two."""
     everyone = threading.Barrier(threads, timeout=THREAD_START_TIMEOUT_S)
 
-    def hold_then_run() -> None:
+    def hold_then_run() -> T:
         everyone.wait()
-        task()
+        return task()
 
-    for _ in range(threads):
-        pool.submit(hold_then_run)
+    return [pool.submit(hold_then_run) for _ in range(threads)]
 
 
 def open_database_connection(alias: str = "default") -> None:

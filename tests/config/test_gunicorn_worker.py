@@ -55,12 +55,11 @@ def test_run_on_every_thread_runs_the_task_once_on_each_thread_without_waiting_f
 
     try:
         start_all_threads(pool, 5)
-        run_on_every_thread(pool, 5, task)
+        pending = run_on_every_thread(pool, 5, task)
         assert ran == []  # returned while every task still waits
         release.set()
-        deadline = time.monotonic() + 10
-        while len(ran) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        for done in pending:
+            done.result(timeout=10)
         assert len(ran) == 5
         assert len(set(ran)) == 5  # one per thread, none twice
     finally:
@@ -75,11 +74,8 @@ def test_run_on_every_thread_gives_a_quick_task_to_each_thread_not_twice_to_one(
         start_all_threads(pool, 6)
         for _ in range(20):
             ran.clear()
-            run_on_every_thread(pool, 6, lambda: ran.append(threading.get_ident()))
-            pool.map(lambda _: None, range(6))  # queued behind them
-            deadline = time.monotonic() + 10
-            while len(ran) < 6 and time.monotonic() < deadline:
-                time.sleep(0.001)
+            for done in run_on_every_thread(pool, 6, lambda: ran.append(threading.get_ident())):
+                done.result(timeout=10)
             assert len(set(ran)) == 6
     finally:
         pool.shutdown()
@@ -116,23 +112,15 @@ def test_the_worker_opens_connections_on_every_thread_once_the_application_is_lo
 
 def _thread_connections(pool: futures.ThreadPoolExecutor, threads: int) -> list[object]:
     """Each pool thread's open DB-API connection (None when it has none), one per thread."""
-    everyone = threading.Barrier(threads, timeout=10)
-
-    def own() -> object:
-        everyone.wait()
-        return connections["default"].connection
-
-    return list(pool.map(lambda _: own(), range(threads), timeout=20))
+    return [
+        done.result(timeout=20)
+        for done in run_on_every_thread(pool, threads, lambda: connections["default"].connection)
+    ]
 
 
 def _close_thread_connections(pool: futures.ThreadPoolExecutor, threads: int) -> None:
-    everyone = threading.Barrier(threads, timeout=10)
-
-    def close() -> None:
-        everyone.wait()
-        connections.close_all()
-
-    list(pool.map(lambda _: close(), range(threads), timeout=20))
+    for done in run_on_every_thread(pool, threads, connections.close_all):
+        done.result(timeout=20)
 
 
 @pytest.mark.parametrize("max_age", [60, None])  # None: kept without a time limit
