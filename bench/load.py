@@ -56,7 +56,10 @@ The worker starts its threads before it accepts and accepts a burst in one wake-
 then 260 and 170 ms with the threads started up front. 4 x 8, 4 x 16 and 8 x 4 with it: 280-340
 ms, and with 8 or fewer threads the sign-ins hold the pages back (p95 1.3-3 s). Since the ninth
 session of 4 Dec 2026 the worker's threads also open their PostgreSQL connections as it starts,
-not on their first request (config.gunicorn_worker says why, with the paired runs).
+not on their first request (config.gunicorn_worker says why, with the paired runs). Since the
+tenth session (5 Dec 2026) each worker listens on its own socket (``--reuse-port``): with one
+shared socket, the worker awake when the users arrived took most of the first second's
+requests (72 / 11 in one trace) while the other core waited.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LOAD_DIR = REPO / "var" / "load"
+WORKER_CLASS = "config.gunicorn_worker.ThreadWorker"
 PG_SERVER = "postgres://postgres:postgres@127.0.0.1:5432"
 REDIS_SERVER = "redis://127.0.0.1:6379"
 
@@ -687,6 +691,10 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
         str(config.threads),
         "--worker-class",
         _worker_class(config),
+        # A listening socket per worker, so the kernel spreads the first second's burst of
+        # connections between them (config.gunicorn_worker says why, with the traces).
+        # Only with it: it closes its socket as it stops (gunicorn's own workers do not).
+        *(["--reuse-port"] if _worker_class(config) == WORKER_CLASS else []),
         "--timeout",
         "30",
         "--graceful-timeout",
@@ -701,7 +709,7 @@ def _gunicorn_command(config: Config, port: int) -> list[str]:
 def _worker_class(config: Config) -> str:
     if config.threads == 1:
         return "sync"
-    return "gthread" if config.stock_gthread else "config.gunicorn_worker.ThreadWorker"
+    return "gthread" if config.stock_gthread else WORKER_CLASS
 
 
 def _worker_label(config: Config) -> str:

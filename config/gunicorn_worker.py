@@ -24,7 +24,18 @@ them as the worker starts accepting, so a database slow to answer delays no requ
 not need it. A busy server's threads hold these connections anyway (every one of a 2 x 32
 server's 64 threads answered within the first 10 s of `make load`).
 
-Run with ``gunicorn --worker-class config.gunicorn_worker.ThreadWorker --threads N``.
+With ``--reuse-port`` (as `make load` and the production image run it), every worker listens
+on a socket of its own and the kernel spreads new connections among them. With one shared
+socket, the worker awake when a burst arrived took most of it: in traces of `make load`'s first
+second (10 s runs, 5 Dec 2026) the two workers split its ~80 requests 12 / 70, 72 / 11,
+17 / 64, 19 / 62 and 75 / 7 in five runs of six, one core doing most of the work while the other
+waited. With a socket each, nine runs of eleven split between 38 / 43 and 42 / 39 (the other
+two 26 / 56 and 35 / 46). A worker that stops (a restart, ``max_requests``) takes what the
+kernel has queued on its socket and then closes it at once, so no new connection waits on a
+socket nobody accepts from during its graceful shutdown (`close_listeners`).
+
+Run with ``gunicorn --worker-class config.gunicorn_worker.ThreadWorker --threads N
+--reuse-port``.
 """
 
 from __future__ import annotations
@@ -61,6 +72,26 @@ class ThreadWorker(GunicornThreadWorker):
             if self.nr_conns == before:  # nothing waiting (EAGAIN) or the client left
                 return
 
+    def set_accept_enabled(self, enabled: bool) -> None:
+        super().set_accept_enabled(enabled)
+        if not enabled and not self.alive and self.cfg.reuse_port:
+            self.close_listeners()
+
+    def close_listeners(self) -> None:
+        """On the way out, with a listening socket of this worker's own (``--reuse-port``):
+        accept what the kernel already queued on it, to be served before the worker exits, then
+        close it, so the kernel sends new connections to the other workers. A socket shared
+        with the other workers is left alone: they keep accepting from it."""
+        for listener in self.sockets:
+            if _closed(listener):
+                continue
+            while True:
+                before = self.nr_conns
+                super().accept(listener)
+                if self.nr_conns == before:
+                    break
+            listener.close()
+
     def idle_threads(self) -> int:
         """Threads with no request, at least 1: connections kept alive between requests hold
         no thread (gunicorn counts them in ``nr_conns`` all the same)."""
@@ -68,6 +99,11 @@ class ThreadWorker(GunicornThreadWorker):
             getattr(self, "pending_conns", ())
         )
         return max(1, self.cfg.threads - (self.nr_conns - waiting))
+
+
+def _closed(listener: Any) -> bool:
+    raw = getattr(listener, "sock", listener)  # gunicorn's wrapper drops its socket on close
+    return raw is None or raw.fileno() == -1
 
 
 def start_all_threads(pool: futures.ThreadPoolExecutor, threads: int) -> None:

@@ -4,7 +4,9 @@ there are idle threads), and gunicorn serving with it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 
 import pytest
 from django.core.signals import request_finished, request_started
@@ -254,8 +257,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_gunicorn_serves_a_burst_of_connections_with_it() -> None:
-    port = _free_port()
+def _start_hello_gunicorn(port: int, *options: str) -> subprocess.Popen[bytes]:
+    """gunicorn serving tests.support.hello_wsgi on `port` with the worker (2 workers x 4
+    threads unless `options` say otherwise), once it accepts connections."""
     server = subprocess.Popen(
         [
             sys.executable,
@@ -272,31 +276,153 @@ def test_gunicorn_serves_a_burst_of_connections_with_it() -> None:
             "config.gunicorn_worker.ThreadWorker",
             "--log-level",
             "warning",
+            *options,
         ],
         cwd=REPO_ROOT,
         start_new_session=True,
     )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                stop_process_group(server)
+                raise AssertionError("gunicorn did not listen in 30 s") from None
+            time.sleep(0.1)
+
+
+def _fetch(port: int, path: str) -> bytes:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=20) as answer:
+        return bytes(answer.read())
+
+
+def test_gunicorn_serves_a_burst_of_connections_with_it() -> None:
+    port = _free_port()
+    server = _start_hello_gunicorn(port)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None, "gunicorn exited"
-                assert time.monotonic() < deadline, "gunicorn did not listen in 30 s"
-                time.sleep(0.1)
-
-        def fetch(number: int) -> bytes:
-            url = f"http://127.0.0.1:{port}/hello/{number}"
-            with urllib.request.urlopen(url, timeout=20) as answer:
-                return bytes(answer.read())
-
         with futures.ThreadPoolExecutor(max_workers=40) as clients:
-            bodies = list(clients.map(fetch, range(40)))
+            bodies = list(clients.map(lambda n: _fetch(port, f"/hello/{n}"), range(40)))
         assert bodies == [f"/hello/{number}".encode() for number in range(40)]
     finally:
         stop_process_group(server)
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # "pid (name) state ppid ...": the name may hold spaces, so split after it.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                children.append(int(stat.parent.name))
+    return sorted(children)
+
+
+def _listening_sockets(port: int) -> set[str]:
+    """Inodes of the IPv4 sockets listening on `port` (state 0A in /proc/net/tcp)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":
+            inodes.add(fields[9])
+    return inodes
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _workers(server: subprocess.Popen[bytes], count: int) -> list[int]:
+    deadline = time.monotonic() + 30
+    while len(workers := _children(server.pid)) != count:
+        assert time.monotonic() < deadline, f"{count} workers did not start: {workers}"
+        time.sleep(0.1)
+    return workers
+
+
+def test_with_reuse_port_each_worker_listens_on_its_own_socket_and_both_serve() -> None:
+    port = _free_port()
+    server = _start_hello_gunicorn(port, "--reuse-port")
+    try:
+        workers = _workers(server, 2)
+        listening = _listening_sockets(port)
+        assert len(listening) == 2
+        assert [len(_socket_inodes(pid) & listening) for pid in workers] == [1, 1]
+        assert not _socket_inodes(server.pid) & listening  # the arbiter listens on none
+        # The kernel spreads new connections: 40 all going to one worker has odds of 2^-39.
+        with futures.ThreadPoolExecutor(max_workers=40) as clients:
+            pids = set(clients.map(lambda _: int(_fetch(port, "/pid")), range(40)))
+        assert pids == set(workers)
+    finally:
+        stop_process_group(server)
+
+
+def test_a_stopping_worker_closes_its_own_socket_and_new_connections_go_to_the_others() -> None:
+    port = _free_port()
+    server = _start_hello_gunicorn(
+        port, "--reuse-port", "--threads", "32", "--graceful-timeout", "20"
+    )
+    try:
+        stopping = _workers(server, 2)[0]
+        # Requests in flight on both workers (16 connections: none on one worker has odds of
+        # 2^-15), so the stopping one stays in its graceful shutdown for a while.
+        with futures.ThreadPoolExecutor(max_workers=60) as clients:
+            sleepers = [clients.submit(_fetch, port, "/sleep/3") for _ in range(16)]
+            time.sleep(0.5)
+            os.kill(stopping, signal.SIGTERM)
+            time.sleep(0.3)
+            # Without closing it, the kernel keeps queueing about half of these on the stopping
+            # worker's socket, where nobody accepts them until it closes after its requests.
+            started = time.monotonic()
+            answers = list(clients.map(lambda _: int(_fetch(port, "/pid")), range(40)))
+            waited = time.monotonic() - started
+            assert [s.result() for s in sleepers] == [b"/sleep/3"] * 16
+        assert stopping not in answers
+        assert waited < 2.0, f"new connections waited {waited:.1f} s for the stopping worker"
+    finally:
+        stop_process_group(server)
+
+
+def test_a_stopping_worker_serves_what_the_kernel_queued_on_its_socket_then_closes_it(
+    listener: socket.socket,
+) -> None:
+    worker, handed = _worker(threads=2)
+    worker.cfg.set("reuse_port", True)
+    worker.sockets = [listener]
+    clients = _connect(listener, 5)  # queued beyond the threads: all are taken all the same
+    try:
+        worker.alive = False
+        worker.set_accept_enabled(False)
+        assert (len(handed), worker.nr_conns) == (5, 5)
+        assert listener.fileno() == -1
+        worker.set_accept_enabled(False)  # the end of gunicorn's shutdown: nothing more
+        assert len(handed) == 5
+    finally:
+        for client in clients:
+            client.close()
+
+
+@pytest.mark.parametrize(
+    ("reuse_port", "alive"), [(False, False), (True, True)], ids=["shared socket", "running"]
+)
+def test_a_shared_socket_or_a_running_worker_keeps_listening(
+    listener: socket.socket, reuse_port: bool, alive: bool
+) -> None:
+    worker, handed = _worker(threads=2)
+    worker.cfg.set("reuse_port", reuse_port)
+    worker.sockets = [listener]
+    worker.alive = alive
+    worker.set_accept_enabled(False)  # also what a worker at its connection limit does
+    assert handed == []
+    assert listener.fileno() != -1
 
 
 def _postgresql_url(settings_dict: dict[str, object]) -> str:
