@@ -78,12 +78,15 @@ def _warm_results() -> None:
 
 def _load_and_freeze() -> None:
     """Import every view and what pages use now (the URLconf is otherwise loaded by the first
-    request), compile the templates, fill the results cache, then move everything allocated so
-    far - Django, pandas, numpy, plotly and the app's modules - out of the garbage collector's
-    reach. Full collections then scan only what requests allocate: measured on the scale
-    benchmark, they had put a cached page's p95 at 4x its p50."""
+    request), compile the templates, fill the results cache, serve the first requests
+    (config.first_requests), then move everything allocated so far - Django, pandas, numpy,
+    plotly and the app's modules - out of the garbage collector's reach. Full collections then
+    scan only what requests allocate: measured on the scale benchmark, they had put a cached
+    page's p95 at 4x its p50."""
     from django.urls import get_resolver
     from django.utils import translation
+
+    from config.first_requests import serve_first_requests
 
     with translation.override(settings.LANGUAGE_CODE):
         _populate_resolvers(get_resolver())
@@ -91,6 +94,7 @@ def _load_and_freeze() -> None:
         importlib.import_module(name)
     _compile_templates()
     _warm_results()
+    serve_first_requests(application)
     gc.collect()
     gc.freeze()
 
