@@ -15,9 +15,12 @@ from django.test.utils import CaptureQueriesContext
 
 from audit_app.ingestion.uploads import upload_delete
 from audit_app.lib import results_cache
+from audit_app.models import Workload
 from audit_app.reporting import derived
 from audit_app.reporting.derived import warm_defaults, warm_on_start
+from audit_app.reporting.filters import parse_filters
 from audit_app.reporting.selectors import data_date_range
+from audit_app.reporting.spend import workload_list
 from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
 from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.audit_app.lib.test_results_cache import LOCMEM
@@ -156,6 +159,31 @@ def test_the_warm_up_serves_the_first_visitor_of_a_year(
         start = last - timedelta(days=days - 1)
         assert f'<a href="?start={start}&amp;end={last}"' in html, days
     assert 'aria-current="page">30 days</a>' in html  # the default window is the 30 days
+
+
+def test_the_warm_up_serves_the_detail_of_the_workloads_with_the_most_spend(
+    cache_on: Any,
+    client: Client,
+    finops_user: Any,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _ingest(SAMPLE_CSV, "sample.csv")
+    ranked = [w.name for w in workload_list(parse_filters({}))]
+    assert sorted(ranked) == ["chat", "evals", "tool"]
+    monkeypatch.setattr(derived, "WARMED_WORKLOAD_DETAILS", 2)
+    cache_on.clear()
+    warm_defaults()
+    client.force_login(finops_user)
+    ids = {w.name: w.pk for w in Workload.objects.all()}
+    for name in ranked[:2]:  # the two most spent on: from the cache
+        assert _rollup_reads(client, f"/api/v1/workloads/{ids[name]}/") == 0, name
+        # The page reads only its hour-of-week chart, which no cache holds.
+        assert _rollup_reads(client, f"/workloads/{ids[name]}/") == 1, name
+    # The third computes (its page first: the page and the API then share what it computed).
+    assert _rollup_reads(client, f"/workloads/{ids[ranked[2]]}/") > 1
+    assert _rollup_reads(client, f"/api/v1/workloads/{ids[ranked[2]]}/") == 0
 
 
 def test_the_reconciliation_page_lists_100_rows_a_page(client: Client, finops_user: Any) -> None:
