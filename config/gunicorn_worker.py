@@ -41,6 +41,7 @@ Run with ``gunicorn --worker-class config.gunicorn_worker.ThreadWorker --threads
 from __future__ import annotations
 
 import logging
+import select
 import threading
 from collections.abc import Callable
 from concurrent import futures
@@ -85,11 +86,12 @@ class ThreadWorker(GunicornThreadWorker):
         for listener in self.sockets:
             if _closed(listener):
                 continue
-            while True:
-                before = self.nr_conns
-                super().accept(listener)
-                if self.nr_conns == before:
+            # A listening socket is readable while its queue holds a connection; the queue
+            # holds at most the backlog, so a flood of new ones cannot keep this going.
+            for _ in range(self.cfg.backlog):
+                if not select.select([listener], [], [], 0)[0]:
                     break
+                super().accept(listener)
             listener.close()
 
     def idle_threads(self) -> int:
