@@ -379,14 +379,11 @@ def test_a_stopping_worker_closes_its_own_socket_and_new_connections_go_to_the_o
             time.sleep(0.5)
             os.kill(stopping, signal.SIGTERM)
             time.sleep(0.3)
-            # Without closing it, the kernel keeps queueing about half of these on the stopping
-            # worker's socket, where nobody accepts them until it closes after its requests.
-            started = time.monotonic()
+            # Left open, the stopping worker's socket would keep getting about half of these,
+            # which nobody accepts: reset when it closes after its requests.
             answers = list(clients.map(lambda _: int(_fetch(port, "/pid")), range(40)))
-            waited = time.monotonic() - started
             assert [s.result() for s in sleepers] == [b"/sleep/3"] * 16
         assert stopping not in answers
-        assert waited < 2.0, f"new connections waited {waited:.1f} s for the stopping worker"
     finally:
         stop_process_group(server)
 
