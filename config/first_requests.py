@@ -10,8 +10,9 @@ first second is when most users arrive at once (`make load`: 50 within 7 ms).
 
 Measured on 5 Dec 2026 (gunicorn, 2 workers, `make load`'s data): ``/api/v1/workloads/<id>/``
 took 24 ms of CPU as a worker's first request and 9 ms later; 14 ms when the master had served
-it once. Five paired 10 s runs of `make load`, sign-in form p50 / p95: 130-170 / 140-260 ms
-with these requests against 210-240 / 270-330 ms without.
+it once. Five paired 10 s runs of `make load` with a first version of this (the sign-in form
+and the API reads, before the pages were added), sign-in form p50 / p95: 130-170 / 140-260 ms
+with it against 210-240 / 270-330 ms without.
 
 The sign-in form goes through the whole WSGI application, its middleware included, as an
 anonymous visitor would. The other reads call their views directly, as a superuser that exists
