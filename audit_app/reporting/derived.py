@@ -188,18 +188,18 @@ def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
     return True
 
 
-# Workload detail pages warmed with the defaults, the most spent on first (each ~15 ms over a
-# month of `make load`'s data): a server's first second had each one computing hers (~30 ms of
-# CPU) beside everyone else's first page.
+# Workload detail pages a web server warms as it starts, the most spent on first (each ~15 ms
+# over a month of `make load`'s data): a server's first second had each one computing hers
+# (~30 ms of CPU) beside everyone else's first page. Not after each refresh: `manage.py ingest`
+# runs that refresh itself, and its user would wait for them.
 WARMED_WORKLOAD_DETAILS = 20
 
 
 def warm_defaults() -> None:
     """Compute what the overview, workloads list, reconciliation and spend API show by default
     and over each quick window (the last 7, 30, 90 and 365 days with data,
-    `filters.QUICK_WINDOW_DAYS`), the overview's month comparison, and the default window's
-    detail page and API of the `WARMED_WORKLOAD_DETAILS` workloads with the most spend, so the
-    first visitor after a change is served from the cache, a year of data included."""
+    `filters.QUICK_WINDOW_DAYS`), and the overview's month comparison, so the first visitor
+    after a change is served from the cache, a year of data included."""
     from audit_app.costs.billing import pool_reports, reconciliation
     from audit_app.reporting.filters import parse_filters, quick_windows
     from audit_app.reporting.selectors import filter_choices
@@ -214,6 +214,15 @@ def warm_defaults() -> None:
         workload_list(filters)
         pool_reports(start=filters.start, end=filters.end)
         reconciliation(start=filters.start, end=filters.end)
+
+
+def warm_workload_details() -> None:
+    """Compute the default window's detail page and API figures of the
+    `WARMED_WORKLOAD_DETAILS` workloads with the most spend."""
+    from audit_app.reporting.filters import parse_filters
+    from audit_app.reporting.spend import spend_report, workload_list
+
+    default = parse_filters({})
     for stats in workload_list(default)[:WARMED_WORKLOAD_DETAILS]:
         mine = default.for_workload(stats.name)
         spend_report(mine)
@@ -221,8 +230,9 @@ def warm_defaults() -> None:
 
 
 def warm_on_start() -> bool:
-    """A web server starting: fill the pages' cache for what `warm_defaults` covers, so the
-    first visitors after a deploy or a restart - often many at once - read it instead of each
+    """A web server starting: fill the pages' cache for what `warm_defaults` covers and for
+    the details of the workloads with the most spend (`warm_workload_details`), so the first
+    visitors after a deploy or a restart - often many at once - read it instead of each
     computing it while the others wait for the cores. Nearly free when the worker's warm-up
     after the last change already filled it (a cache read per entry). A database not there
     or not migrated yet leaves the pages to compute on first use, as before: False."""
@@ -230,6 +240,7 @@ def warm_on_start() -> bool:
         return False
     try:
         warm_defaults()
+        warm_workload_details()
     except DatabaseError as error:
         logger.warning("results cache not warmed at start: %s", error)
         return False

@@ -161,7 +161,7 @@ def test_the_warm_up_serves_the_first_visitor_of_a_year(
     assert 'aria-current="page">30 days</a>' in html  # the default window is the 30 days
 
 
-def test_the_warm_up_serves_the_detail_of_the_workloads_with_the_most_spend(
+def test_a_server_start_serves_the_detail_of_the_workloads_with_the_most_spend(
     cache_on: Any,
     client: Client,
     finops_user: Any,
@@ -174,9 +174,12 @@ def test_the_warm_up_serves_the_detail_of_the_workloads_with_the_most_spend(
     assert sorted(ranked) == ["chat", "evals", "tool"]
     monkeypatch.setattr(derived, "WARMED_WORKLOAD_DETAILS", 2)
     cache_on.clear()
-    warm_defaults()
+    warm_defaults()  # what the worker runs after each refresh: no details
     client.force_login(finops_user)
     ids = {w.name: w.pk for w in Workload.objects.all()}
+    assert _rollup_reads(client, f"/api/v1/workloads/{ids[ranked[0]]}/") > 0
+    cache_on.clear()
+    assert warm_on_start() is True  # what config.wsgi runs before the first request
     for name in ranked[:2]:  # the two most spent on: from the cache
         assert _rollup_reads(client, f"/api/v1/workloads/{ids[name]}/") == 0, name
         # The page reads only its hour-of-week chart, which no cache holds.
