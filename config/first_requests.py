@@ -35,7 +35,6 @@ from django.conf import settings
 from django.core.cache import caches
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
 from django.db import DatabaseError, connections
-from django.http.request import validate_host
 from django.urls import resolve, reverse
 
 if TYPE_CHECKING:
@@ -119,14 +118,14 @@ def _attempt(path: str, serve: Callable[[], int]) -> int:
 
 
 def _host() -> str | None:
-    """A host name the server accepts (ALLOWED_HOSTS), or None when none can be named."""
-    allowed = settings.ALLOWED_HOSTS or (
-        ["localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else []
-    )
-    for candidate in [*(h.lstrip(".") for h in allowed if h != "*"), "localhost"]:
-        if candidate and validate_host(candidate, allowed):
-            return candidate
-    return None
+    """A host name the server accepts: the first one ALLOWED_HOSTS names (a subdomain pattern
+    names its domain), else localhost, which "*" and Django's own default under DEBUG accept;
+    None when ALLOWED_HOSTS is empty without DEBUG (the server then accepts no request)."""
+    allowed = settings.ALLOWED_HOSTS
+    if not allowed and not settings.DEBUG:
+        return None
+    named = [h.lstrip(".") for h in allowed if h.lstrip(".") not in ("", "*")]
+    return named[0] if named else "localhost"
 
 
 def _environ(path: str, host: str) -> dict[str, object]:

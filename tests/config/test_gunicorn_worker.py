@@ -257,15 +257,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start_hello_gunicorn(port: int, *options: str) -> subprocess.Popen[bytes]:
-    """gunicorn serving tests.support.hello_wsgi on `port` with the worker (2 workers x 4
-    threads unless `options` say otherwise), once it accepts connections."""
-    server = subprocess.Popen(
+def _gunicorn(
+    app: str, port: int, *options: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """gunicorn serving `app` on `port` with the worker, 2 workers x 4 threads unless `options`
+    say otherwise (later options win)."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "gunicorn",
-            "tests.support.hello_wsgi:app",
+            app,
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
@@ -279,8 +281,15 @@ def _start_hello_gunicorn(port: int, *options: str) -> subprocess.Popen[bytes]:
             *options,
         ],
         cwd=REPO_ROOT,
+        env=env,
         start_new_session=True,
     )
+
+
+def _start_hello_gunicorn(port: int, *options: str) -> subprocess.Popen[bytes]:
+    """gunicorn serving tests.support.hello_wsgi on `port` (`_gunicorn`), once it accepts
+    connections."""
+    server = _gunicorn("tests.support.hello_wsgi:app", port, *options)
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -456,27 +465,8 @@ def test_gunicorn_opens_each_threads_postgresql_connection_before_any_request(
     started = now()
     env = {**os.environ, "DATABASE_URL": _postgresql_url(connection.settings_dict)}
     env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "config.wsgi:application",
-            "--preload",
-            "--bind",
-            f"127.0.0.1:{_free_port()}",
-            "--workers",
-            "2",
-            "--threads",
-            "3",
-            "--worker-class",
-            "config.gunicorn_worker.ThreadWorker",
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        start_new_session=True,
+    server = _gunicorn(
+        "config.wsgi:application", _free_port(), "--preload", "--threads", "3", env=env
     )
     try:
         deadline = time.monotonic() + 90
