@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import logging
 import re
 import uuid
@@ -142,22 +143,43 @@ def copy_hashing(source: BinaryIO, out: BinaryIO, digest: Any, *, limit: int) ->
 
     Hashing a block runs on a second thread while the block is written and the next one read
     (hashlib and file I/O release the GIL): storing a large file takes the time of the slower
-    of the two, not of both (SHA-256 of 520 MiB is about 0.8 s here, reading and writing it 0.3 s).
+    of the two, not of both (SHA-256 of 520 MiB is about 0.4 s here, reading and writing it 0.3 s).
+    The blocks are read into two buffers in turn, one read while the other is hashed: a new
+    4 MiB object per block is memory the allocator maps afresh each time, and faulting its
+    pages in took a 520 MiB copy from 0.36 s to 0.5-1.6 s on this machine.
     """
     size = 0
+    buffers = (memoryview(bytearray(COPY_CHUNK_BYTES)), memoryview(bytearray(COPY_CHUNK_BYTES)))
     hashing: Future[None] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload-hash") as hasher:
-        while chunk := source.read(COPY_CHUNK_BYTES):
-            size += len(chunk)
+        # Buffer i % 2 is free: the block hashed from it two turns ago was waited for below.
+        for turn in itertools.count():
+            buffer = buffers[turn % 2]
+            read = _read_into(source, buffer)
+            if not read:
+                break
+            size += read
             if size > limit:
                 raise UploadRefused(too_large_message(limit))
+            block = buffer[:read]
             if hashing is not None:
                 hashing.result()  # blocks are hashed in order
-            hashing = hasher.submit(digest.update, chunk)
-            out.write(chunk)
+            hashing = hasher.submit(digest.update, block)
+            out.write(block)
         if hashing is not None:
             hashing.result()
     return size
+
+
+def _read_into(source: BinaryIO, buffer: memoryview) -> int:
+    """Up to len(buffer) bytes of `source` into `buffer` (0 at its end); a stream without
+    `readinto` is read and copied."""
+    readinto = getattr(source, "readinto", None)
+    if readinto is not None:
+        return int(readinto(buffer) or 0)
+    data = source.read(len(buffer))
+    buffer[: len(data)] = data
+    return len(data)
 
 
 def upload_create(

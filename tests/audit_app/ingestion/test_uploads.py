@@ -8,7 +8,7 @@ import io
 import threading
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import pytest
 from django.conf import settings
@@ -72,6 +72,29 @@ def test_a_file_of_many_blocks_is_copied_and_hashed_in_order(
     assert digest.hexdigest() == hashlib.sha256(content).hexdigest()
     with pytest.raises(UploadRefused, match="larger than the upload limit"):
         copy_hashing(io.BytesIO(content), io.BytesIO(), hashlib.sha256(), limit=len(content) - 1)
+
+
+class _ReadOnly:
+    """A stream with `read` and nothing else (no `readinto`), as some file-likes are."""
+
+    def __init__(self, content: bytes) -> None:
+        self.stream = io.BytesIO(content)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(min(size, 700))  # shorter than asked, as a socket may give
+
+
+def test_a_stream_without_readinto_is_copied_and_hashed_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    content = b"".join(b"%05d," % i for i in range(2000))  # 12,000 bytes, none repeating
+    monkeypatch.setattr(uploads_service, "COPY_CHUNK_BYTES", 1024)
+    digest = hashlib.sha256()
+    out = io.BytesIO()
+    size = copy_hashing(cast(BinaryIO, _ReadOnly(content)), out, digest, limit=len(content))
+    assert size == 12_000
+    assert out.getvalue() == content
+    assert digest.hexdigest() == hashlib.sha256(content).hexdigest()
 
 
 def test_same_bytes_twice_are_refused_naming_the_first() -> None:
