@@ -12,6 +12,10 @@ run and on the same file:
   Like the ingest, it is timed as a user waits for it: its whole process, from start (Python
   and `import duckdb`) to the printed result. The query alone is printed beside it.
 
+Beside those, what any engine would still leave (printed under each size): the fixed steps,
+a 100-row head of the same file ingested end to end plus storing the whole file, and DuckDB
+doing the checks the ingest does before it trusts a row (`CHILD_DUCKDB_CHECKED`).
+
 Target (issue 18, item 5): ingest end to end <= 2.0x DuckDB, and peak RSS flat in file size
 (3M / 1M <= 1.3). The CPU seconds (user + sys) of both are printed too: on a machine other
 work keeps busy, wall times swing by 2x from run to run and CPU time does not. Each measurement
@@ -86,6 +90,77 @@ import resource
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"rows": rows, "groups": len(groups), "seconds": time.perf_counter() - t0,
                   "cpu_s": usage.ru_utime + usage.ru_stime}))
+"""
+
+# A second yardstick, for what target 5 asks of an engine: DuckDB doing the checks this
+# product's ingest does before it trusts a row, not only the aggregation above. Every column
+# is read as text (the ingest must see the file's own spelling); the timestamps, token counts
+# and spend are checked against the spellings the fast path vouches for, and converted; the
+# metadata's per-request cached-token count is cut out, so equal metadata groups together; and
+# the rows are grouped by the columns the rollup keys are built from and a latency bin, with
+# the distinct end users counted. It is still less than the ingest does (one latency
+# histogram instead of three, no per-day shapes, no KMV sketches, no workload rule).
+CHILD_DUCKDB_CHECKED = r"""
+import json, sys, time
+import duckdb
+t0 = time.perf_counter()
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+groups = con.execute(
+    '''
+    WITH typed AS (
+      SELECT
+        regexp_full_match("startTime", $stamp) AND regexp_full_match("endTime", $stamp)
+          AND regexp_full_match(coalesce("completionStartTime", ''), '(' || $stamp || ')?')
+          AND regexp_full_match(prompt_tokens, '0|[1-9][0-9]{0,14}')
+          AND regexp_full_match(completion_tokens, '0|[1-9][0-9]{0,14}')
+          AND regexp_full_match(spend, '-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]+)?')
+          AS vouched,
+        try_strptime("startTime", '%Y-%m-%dT%H:%M:%S.%fZ') AS started,
+        try_strptime("endTime", '%Y-%m-%dT%H:%M:%S.%fZ') AS ended,
+        try_cast(prompt_tokens AS BIGINT) AS input_tokens,
+        try_cast(completion_tokens AS BIGINT) AS output_tokens,
+        try_cast(spend AS DOUBLE) AS spend,
+        regexp_replace(metadata, $cached, '"cached_tokens": 1}}}') AS metadata_shape,
+        try_cast(regexp_extract(metadata, $cached, 1) AS BIGINT) AS cached_tokens,
+        request_tags, model, model_group, team_id, api_key, end_user, "user",
+        custom_llm_provider, call_type, status
+      FROM read_csv($path, header = true, all_varchar = true, strict_mode = true)
+    )
+    SELECT date_trunc('hour', started) AS hour, metadata_shape, request_tags, model,
+           model_group, team_id, api_key, custom_llm_provider, call_type, status, vouched,
+           floor(log2(greatest(epoch_ms(ended) - epoch_ms(started), 1)) * 8)::INT AS latency_bin,
+           count(*) AS requests, sum(input_tokens), sum(output_tokens), sum(spend),
+           sum(cached_tokens), count(DISTINCT coalesce(end_user, "user")) AS end_users
+    FROM typed
+    GROUP BY ALL
+    ''',
+    {
+        "path": sys.argv[1],
+        "stamp": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?Z",
+        "cached": '"cached_tokens": (0|[1-9][0-9]{0,14})[}][}][}]$',
+    },
+).fetchall()
+rows = sum(g[12] for g in groups)
+import resource
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"rows": rows, "groups": len(groups), "seconds": time.perf_counter() - t0,
+                  "cpu_s": usage.ru_utime + usage.ru_stime}))
+"""
+
+# Storing the file as the ingest does (`uploads.copy_hashing`: copy and SHA-256), timed alone.
+CHILD_STORE = r"""
+import hashlib, json, os, sys, time
+import django
+django.setup()
+from audit_app.ingestion.uploads import copy_hashing
+out_path = sys.argv[2]
+with open(sys.argv[1], "rb") as source, open(out_path, "wb") as out:
+    t0 = time.perf_counter()
+    size = copy_hashing(source, out, hashlib.sha256(), limit=2**62)
+    seconds = time.perf_counter() - t0
+os.unlink(out_path)
+print(json.dumps({"bytes": size, "seconds": seconds}))
 """
 
 
@@ -231,13 +306,19 @@ def _run_child_timed(code: str, *args: str, env: dict[str, str]) -> dict[str, An
     return dict(printed)
 
 
-def _measure_size(rows: int, *, env: dict[str, str]) -> dict[str, Any]:
-    path = _export(rows)
-    times = _repeats(rows)
-    bare = _median(lambda: run_child(CHILD_BARE, str(path), env=env), times)
-    duck = _median(lambda: _run_child_timed(CHILD_DUCKDB, str(path), env=env), times)
-    if duck["rows"] != rows:
-        raise RuntimeError(f"DuckDB read {duck['rows']} rows of {path.name}, not {rows}")
+def _head(path: Path, lines: int) -> Path:
+    """The header and first `lines` rows of `path`, as a file of their own (written once)."""
+    head = path.with_name(f"{path.stem}-head{lines}{path.suffix}")
+    if not head.exists():
+        with open(path, "rb") as source, open(head, "wb") as out:
+            for _ in range(lines + 1):
+                out.write(source.readline())
+    return head
+
+
+def _ingest_median(path: Path, *, env: dict[str, str], times: int) -> dict[str, Any]:
+    """`run_ingest_command` of `path`, median of `times` runs, its earlier upload forgotten
+    before and after each."""
 
     def ingest_once() -> dict[str, Any]:
         run_child(CHILD_FORGET, str(path), env=env)
@@ -246,11 +327,58 @@ def _measure_size(rows: int, *, env: dict[str, str]) -> dict[str, Any]:
         finally:
             run_child(CHILD_FORGET, str(path), env=env)
 
-    ingest = _median(ingest_once, times)
+    return _median(ingest_once, times)
+
+
+def _measure_size(rows: int, *, env: dict[str, str]) -> dict[str, Any]:
+    path = _export(rows)
+    times = _repeats(rows)
+    bare = _median(lambda: run_child(CHILD_BARE, str(path), env=env), times)
+    duck = _median(lambda: _run_child_timed(CHILD_DUCKDB, str(path), env=env), times)
+    if duck["rows"] != rows:
+        raise RuntimeError(f"DuckDB read {duck['rows']} rows of {path.name}, not {rows}")
+    checked = _median(lambda: _run_child_timed(CHILD_DUCKDB_CHECKED, str(path), env=env), times)
+    if checked["rows"] != rows:
+        raise RuntimeError(f"DuckDB (checked) read {checked['rows']} rows, not {rows}")
+    ingest = _ingest_median(path, env=env, times=times)
     report = ingest["report"]
     if report["rows_accepted"] != rows:
         raise RuntimeError(f"ingest of {path.name} did not land whole: {report}")
-    return {"path": path, "bare": bare, "duck": duck, "ingest": ingest}
+    # The steps that do not grow with the parse: a 100-row head of the same file ingested end
+    # to end (start-up, store, land, refresh), and storing the whole file.
+    head = _ingest_median(_head(path, 100), env=env, times=times)
+    copy = str(BENCH_DIR / "store-copy.tmp")
+    store = _median(lambda: run_child(CHILD_STORE, str(path), copy, env=env), times)
+    return {
+        "path": path,
+        "bare": bare,
+        "duck": duck,
+        "checked": checked,
+        "ingest": ingest,
+        "head": head,
+        "store": store,
+    }
+
+
+def _floor_lines(measured: dict[str, Any]) -> list[str]:
+    """What an engine as fast as DuckDB would still leave: the fixed steps, and DuckDB itself
+    doing the product's checks, each beside the target's allowance."""
+    duck_s = float(measured["duck"]["seconds"])
+    head_s = float(measured["head"]["seconds"])
+    store_s = float(measured["store"]["seconds"])
+    checked_s = float(measured["checked"]["seconds"])
+    fixed = head_s + store_s
+    return [
+        f"  {'':>9} fixed steps: a 100-row head of the file ingested end to end (start-up, "
+        f"store, land, refresh) {head_s:.2f} s + storing the whole file (copy and SHA-256) "
+        f"{store_s:.2f} s = {fixed:.2f} s = {fixed / duck_s:.2f}x DuckDB, against the "
+        f"{TARGET_RATIO * duck_s:.2f} s the target allows for all of it",
+        f"  {'':>9} DuckDB doing the ingest's checks (text columns, spellings checked, "
+        f"metadata shapes, rollup key columns, a latency bin, distinct end users): "
+        f"{checked_s:.2f} s = {checked_s / duck_s:.2f}x DuckDB (CPU "
+        f"{float(measured['checked']['cpu_s']):.2f} s); with the fixed steps "
+        f"{(checked_s + fixed) / duck_s:.2f}x",
+    ]
 
 
 def run() -> list[str]:
@@ -294,6 +422,7 @@ def run() -> list[str]:
             f"= {ingest_cpu / duck_cpu:.2f}x; DuckDB's query alone (inside its process) "
             f"{float(measured['duck']['query_seconds']):.2f} s"
         )
+        lines.extend(_floor_lines(measured))
     if 1_000_000 in peaks and 3_000_000 in peaks:
         growth = peaks[3_000_000] / peaks[1_000_000]
         verdict = "MET" if growth <= TARGET_RSS_GROWTH else "NOT met"
