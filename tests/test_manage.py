@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.support.processes import REPO_ROOT
+from tests.support.processes import run_manage
 
 # Printed by an exit handler, after the command has returned: exit handlers run before the
 # interpreter's last collections.
@@ -20,16 +19,7 @@ AT_EXIT = (
 
 
 def _manage(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DJANGO_VAR_DIR": str(tmp_path)}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_manage(*args, env={**os.environ, "DJANGO_VAR_DIR": str(tmp_path)})
 
 
 def test_a_command_s_objects_are_frozen_when_it_has_returned(tmp_path: Path) -> None:

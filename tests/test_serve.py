@@ -21,7 +21,7 @@ import brotli
 import pytest
 
 from config.staticfiles import PLOTLY_STATIC_PATH
-from tests.support.processes import REPO_ROOT, stop_process_group
+from tests.support.processes import REPO_ROOT, run_manage, stop_process_group
 
 # `make run` needs no service: drop the ones CI configures for the rest of the suite.
 SERVICE_VARIABLES = (
@@ -45,15 +45,8 @@ def _embedded_env(var_dir: Path) -> dict[str, str]:
 
 
 def _manage(*args: str, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    result = run_manage(*args, env=env)
+    assert result.returncode == 0, result.stderr
     return result.stdout
 
 

@@ -114,17 +114,31 @@ def stop_process_group(process: subprocess.Popen[bytes], *, timeout: float = 15.
         pass
 
 
-def run_python(code: str, *, env: Mapping[str, str], timeout: float = 60.0) -> str:
-    """Run a snippet in a fresh interpreter (its own Celery app state); returns stdout."""
-    result = subprocess.run(
-        [sys.executable, "-c", code],
+def _run(
+    argv: list[str], *, env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """This interpreter with `argv`, from the repository, with exactly `env`."""
+    return subprocess.run(
+        [sys.executable, *argv],
         cwd=REPO_ROOT,
-        env=child_env(env),
+        env=dict(env),
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
+
+
+def run_python(code: str, *, env: Mapping[str, str], timeout: float = 60.0) -> str:
+    """Run a snippet in a fresh interpreter (its own Celery app state); returns stdout."""
+    result = _run(["-c", code], env=child_env(env), timeout=timeout)
     if result.returncode != 0:
         raise AssertionError(f"snippet failed ({result.returncode}):\n{result.stderr}")
     return result.stdout
+
+
+def run_manage(
+    *args: str, env: Mapping[str, str], timeout: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    """`manage.py ARGS` in its own process with exactly `env`; the caller reads its outcome."""
+    return _run(["manage.py", *args], env=env, timeout=timeout)
