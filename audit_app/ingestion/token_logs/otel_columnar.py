@@ -220,6 +220,11 @@ class _Attributes:
     def of(cls, attributes: pa.Array, names: Sequence[str]) -> _Attributes:
         owners = len(attributes)
         entries, parents = _children(attributes)
+        if not len(entries):
+            # Not one attribute among the owners: a null entry that no owner has keeps the
+            # lookups by entry below and in the methods (-1 or 0 for "none") in range.
+            entries = pa.array([None], entries.type)
+            parents = np.zeros(1, np.int64)
         keys = pc.struct_field(entries, ["key"])
         gen_ai = np.zeros(owners, bool)
         gen_ai[parents[_bools(pc.starts_with(keys, otel.GEN_AI_PREFIX))]] = True

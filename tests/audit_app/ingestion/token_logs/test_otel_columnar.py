@@ -324,6 +324,33 @@ def test_clean_file_goes_entirely_through_the_frame() -> None:
     assert not any(c.requests or c.rejects for c in chunks)
 
 
+def test_resources_without_attributes_go_through_the_frame() -> None:
+    # A block in which no resource has an attribute (none listed, or an empty list) has no
+    # entry to look a resource's attributes up in; that raised IndexError, and the ingest of
+    # the whole file failed.
+    rng = random.Random(12)
+    spans = [_good_span(number, rng) for number in range(8)]
+    documents = []
+    for number, resource in enumerate([{}, {"attributes": []}] * 2):
+        document = _document(spans[2 * number : 2 * number + 2], service="svc")
+        document["resourceSpans"][0]["resource"] = resource  # type: ignore[index]
+        documents.append(json.dumps(document))
+    data = ("\n".join(documents) + "\n").encode()
+    chunks = _assert_same_as_row_path(data, chunk_rows=100)
+    assert not any(c.requests or c.rejects for c in chunks)
+    assert sum(len(c.frame) for c in chunks if c.frame is not None) == 8
+
+
+def test_spans_without_attributes_read_as_the_row_path_reads_them() -> None:
+    # Spans with no attribute at all are no gen_ai spans: both paths skip them, and blocks
+    # holding only those have no attribute entry to look anything up in.
+    span = {"traceId": "01", "spanId": "02", "name": "GET /", "startTimeUnixNano": "1"}
+    resource = {"attributes": _attributes({"service.name": "web"})}
+    document = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span] * 3}]}]}
+    data = (json.dumps(document) + "\n").encode() * 40
+    assert _assert_same_as_row_path(data, chunk_rows=100) == []
+
+
 def test_documents_longer_than_a_mebibyte_go_through_the_frame() -> None:
     # A collector batches thousands of spans into one export request, one line each. pyarrow
     # refused lines longer than its 1 MiB block, so such files went to the row path whole.
