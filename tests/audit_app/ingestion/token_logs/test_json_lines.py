@@ -273,3 +273,30 @@ def test_longest_line_counts_its_newline_and_a_last_line_without_one(
 
     line_ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 0x0A)
     assert longest_line(line_ends, len(data)) == longest
+
+
+def _lines(lengths: list[int]) -> bytes:
+    """Lines of the given lengths (newline included), each of its own letter."""
+    return b"".join(bytes([97 + n % 26]) * (length - 1) + b"\n" for n, length in enumerate(lengths))
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        [],
+        [1],
+        [5000] * 10,  # long lines: found one by one
+        [40] * 1000,  # short lines: the rest in one pass after the probe
+        [3] * 64 + [900] * 5,  # short through the probe, long after: one pass
+        [300] * 63 + [1] * 500,  # long through the probe, short after: still one by one
+        [255] * 64 + [7] * 10,  # the probe's 64 lines average just under 256 bytes
+        [256] * 64 + [7] * 10,  # ... and exactly 256
+    ],
+)
+def test_newline_positions_are_numpy_s(lengths: list[int]) -> None:
+    data = _lines(lengths) + b"tail without newline\nmore"
+    for size in (len(data), len(data) - 4, sum(lengths)):
+        found = json_lines.newline_positions(data, size)
+        expected = np.flatnonzero(np.frombuffer(data, np.uint8, count=size) == 0x0A)
+        assert found.dtype == np.int64
+        assert found.tolist() == expected.tolist()
