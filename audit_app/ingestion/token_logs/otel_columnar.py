@@ -234,19 +234,20 @@ class _Attributes:
         entry_kind = np.select(valid, [STRING, BOOL, INT, DOUBLE], NO_SCALAR)
         codes = pc.fill_null(pc.index_in(keys, value_set=pa.array(list(names))), -1)
         codes = codes.to_numpy(zero_copy_only=False)
-        # All the names in one pass (not one per name): each read entry's cell in a grid of
-        # names x owners, holding the entry's index (-1: the owner has no such entry).
-        read = np.flatnonzero(codes >= 0)
-        cell = codes[read].astype(np.int64) * owners + parents[read]
-        shape = (len(names), owners)
-        repeated = (np.bincount(cell, minlength=len(names) * owners).reshape(shape) > 1).any(0)
-        grid = np.full(len(names) * owners, -1, np.int64)
-        grid[cell] = read  # of an owner's two entries of one name the later wins: `repeated`
-        grid = grid.reshape(shape)
-        kinds = np.where(grid >= 0, entry_kind[grid], ABSENT)
+        entry: dict[str, np.ndarray] = {}
+        kind: dict[str, np.ndarray] = {}
+        repeated = np.zeros(owners, bool)
+        for code, name in enumerate(names):
+            found = np.flatnonzero(codes == code)
+            owner = parents[found]
+            counts = np.bincount(owner, minlength=owners)
+            repeated |= counts > 1
+            entry[name] = np.full(owners, -1, np.int64)
+            entry[name][owner] = found
+            kind[name] = np.where(entry[name] >= 0, entry_kind[entry[name]], ABSENT)
         return cls(
-            entry={name: grid[code] for code, name in enumerate(names)},
-            kind={name: kinds[code] for code, name in enumerate(names)},
+            entry=entry,
+            kind=kind,
             strings=parts[0],
             bools=_bools(parts[1]),
             ints=parts[2],
