@@ -351,6 +351,94 @@ def test_spans_without_attributes_read_as_the_row_path_reads_them() -> None:
     assert _assert_same_as_row_path(data, chunk_rows=100) == []
 
 
+# Every attribute the readers look at, given the same odd value in every span (or resource) of
+# the file: blocks where no owner has an entry of some kind, or of any kind, are what a file
+# mixing good and odd spans never shows.
+UNIFORM_SPAN = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o",
+    "gen_ai.response.model": "gpt-4o-2024-08-06",
+    "gen_ai.usage.input_tokens": 100,
+    "gen_ai.usage.output_tokens": 10,
+    "gen_ai.usage.cache_read.input_tokens": 3,
+    "gen_ai.usage.cost": 0.001,
+    "gen_ai.request.stream": True,
+    "gen_ai.response.time_to_first_chunk": 0.2,
+    "workload": "w",
+    "team": "t",
+    "pool": "p",
+    "user.id": "u",
+    "error.type": "timeout",
+}
+UNIFORM_RESOURCE = {"service.name": "svc", "workload": "rw", "team": "rt", "pool": "rp"}
+ODD_VALUES: dict[str, object] = {
+    "absent": None,
+    "no value": {},
+    "an array": {"arrayValue": {"values": []}},
+    "an int": 7,
+    "a string": "x",
+    "a bool": False,
+    "a double": 1.5,
+}
+
+
+def _uniform_file(span_attributes: dict[str, object], resource: dict[str, object] | None) -> bytes:
+    def wire(values: dict[str, object]) -> list[dict[str, object]]:
+        return [
+            {"key": key, "value": value if isinstance(value, dict) else _value(value)}
+            for key, value in values.items()
+        ]
+
+    lines = []
+    for line in range(12):
+        spans = []
+        for number in range(line * 5, line * 5 + 5):
+            start = START_NANOS + number * 1_000_000_000
+            spans.append(
+                {
+                    "startTimeUnixNano": str(start),
+                    "endTimeUnixNano": str(start + 500_000_000),
+                    "attributes": wire(span_attributes),
+                }
+            )
+        resource_spans: dict[str, object] = {"scopeSpans": [{"spans": spans}]}
+        if resource is not None:
+            resource_spans["resource"] = {"attributes": wire(resource)}
+        lines.append(json.dumps({"resourceSpans": [resource_spans]}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _with(values: dict[str, object], key: str, odd: str) -> dict[str, object]:
+    changed = dict(values)
+    if odd == "absent":
+        del changed[key]
+    else:
+        changed[key] = ODD_VALUES[odd]
+    return changed
+
+
+@pytest.mark.parametrize("odd", list(ODD_VALUES))
+@pytest.mark.parametrize("key", list(UNIFORM_SPAN))
+def test_a_span_attribute_odd_in_every_span_matches_the_row_path(key: str, odd: str) -> None:
+    data = _uniform_file(_with(UNIFORM_SPAN, key, odd), UNIFORM_RESOURCE)
+    _assert_same_as_row_path(data, chunk_rows=25)
+
+
+@pytest.mark.parametrize("odd", list(ODD_VALUES))
+@pytest.mark.parametrize("key", list(UNIFORM_RESOURCE))
+def test_a_resource_attribute_odd_in_every_resource_matches_the_row_path(
+    key: str, odd: str
+) -> None:
+    data = _uniform_file(UNIFORM_SPAN, _with(UNIFORM_RESOURCE, key, odd))
+    _assert_same_as_row_path(data, chunk_rows=25)
+
+
+def test_no_resource_at_all_matches_the_row_path() -> None:
+    chunks = _assert_same_as_row_path(_uniform_file(UNIFORM_SPAN, None), chunk_rows=25)
+    assert sum(len(c.frame) for c in chunks if c.frame is not None) == 60
+
+
 def test_documents_longer_than_a_mebibyte_go_through_the_frame() -> None:
     # A collector batches thousands of spans into one export request, one line each. pyarrow
     # refused lines longer than its 1 MiB block, so such files went to the row path whole.
