@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from django.apps import AppConfig
 
 if TYPE_CHECKING:
-    from audit_app.recommendations.pool_replicas import MeasuredThroughput
+    from audit_app.recommendations.pool_replicas import MeasuredPoint, MeasuredThroughput
 
 
 class BenchmarksAppConfig(AppConfig):
@@ -17,10 +17,14 @@ class BenchmarksAppConfig(AppConfig):
 
         # The audit app's pool recommendations prefer a measured throughput; it never imports
         # this app, so this app tells it where to read one...
-        from audit_app.recommendations.pool_replicas import measured_throughput_register
+        from audit_app.recommendations.pool_replicas import (
+            measured_points_register,
+            measured_throughput_register,
+        )
         from benchmarks_app.models import BenchmarkRun
 
         measured_throughput_register(_measured_throughput)
+        measured_points_register(_measured_points)
         # ...and that a run's fields changed (a new run lands with its upload, which says so).
         post_save.connect(_run_changed, sender=BenchmarkRun, dispatch_uid="results-run")
         post_delete.connect(_run_changed, sender=BenchmarkRun, dispatch_uid="results-d-run")
@@ -33,6 +37,12 @@ def _measured_throughput(*, model: str, hardware: str) -> MeasuredThroughput | N
     from benchmarks_app.selectors import measured_throughput
 
     return measured_throughput(model=model, hardware=hardware)
+
+
+def _measured_points(*, model: str, hardware: str) -> list[MeasuredPoint]:
+    from benchmarks_app.selectors import measured_points
+
+    return measured_points(model=model, hardware=hardware)
 
 
 def _run_changed(**kwargs: object) -> None:

@@ -7,11 +7,13 @@ a model on an accelerator (`measured_throughput`, registered with
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
+from audit_app.lib.results_cache import cached
 from audit_app.models import Recommendation
-from audit_app.recommendations.pool_replicas import MeasuredThroughput
+from audit_app.recommendations.pool_replicas import MeasuredPoint, MeasuredThroughput
 from audit_app.reporting.selectors import daily_rollups
 from benchmarks_app import matching
 from benchmarks_app.models import BenchmarkRun
@@ -82,3 +84,68 @@ def measured_throughput(*, model: str, hardware: str) -> MeasuredThroughput | No
             f"{fields.gpu_type}), the best of its {len(rates)} point(s) (point {index + 1})",
         )
     return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RunPoints:
+    """What `measured_points` matches on, read once per data version."""
+
+    model_key: str
+    gpu_type: str
+    num_gpus: int | None
+    hosted_provider: str
+    points: tuple[MeasuredPoint, ...]
+
+
+def _runs_with_points() -> list[_RunPoints]:
+    out = []
+    for run in BenchmarkRun.objects.prefetch_related("points").order_by("-created_at", "-pk"):
+        fields = run_fields(run)
+        points = []
+        for point in run.points.all():
+            metrics = point.metrics
+            if not metrics.get("decode_tokens_per_s"):
+                continue
+            load = point.load or {}
+            points.append(
+                MeasuredPoint(
+                    run_id=run.pk,
+                    run_name=run.name,
+                    point=point.index + 1,
+                    load=", ".join(f"{k} {v}" for k, v in sorted(load.items())),
+                    tokens_per_second=float(metrics["decode_tokens_per_s"]),
+                    accelerators=fields.num_gpus or 1,
+                    p95_ttft_ms=metrics.get("ttft_p95_ms"),
+                    p95_tpot_ms=metrics.get("tpot_p95_ms"),
+                )
+            )
+        out.append(
+            _RunPoints(
+                model_key=matching.model_key(fields.compared_model or run.model),
+                gpu_type=fields.gpu_type,
+                num_gpus=fields.num_gpus,
+                hosted_provider=fields.provider.lower() if fields.serving == "hosted" else "",
+                points=tuple(points),
+            )
+        )
+    return out
+
+
+def measured_points(*, model: str, hardware: str) -> list[MeasuredPoint]:
+    """Every point with output tok/s of the runs of ``model`` on ``hardware``: an accelerator
+    (the run's accelerator type and count stated) or, for a hosted run, its provider's name.
+    Newest run first; models and accelerators match as a gate matches them."""
+    key = matching.model_key(model)
+    out: list[MeasuredPoint] = []
+    for run in cached("measured_runs", "", _runs_with_points):
+        if run.model_key != key:
+            continue
+        if run.hosted_provider:
+            if run.hosted_provider not in hardware.lower():
+                continue
+        elif not (
+            run.num_gpus and matching.accelerator_matches(gpu_type=run.gpu_type, hardware=hardware)
+        ):
+            continue
+        out.extend(run.points)
+    return out

@@ -15,6 +15,7 @@ from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.lib.query_params import text_param
 from audit_app.models import Recommendation, Workload
+from audit_app.recommendations.plan import plan_as_dict, plan_read, plan_window
 from audit_app.recommendations.services import recommendation_decide
 from audit_app.reporting.selectors import (
     RecommendationRole,
@@ -200,3 +201,75 @@ class RecommendationDecisionApi(APIView):
         )
         context = {"roles": recommendation_roles(recommendation_groups())}
         return Response(RecommendationOutput(decided, context=context).data)
+
+
+class RealisedOutput(serializers.Serializer):
+    change_date = serializers.DateField()
+    before = serializers.ListField(child=serializers.DateField(), help_text="First and last day.")
+    after = serializers.ListField(child=serializers.DateField(), help_text="First and last day.")
+    before_usd_per_million_tokens = serializers.CharField(allow_null=True)
+    after_usd_per_million_tokens = serializers.CharField(allow_null=True)
+    monthly_tokens = serializers.IntegerField()
+    savings_monthly_usd = serializers.CharField(
+        allow_null=True, help_text="Null until a week of data follows the change."
+    )
+    note = serializers.CharField()
+
+
+class PlanOptionOutput(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, help_text="The recommendation's id.")
+    workload = serializers.CharField(allow_null=True)
+    workload_class = serializers.CharField(allow_null=True)
+    from_pool = serializers.CharField(allow_null=True)
+    to_pool = serializers.CharField(
+        allow_null=True, help_text="The pool or provider that receives the traffic."
+    )
+    target_kind = serializers.CharField()
+    target = serializers.CharField()
+    now_monthly_usd = serializers.CharField(help_text="What it changes costs today, a month.")
+    after_monthly_usd = serializers.CharField(help_text="The same after the change.")
+    savings_monthly_usd = serializers.CharField(
+        help_text="In the plan, its share of the plan's savings; otherwise what it alone saves."
+    )
+    in_plan = serializers.BooleanField()
+    alternative_to = serializers.IntegerField(allow_null=True)
+    out_reason = serializers.CharField(allow_null=True)
+    evidence = serializers.ChoiceField(choices=["measured", "catalogued", "none"])
+    needs_benchmark = serializers.BooleanField()
+    status = serializers.CharField()
+    risk = serializers.CharField()
+    gate_command = serializers.CharField(allow_null=True)
+    realised = RealisedOutput(allow_null=True)
+
+
+class PlanOutput(serializers.Serializer):
+    start = serializers.DateField()
+    end = serializers.DateField()
+    spend_monthly_usd = serializers.CharField()
+    after_monthly_usd = serializers.CharField()
+    savings_monthly_usd = serializers.CharField()
+    open_monthly_usd = serializers.CharField()
+    in_progress_monthly_usd = serializers.CharField()
+    realised_monthly_usd = serializers.CharField()
+    needs_benchmark_monthly_usd = serializers.CharField()
+    heuristic = serializers.BooleanField(
+        help_text="True when a group of options was too large for the exact search."
+    )
+    options = PlanOptionOutput(many=True)
+
+
+class PlanApi(APIView):
+    """The savings plan: one feasible set of options (at most one per workload and pool, none
+    contradicting another), its after-state and its savings, split into open, in progress and
+    realised; every other option with why it is out. Money as decimal strings."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("start", str, description="YYYY-MM-DD (default: the analysis window)"),
+            OpenApiParameter("end", str, description="YYYY-MM-DD"),
+        ],
+        responses=PlanOutput,
+    )
+    def get(self, request: Request) -> Response:
+        start, end = plan_window(request.query_params)
+        return Response(plan_as_dict(plan_read(start=start, end=end)))

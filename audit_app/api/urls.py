@@ -42,6 +42,7 @@ urlpatterns = [
         recommendations.RecommendationDecisionApi.as_view(),
         name="api-recommendation-decision",
     ),
+    path("plan/", recommendations.PlanApi.as_view(), name="api-plan"),
     path("anomalies/", alerts.AnomalyListApi.as_view(), name="api-anomalies"),
     path("alerts/", alerts.AlertListApi.as_view(), name="api-alerts"),
     path(

@@ -1,15 +1,16 @@
 """The targets an asynchronous workload's traffic could move to, priced for a month.
 
 Pure module (no Django): plain frozen dataclasses in, `Option`s out. One builder per target kind
-(DESIGN §3.6), each given one provider/model's traffic over the analysis window:
+each given one provider/model's traffic over the analysis window:
 
 - `batch_option`: the batch tier of the same API model, from its price card. The card's batch
   discount on input (``1 - batch_input / input``) applies to the spend not already on batch.
 - `provider_options`: other providers listing the same open model (closed models, whose name
   carries no size, have none), priced per 1M input and output tokens on the same token volume.
-- `hardware_options`: dedicated instances, at an assumed throughput for the model's size class,
-  through the traffic cost model (`audit_app.costs.costing`), scaled to zero when idle since
-  nobody waits on asynchronous work, with a cold start per replica.
+- `dedicated_price`: dedicated instances at a throughput per replica (measured or catalogued),
+  through the traffic cost model (`audit_app.costs.costing`): scaled to zero when idle for
+  asynchronous work (nobody waits on it), always on and sized for the busiest hour plus a
+  headroom for real-time work.
 
 Every figure is a month: the window's cost x `HOURS_IN_MONTH` / the window's hours (`monthly`).
 Reading the price cards, the catalog and the throughput assumptions, and the rest of the
@@ -21,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from enum import StrEnum
 
-from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode, monthly_cost
+from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode, cost_on_profile
 from audit_app.costs.pricing import Price, normalize_model
 from audit_app.costs.providers import normalize_provider
 
@@ -180,46 +181,47 @@ def provider_options(usage: Usage, *, hours: int, listings: Iterable[ApiListing]
     return options
 
 
-def hardware_options(
-    model: str, *, demand: Sequence[int], offers: Iterable[HardwareOffer]
-) -> list[Option]:
-    """Every offer for ``model``'s size class, serving ``demand`` (output tokens per hour of
-    the window) and scaled to zero when idle."""
-    size = model_class(model)
-    if size is None or not any(demand):
-        return []
-    options = []
-    for offer in offers:
-        instance, throughput = offer.instance, offer.throughput
-        if throughput.model_class != size:
-            continue
-        accelerators = instance.accelerator_count or 1
-        deployment = Deployment(
-            tokens_per_second=throughput.tokens_per_second,
-            accelerators_per_replica=accelerators,
-            usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
-            cold_start_seconds=COLD_START_SECONDS,
-        )
-        projected = monthly_cost(
-            deployment=deployment, demand_per_hour=demand, mode=ScalingMode.SCALE_TO_ZERO
-        )
-        options.append(
-            Option(
-                kind=TargetKind.DEDICATED_HARDWARE,
-                target=f"{instance.name} ({instance.accelerator}), scale to zero",
-                projected_monthly=projected,
-                assumptions=(
-                    f"{throughput.tokens_per_second:,.0f} output tokens/s per {instance.name} "
-                    f"for a {size.upper()} model: {throughput.source} ({throughput.source_date}; "
-                    f"{throughput.notes})",
-                    f"${instance.usd_per_hour}/hour on demand ({instance.source}, "
-                    f"{instance.source_date}).",
-                    f"Replicas follow the last {WINDOW_DAYS} days' hourly output tokens, down to "
-                    f"zero when idle, with a {COLD_START_SECONDS:.0f} s cold start per replica "
-                    "added.",
-                ),
-                confidence="Low until a benchmark gate measures this model on this hardware: "
-                "the throughput is an assumption.",
-            )
-        )
-    return options
+@dataclass(frozen=True, kw_only=True)
+class DedicatedPrice:
+    monthly: Decimal
+    replicas: int  # provisioned in the busiest hour
+    peak: int  # output tokens demanded in the busiest hour
+    capacity: int  # output tokens an hour those replicas serve
+
+
+def with_headroom(demand: Sequence[int], headroom: Decimal) -> list[int]:
+    """``ceil(D_h × (1 + headroom))`` for each hour: the demand each hour is sized for."""
+    factor = 1 + headroom
+    return [int((Decimal(d) * factor).to_integral_value(rounding=ROUND_CEILING)) for d in demand]
+
+
+def dedicated_price(
+    *,
+    instance: Instance,
+    tokens_per_second: float,
+    demand: Sequence[int],
+    always_on: bool,
+    headroom: Decimal = Decimal(0),
+) -> DedicatedPrice:
+    """``demand`` (output tokens per hour of the window) served by ``instance`` replicas of
+    ``tokens_per_second`` each, priced for a month: always on at the busiest hour's replicas
+    (sized with ``headroom``), or scaled to zero with a `COLD_START_SECONDS` cold start per
+    replica added."""
+    accelerators = instance.accelerator_count or 1
+    deployment = Deployment(
+        tokens_per_second=tokens_per_second,
+        accelerators_per_replica=accelerators,
+        usd_per_accelerator_hour=instance.usd_per_hour / accelerators,
+        cold_start_seconds=COLD_START_SECONDS,
+    )
+    mode = ScalingMode.ALWAYS_ON if always_on else ScalingMode.SCALE_TO_ZERO
+    profile = with_headroom(demand, headroom) if always_on else list(demand)
+    breakdown = cost_on_profile(deployment=deployment, demand_per_hour=profile, mode=mode)
+    busiest = max(range(len(demand)), key=lambda h: (demand[h], -h)) if demand else 0
+    replicas = breakdown.replicas_per_hour[busiest] if demand else 0
+    return DedicatedPrice(
+        monthly=monthly(breakdown.total_cost_usd, len(demand)),
+        replicas=replicas,
+        peak=demand[busiest] if demand else 0,
+        capacity=int(replicas * deployment.tokens_per_replica_hour),
+    )

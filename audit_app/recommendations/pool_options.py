@@ -1,4 +1,4 @@
-"""What a serving pool could do about its idle spend, priced for a month (issue 20).
+"""What a serving pool could do about its idle spend, priced for a month.
 
 Pure module (no Django): a `PoolFacts` per pool in, `PoolPlan`s out. Every plan is priced by the
 same cost model as the benchmark gate (`audit_app.costs.costing`), on the pool's own demand: the
@@ -16,10 +16,8 @@ output tokens attributed to it in each hour of the window, sized with a headroom
 - `offload_plan`: a pool's asynchronous workloads move to a per-token (batch or throughput)
   tier and the rest is right-sized for the real-time demand alone.
 
-Money (no double counting, README "Pool recommendations"): a pool's busy-hour spend is already
-attributed to its workloads, and workload recommendations claim those dollars. So a pool plan's
-saving is capped at what it may claim: the pool's idle cost, plus the attributed share of the
-workloads it moves off the pool (consolidate, offload). It is also never above the pool's bill.
+A plan's saving is the pools' bills today less the cost model's price of the plan; the savings
+plan (`audit_app.recommendations.planning`) counts each pool once, so plans are never added.
 The figures are months: the window's amount × `HOURS_IN_MONTH` / the window's hours.
 """
 
@@ -28,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from enum import StrEnum
 
 from audit_app.costs.costing import (
@@ -39,6 +37,7 @@ from audit_app.costs.costing import (
     ScalingMode,
     cost_on_profile,
 )
+from audit_app.recommendations.options import with_headroom
 
 HOURS_PER_WEEK = 168
 DEFAULT_HEADROOM = Decimal("0.2")
@@ -157,7 +156,6 @@ class PoolPlan:
     replicas_per_hour: tuple[int, ...]
     current_monthly: Decimal
     modelled_monthly: Decimal  # what the cost model prices the plan at
-    claimable_monthly: Decimal  # idle + moved workloads' share: the most it may save
     idle_monthly: Decimal
     moved_monthly: dict[str, Decimal]  # workload -> its attributed share moved off, a month
     assumptions: tuple[str, ...]
@@ -167,57 +165,20 @@ class PoolPlan:
 
     @property
     def savings_monthly(self) -> Decimal:
-        """``current − modelled``, never below 0 nor above what the plan may claim."""
-        return max(
-            Decimal(0),
-            min(
-                self.current_monthly - self.modelled_monthly,
-                self.claimable_monthly,
-                self.current_monthly,
-            ),
-        )
+        """``current − modelled``: the pools' bills today less the cost model's price after."""
+        return self.current_monthly - self.modelled_monthly
 
     @property
     def projected_monthly(self) -> Decimal:
-        return self.current_monthly - self.savings_monthly
+        return self.modelled_monthly
 
     @property
     def risk(self) -> str:
         if self.risks:
             return " ".join(r.sentence for r in self.risks)
         if self.mode is ScalingMode.ALWAYS_ON:
-            return "None from scaling: capacity stays on every hour with the stated headroom."
+            return "No cold starts: capacity stays on every hour with the stated headroom."
         return "No real-time workload on the pool: cold starts delay only asynchronous work."
-
-
-@dataclass(frozen=True, kw_only=True)
-class PoolClaim:
-    """A pool recommendation's saving and the dollars it may claim, for the savings total."""
-
-    pools: tuple[str, ...]
-    savings: Decimal
-    idle_monthly: Decimal
-    moved_monthly: dict[str, Decimal]
-
-
-def counted_pool_savings(
-    claims: Sequence[PoolClaim], *, claimed_workloads: set[str] | frozenset[str]
-) -> Decimal:
-    """Pool savings counted once: largest first, a claim touching a pool an earlier one
-    counted is skipped, and each counts at most its idle cost plus the moved share of the
-    workloads not in ``claimed_workloads`` (those whose own recommendation counts them)."""
-    covered: set[str] = set()
-    total = Decimal(0)
-    for claim in sorted(claims, key=lambda c: (-c.savings, c.pools)):
-        if covered & set(claim.pools):
-            continue
-        covered |= set(claim.pools)
-        free = sum(
-            (v for name, v in claim.moved_monthly.items() if name not in claimed_workloads),
-            Decimal(0),
-        )
-        total += min(claim.savings, claim.idle_monthly + free)
-    return total
 
 
 def monthly(amount: Decimal, hours: int) -> Decimal:
@@ -231,12 +192,6 @@ def summed(series: Sequence[Sequence[int]], hours: int) -> tuple[int, ...]:
         for hour, value in enumerate(values):
             out[hour] += value
     return tuple(out)
-
-
-def with_headroom(demand: Sequence[int], headroom: Decimal) -> list[int]:
-    """``ceil(D_h × (1 + headroom))`` for each hour: the demand each hour is sized for."""
-    factor = 1 + headroom
-    return [int((Decimal(d) * factor).to_integral_value(rounding=ROUND_CEILING)) for d in demand]
 
 
 def cold_start_risk(
@@ -324,7 +279,6 @@ def _plan(
         replicas_per_hour=breakdown.replicas_per_hour,
         current_monthly=current,
         modelled_monthly=monthly(breakdown.total_cost_usd, hours) + extra_monthly,
-        claimable_monthly=idle + sum(moved_monthly.values(), Decimal(0)),
         idle_monthly=idle,
         moved_monthly=moved_monthly,
         assumptions=(*host.assumptions, *assumptions),

@@ -68,6 +68,37 @@ def measured_throughput(*, model: str, hardware: str) -> MeasuredThroughput | No
 
 
 @dataclass(frozen=True, kw_only=True)
+class MeasuredPoint:
+    """One point of a benchmark run of a model on an accelerator (or a hosted provider): its
+    output tokens/s on one replica and its p95 latencies."""
+
+    run_id: int
+    run_name: str
+    point: int  # from 1
+    load: str  # "concurrency 32"
+    tokens_per_second: float
+    accelerators: int
+    p95_ttft_ms: float | None
+    p95_tpot_ms: float | None
+
+
+PointsSource = Callable[..., list[MeasuredPoint]]
+_point_sources: list[PointsSource] = []
+
+
+def measured_points_register(source: PointsSource) -> None:
+    """Add a reader of measured points, called as ``source(model=..., hardware=...)``."""
+    if source not in _point_sources:
+        _point_sources.append(source)
+
+
+def measured_points(*, model: str, hardware: str) -> list[MeasuredPoint]:
+    """Every measured point of ``model`` on ``hardware`` (an instance's accelerator, or a
+    provider's name for a hosted API), newest run first."""
+    return [point for source in _point_sources for point in source(model=model, hardware=hardware)]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Replica:
     """One replica of a pool: its name as plans show it, accelerators, price and source."""
 

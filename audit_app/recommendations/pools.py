@@ -1,4 +1,4 @@
-"""Pool recommendations (issue 20): read each serving pool's bill, demand and workloads, price
+"""Pool recommendations: read each serving pool's bill, demand and workloads, price
 what it could do (`audit_app.recommendations.pool_options`, pure) and keep the results as
 `Recommendation` rows with a ``pool`` and no workload.
 
@@ -9,8 +9,8 @@ and throughput for the model it serves most found by `audit_app.recommendations.
 with its source in the recommendation's assumptions. A pool above the floor with none of them
 is named by `pools_without_throughput` with what to add, for the pools table to say so.
 
-Called by `services.recommendations_refresh`, so pool recommendations refresh with the others
-(and keep their decisions and history the same way).
+`audit_app.recommendations.plan` turns each plan into an option of the savings plan, and
+`services.recommendations_refresh` stores it with the workloads' options.
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from audit_app.costs.billing import (
     pool_reports,
     pool_rollups,
 )
-from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode
+from audit_app.costs.costing import HOURS_IN_MONTH, Deployment
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.lib.results_cache import cached
 from audit_app.models import (
-    Recommendation,
     ServingPool,
     Workload,
     WorkloadClass,
@@ -65,7 +64,6 @@ from audit_app.recommendations.services import (
     OptionTargets,
     min_savings,
     option_targets,
-    recommendation_upsert,
 )
 from audit_app.reporting.selectors import rollups_in_range
 from audit_app.workloads.services import analysis_window, effective_class
@@ -344,76 +342,3 @@ def plan_details(plan: PoolPlan) -> dict[str, Any]:
             "after": list(plan.chart.after),
         },
     }
-
-
-def plan_confidence(plan: PoolPlan, *, measured: bool = False) -> str:
-    if any(r.in_p95 or r.breaks_slo for r in plan.risks):
-        return "Low: real-time requests would wait for cold starts (see the risk)."
-    if plan.needs_gate:
-        return "Low until a benchmark gate measures the model on the host pool's hardware."
-    if measured:
-        return "High: measured demand and bill; throughput per replica from a benchmark run."
-    return "Medium: measured demand and bill; throughput per replica catalogued or stated."
-
-
-def pool_recommendation_values(
-    pools: list[PricedPool], *, targets: OptionTargets, start: date, end: date
-) -> list[tuple[ServingPool, PoolPlan, dict[str, Any]]]:
-    """(pool, plan, the Recommendation's fields) for every plan, ranked within its pool by
-    saving (rank 1 is the pool's best)."""
-    by_pool: dict[int, list[tuple[PricedPool, PoolPlan]]] = defaultdict(list)
-    for priced, plan in pool_plans(pools, targets=targets):
-        by_pool[priced.pool.pk].append((priced, plan))
-    out = []
-    for items in by_pool.values():
-        # Equal savings: the plan without a cold-start risk, then the cheaper one, leads.
-        items.sort(
-            key=lambda item: (
-                -item[1].savings_monthly,
-                any(r.in_p95 or r.breaks_slo for r in item[1].risks),
-                item[1].mode is not ScalingMode.ALWAYS_ON,
-                item[1].modelled_monthly,
-                item[1].kind.value,
-            )
-        )
-        for rank, (priced, plan) in enumerate(items, start=1):
-            values = {
-                "current_monthly_usd": _money(plan.current_monthly),
-                "projected_monthly_usd": _money(plan.current_monthly)
-                - _money(plan.savings_monthly),
-                "savings_monthly_usd": _money(plan.savings_monthly),
-                "assumptions": [*plan.assumptions, f"Risk: {plan.risk}"],
-                "confidence": plan_confidence(plan, measured=priced.measured)[:300],
-                "period_start": start,
-                "period_end": end,
-                "rank": rank,
-                "source_upload_ids": priced.report.upload_ids,
-                "details": {**plan_details(plan), "models": [priced.model]},
-            }
-            out.append((priced.pool, plan, values))
-    return out
-
-
-def pool_recommendations_write(
-    *, targets: OptionTargets, start: date, end: date, now: datetime, version: int
-) -> list[Recommendation]:
-    """Create or update the pool recommendations; decided ones keep their figures. Returns the
-    rows kept (the caller deletes the undecided proposals no longer made)."""
-    kept = []
-    pools = priced_pools(start=start, end=end, targets=targets)
-    for pool, plan, values in pool_recommendation_values(
-        pools, targets=targets, start=start, end=end
-    ):
-        recommendation = recommendation_upsert(
-            lookup={
-                "pool": pool,
-                "workload": None,
-                "target_kind": plan.kind.value,
-                "target": plan.target[:300],
-            },
-            values=values,
-            now=now,
-            version=version,
-        )
-        kept.append(recommendation)
-    return kept

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, cast
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from audit_app.access.audit import audit_record
@@ -42,31 +41,19 @@ from audit_app.models import (
     RecommendationMoveRefused,
     ThroughputAssumption,
     Workload,
-    WorkloadClass,
 )
 from audit_app.recommendations.options import (
     ApiListing,
     HardwareOffer,
     Instance,
-    Option,
     Throughput,
-    Usage,
-    batch_option,
-    hardware_options,
-    monthly,
-    provider_options,
 )
-from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import (
     daily_rollups,
-    hourly_output_tokens,
-    rollups_in_range,
 )
-from audit_app.reporting.spend import SpendLines, SpendRow, spend_lines
 from audit_app.workloads.services import (
     CHECKPOINT_EVERY,
     analysis_window,
-    effective_class,
 )
 
 MAX_TARGETS = 3
@@ -141,65 +128,6 @@ def option_targets() -> OptionTargets:
     return OptionTargets(prices=price_book(), listings=listings, offers=offers, instances=instances)
 
 
-def workload_entries(lines: SpendLines) -> dict[str, dict[tuple[str, str], SpendRow]]:
-    """Workload -> (provider, model) -> its spend row, from the read model's lines."""
-    out: dict[str, dict[tuple[str, str], SpendRow]] = defaultdict(dict)
-    for (name, provider, model), row in lines.grouped("workload", "provider", "model").items():
-        out[name][(provider, model)] = row
-    return out
-
-
-def workload_options(
-    workload: Workload,
-    *,
-    start: date,
-    end: date,
-    targets: OptionTargets,
-    entries: dict[tuple[str, str], SpendRow] | None = None,
-) -> tuple[Decimal, list[Option]]:
-    """(current monthly cost, the targets it could move to); ``entries`` are the workload's
-    spend rows per (provider, model) over the window (read here when not given)."""
-    hours = ((end - start).days + 1) * 24
-    if entries is None:
-        lines = spend_lines(SpendFilters(start=start, end=end, workload=workload.name))
-        entries = workload_entries(lines).get(workload.name, {})
-    current = monthly(sum((row.spend_usd for row in entries.values()), Decimal(0)), hours)
-    queryset = rollups_in_range(start=start, end=end, workload=workload.name)
-    batch_requests: dict[tuple[str, str], int] = defaultdict(int)
-    for batch_row in (
-        queryset.filter(batch_api=True)
-        .values("provider", "model")
-        .annotate(n=Sum("requests"))
-        .order_by()
-    ):
-        batch_requests[(batch_row["provider"], batch_row["model"])] += batch_row["n"]
-    options: list[Option] = []
-    for (provider, model), row in sorted(entries.items()):
-        usage = Usage(
-            provider=provider,
-            model=model,
-            spend=row.api_spend_usd,  # what a batch tier discounts
-            input_tokens=row.input_tokens,
-            output_tokens=row.output_tokens,
-            batch_share=batch_requests[(provider, model)] / row.requests if row.requests else 0.0,
-        )
-        # This provider/model's traffic moves; the rest of the workload stays where it is.
-        others = current - monthly(row.spend_usd, hours)
-        demand = hourly_output_tokens(
-            queryset=queryset.filter(provider=provider, model=model), start=start, end=end
-        )
-        price = targets.prices.find(provider=provider, model=model, day=end)
-        candidates = [
-            batch_option(usage, hours=hours, price=price),
-            *provider_options(usage, hours=hours, listings=targets.listings),
-            *hardware_options(model, demand=demand, offers=targets.offers),
-        ]
-        for option in candidates:
-            if option is not None:
-                options.append(replace(option, projected_monthly=option.projected_monthly + others))
-    return current, options
-
-
 def _source_uploads(workload: Workload, *, start: date, end: date, gpu: bool) -> list[int]:
     """The succeeded uploads a workload's figures were computed from: its token logs in the
     window, and the bills of the pools it ran on."""
@@ -239,11 +167,18 @@ def recommendation_upsert(
         recommendation.computed_at = now
         recommendation.data_version = version
         recommendation.save()
+    elif "plan" not in recommendation.details and "plan" in values.get("details", {}):
+        # A decided recommendation keeps its figures; the plan still needs what it changes.
+        recommendation.details = {**recommendation.details, "plan": values["details"]["plan"]}
+        recommendation.save(update_fields=["details", "updated_at"])
     return recommendation
 
 
 def min_savings() -> Decimal:
     return Decimal(str(settings.RECOMMENDATION_MIN_SAVINGS_USD))
+
+
+MAX_NEEDING_EVIDENCE = 2
 
 
 @transaction.atomic
@@ -253,12 +188,16 @@ def recommendations_refresh(
     data_version: int | None = None,
     checkpoint: Callable[[], None] | None = None,
 ) -> list[Recommendation]:
-    """Re-price every asynchronous workload; keeps decided recommendations and their history.
+    """Re-price every workload's and serving pool's options; keeps decided recommendations and
+    their history.
 
-    Writes only what changed, so running it twice on the same data changes nothing.
-    ``checkpoint`` is called every CHECKPOINT_EVERY workloads (see `services.derived`).
+    Each subject keeps its `MAX_TARGETS` best options that may count in the plan and its
+    `MAX_NEEDING_EVIDENCE` best that wait for a benchmark (or are held back by a risk), each
+    saving at least the minimum. Writes only what changed, so running it twice on the same data
+    changes nothing. ``checkpoint`` is called every CHECKPOINT_EVERY subjects.
     """
-    # The last 30 days with data (fewer when less was uploaded), scaled to a month.
+    from audit_app.recommendations.plan import stored_plan_fields, window_options
+
     window = analysis_window(today)
     if window is None:
         Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).delete()
@@ -266,58 +205,52 @@ def recommendations_refresh(
     start, end = window
     version = data_version if data_version is not None else current_version().version
     floor = min_savings()
-    entries = workload_entries(spend_lines(SpendFilters(start=start, end=end)))
-    targets = option_targets()
+    read = window_options(start=start, end=end, targets=option_targets())
+    by_subject: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    for candidate in read.candidates:
+        if candidate.savings_monthly < floor:
+            continue
+        workload = candidate.lookup.get("workload")
+        subject = ("w", workload.pk) if workload is not None else ("p", candidate.lookup["pool"].pk)
+        by_subject[subject].append(candidate)
     now = timezone.now()
     kept: list[Recommendation] = []
-    workloads = Workload.objects.select_related("classification").prefetch_related("overrides")
-    for index, workload in enumerate(workloads):
+    for index, items in enumerate(by_subject.values()):
         if checkpoint is not None and index % CHECKPOINT_EVERY == 0:
             checkpoint()
-        if effective_class(workload) != WorkloadClass.ASYNC:
-            continue
-        mine = entries.get(workload.name, {})
-        current, options = workload_options(
-            workload, start=start, end=end, targets=targets, entries=mine
-        )
-        best = sorted(
-            (o for o in options if current - o.projected_monthly >= floor),
-            key=lambda o: (o.projected_monthly, o.target),
-        )[:MAX_TARGETS]
-        if not best:
-            continue
-        gpu = any(row.gpu_cost_usd for row in mine.values())
-        sources = _source_uploads(workload, start=start, end=end, gpu=gpu)
-        for rank, option in enumerate(best, start=1):
+        items.sort(key=lambda c: (-c.savings_monthly, c.lookup["target"]))
+        counting = [c for c in items if not (c.option.needs_benchmark or c.option.blocked)]
+        waiting = [c for c in items if c.option.needs_benchmark or c.option.blocked]
+        chosen = counting[:MAX_TARGETS] + waiting[:MAX_NEEDING_EVIDENCE]
+        for rank, candidate in enumerate(chosen, start=1):
+            workload = candidate.lookup.get("workload")
+            sources = list(candidate.source_upload_ids)
+            if workload is not None:
+                sources = _source_uploads(
+                    workload,
+                    start=start,
+                    end=end,
+                    gpu=bool(candidate.option.removes)
+                    or any(u.startswith("pool:") for u in candidate.option.units),
+                )
             values = {
-                "current_monthly_usd": _money(current),
-                "projected_monthly_usd": _money(option.projected_monthly),
-                "savings_monthly_usd": _money(current - option.projected_monthly),
-                "assumptions": list(option.assumptions),
-                "confidence": option.confidence[:300],
+                "current_monthly_usd": _money(candidate.now_monthly),
+                "projected_monthly_usd": _money(candidate.option.after_monthly),
+                "savings_monthly_usd": _money(candidate.now_monthly)
+                - _money(candidate.option.after_monthly),
+                "assumptions": list(candidate.assumptions),
+                "confidence": candidate.confidence[:300],
                 "period_start": start,
                 "period_end": end,
                 "rank": rank,
                 "source_upload_ids": sources,
+                "details": {**candidate.details, "plan": stored_plan_fields(candidate)},
             }
             kept.append(
                 recommendation_upsert(
-                    lookup={
-                        "workload": workload,
-                        "target_kind": option.kind,
-                        "target": option.target[:300],
-                    },
-                    values=values,
-                    now=now,
-                    version=version,
+                    lookup=candidate.lookup, values=values, now=now, version=version
                 )
             )
-    # Serving pools' own recommendations (issue 20) refresh with the workloads'.
-    from audit_app.recommendations.pools import pool_recommendations_write
-
-    kept.extend(
-        pool_recommendations_write(targets=targets, start=start, end=end, now=now, version=version)
-    )
     # Undecided proposals that no longer hold (the workload changed class, prices moved) go.
     Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).exclude(
         pk__in=[r.pk for r in kept]

@@ -25,7 +25,6 @@ from audit_app.models import (
     Upload,
     Workload,
 )
-from audit_app.recommendations.pool_options import PoolClaim, counted_pool_savings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -550,33 +549,3 @@ def recommendation_roles(groups: list[RecommendationGroup]) -> dict[int, Recomme
         for r in group.closed:
             roles[r.pk] = RecommendationRole(leads=False, alternative_to=None, closed=True)
     return roles
-
-
-def potential_monthly_savings() -> Decimal:
-    """Savings if every workload and pool took its leading open recommendation, each dollar
-    counted once (`savings_counted_once`)."""
-    return savings_counted_once(recommendation_groups())
-
-
-def savings_counted_once(groups: list[RecommendationGroup]) -> Decimal:
-    """Workloads' leading open savings, plus pools' by `counted_pool_savings`: alternatives
-    are never added (a workload or a pool takes one option), a pool's saving counts at most
-    its idle cost plus the share of the workloads it moves that have no open recommendation
-    of their own, and a pool already changed by a larger pool recommendation (consolidation)
-    is not counted again."""
-    workload_total = sum((g.open_savings for g in groups if g.workload is not None), Decimal(0))
-    claimed = {g.workload.name for g in groups if g.workload is not None and g.open_savings}
-    claims = [
-        PoolClaim(
-            pools=tuple(g.leader.details.get("pools", [g.name])),
-            savings=g.open_savings,
-            idle_monthly=Decimal(g.leader.details.get("idle_monthly_usd", "0")),
-            moved_monthly={
-                name: Decimal(amount)
-                for name, amount in g.leader.details.get("moved_monthly_usd", {}).items()
-            },
-        )
-        for g in groups
-        if g.pool is not None and g.leader is not None and g.open_savings
-    ]
-    return workload_total + counted_pool_savings(claims, claimed_workloads=claimed)

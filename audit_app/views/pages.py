@@ -20,6 +20,7 @@ from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass, WorkloadOverride
+from audit_app.recommendations.plan import plan_read, plan_rows
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
@@ -27,7 +28,6 @@ from audit_app.reporting.selectors import (
     filter_choices,
     hour_of_week_requests,
     pool_best_recommendations,
-    potential_monthly_savings,
     upload_list,
     uploads_per_day,
 )
@@ -86,7 +86,7 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         context.update(
             report=report,
             class_split=class_split,
-            potential_savings=potential_monthly_savings(),
+            plan=plan_read().plan,
             pools=reports,
             pool_best=pool_best,
             pool_rows=[
@@ -349,7 +349,7 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             classification=getattr(workload, "classification", None),
             override=current_override(workload),
             can_override=has_role(self.request.user, [Role.ENGINEER, Role.MANAGER]),
-            recommendations=workload.recommendations.all(),
+            plan_rows=plan_rows(plan_read(), workload=workload.name),
             gpu_costs=gpu,
             workload=workload,
             filters=filters,

@@ -14,6 +14,7 @@ from django.views.generic import TemplateView
 from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
 from audit_app.lib.query_params import text_param
 from audit_app.models import Recommendation, Upload, Workload
+from audit_app.recommendations.plan import plan_read, plan_rows
 from audit_app.recommendations.pools import min_idle
 from audit_app.recommendations.services import (
     DecisionRefused,
@@ -24,10 +25,8 @@ from audit_app.reporting import charts
 from audit_app.reporting.derived import derived_state
 from audit_app.reporting.selectors import (
     hour_of_week_requests,
-    pool_groups_for,
     recommendation_groups,
     rollups_in_range,
-    savings_counted_once,
 )
 from audit_app.views.query import QueryParamsMixin
 from audit_app.workloads.services import OverrideRefused, workload_override
@@ -39,11 +38,23 @@ class RecommendationListView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         pool = self.param(text_param, "pool")
-        groups = recommendation_groups()
-        shown = pool_groups_for(groups, pool)
-        context["groups"] = shown
-        context["recommendations"] = [g for g in shown if g.leader or g.closed]
-        context["total_savings"] = savings_counted_once(shown)
+        read = plan_read()
+        rows = plan_rows(read, pool=pool)
+        context["read"] = read
+        context["plan"] = read.plan
+        context["sections"] = [
+            {"id": "plan", "title": "In the plan", "rows": [r for r in rows if r.in_plan]},
+            {
+                "id": "needs-benchmark",
+                "title": "Needs a benchmark (counts nothing until a run meets the latency)",
+                "rows": [r for r in rows if not r.in_plan and r.option.needs_benchmark],
+            },
+            {
+                "id": "left-out",
+                "title": "Left out of the plan, and why",
+                "rows": [r for r in rows if not r.in_plan and not r.option.needs_benchmark],
+            },
+        ]
         context["pool_filter"] = pool
         context["state"] = derived_state()
         context["min_savings"] = min_savings()
@@ -68,8 +79,12 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
             ),
             None,
         )
+        read = plan_read()
+        planned = next((row for row in plan_rows(read) if row.option.id == recommendation.pk), None)
         context.update(
             recommendation=recommendation,
+            planned=planned,
+            plan_details=recommendation.details.get("plan", {}),
             group=group,
             leads=group is not None and group.leader == recommendation,
             sources=Upload.objects.filter(pk__in=recommendation.source_upload_ids).order_by("pk"),

@@ -7,8 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit_app.recommendations.plan import plan_read
 from audit_app.recommendations.services import recommendations_refresh
-from audit_app.reporting.selectors import potential_monthly_savings, recommendation_groups
+from audit_app.reporting.selectors import recommendation_groups
 
 
 class Command(BaseCommand):
@@ -61,4 +62,8 @@ class Command(BaseCommand):
                 f"{marker}{row['subject']:<28} -> {row['target'][:48]:<48} "
                 f"saves ${row['savings_monthly_usd']}/month ({row['status']})"
             )
-        self.stdout.write(f"potential savings: ${potential_monthly_savings()}/month")
+        plan = plan_read().plan
+        self.stdout.write(
+            f"savings plan: ${plan.savings_monthly}/month of ${plan.spend_monthly} "
+            "(manage.py plan for its options)"
+        )

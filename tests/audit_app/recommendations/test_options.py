@@ -20,7 +20,7 @@ from audit_app.recommendations.options import (
     Throughput,
     Usage,
     batch_option,
-    hardware_options,
+    dedicated_price,
     model_class,
     monthly,
     provider_options,
@@ -222,48 +222,45 @@ OFFERS = (
 DEMAND = [0, 10_000_000, 0, 0, 0]
 
 
-def test_hardware_option_scales_replicas_to_zero_with_cold_starts() -> None:
+GPU_2X = OFFERS[0].instance
+GPU_1X = OFFERS[1].instance
+
+
+def test_dedicated_price_scales_replicas_to_zero_with_cold_starts() -> None:
     # One replica makes 1,000 x 3,600 = 3.6M tokens an hour: hour 2 needs ceil(10 / 3.6) = 3
     # replicas, the others none. 3 replicas added, each with a 600 s (1/6 h) cold start: 0.5 h.
     # 3 + 0.5 = 3.5 replica-hours x 2 accelerators x $4 ($8 / 2) = $28 over 5 hours;
     # a month: 28 x 730 / 5 = $4,088.
-    assert hardware_options(LLAMA_70B, demand=DEMAND, offers=OFFERS) == [
-        Option(
-            kind=TargetKind.DEDICATED_HARDWARE,
-            target="gpu.2x (H100), scale to zero",
-            projected_monthly=Decimal(4088),
-            assumptions=(
-                "1,000 output tokens/s per gpu.2x for a 70B model: vendor benchmark (2026-08; "
-                "FP8, batch 64)",
-                "$8.00/hour on demand (cloud price list, 2026-09).",
-                f"Replicas follow the last {WINDOW_DAYS} days' hourly output tokens, down to zero "
-                "when idle, with a 600 s cold start per replica added.",
-            ),
-            confidence="Low until a benchmark gate measures this model on this hardware: "
-            "the throughput is an assumption.",
-        )
-    ]
+    price = dedicated_price(
+        instance=GPU_2X, tokens_per_second=1000.0, demand=DEMAND, always_on=False
+    )
+    assert price.monthly == Decimal(4088)
+    assert (price.replicas, price.peak, price.capacity) == (3, 10_000_000, 10_800_000)
 
 
-def test_hardware_option_for_a_small_model_on_one_accelerator() -> None:
+def test_dedicated_price_for_a_small_model_on_one_accelerator() -> None:
     # 2,500 x 3,600 = 9M tokens an hour: hour 2 needs ceil(10 / 9) = 2 replicas, added with
     # 2 x 1/6 h of cold start: 2 + 1/3 replica-hours x 1 accelerator x $2 = $14/3 over 5 hours;
     # a month: 14 / 3 x 730 / 5 = 2,044 / 3 = $681.33.
-    [option] = hardware_options("llama-3.1-8b-instruct", demand=DEMAND, offers=OFFERS)
-    assert option.target == "gpu.1x (H100), scale to zero"
-    assert option.projected_monthly.quantize(Decimal("0.01")) == Decimal("681.33")
+    price = dedicated_price(
+        instance=GPU_1X, tokens_per_second=2500.0, demand=DEMAND, always_on=False
+    )
+    assert price.monthly.quantize(Decimal("0.01")) == Decimal("681.33")
 
 
-@pytest.mark.parametrize(
-    ("model", "demand"),
-    [
-        ("gpt-4o-mini", DEMAND),  # no size class
-        ("llama-3.1-405b", DEMAND),  # too large for a size class
-        (LLAMA_70B, [0, 0, 0]),  # nothing to serve
-    ],
-)
-def test_no_hardware_option(model: str, demand: list[int]) -> None:
-    assert hardware_options(model, demand=demand, offers=OFFERS) == []
+def test_dedicated_price_always_on_sized_for_the_busiest_hour_with_headroom() -> None:
+    # Real-time work: the busiest hour's 10M tokens x 1.2 = 12M need ceil(12 / 3.6) = 4
+    # replicas, on every hour: 4 x 5 replica-hours x $8 = $160 over 5 hours; a month:
+    # 160 x 730 / 5 = $23,360. Those 4 replicas serve 14.4M tokens an hour.
+    price = dedicated_price(
+        instance=GPU_2X,
+        tokens_per_second=1000.0,
+        demand=DEMAND,
+        always_on=True,
+        headroom=Decimal("0.2"),
+    )
+    assert price.monthly == Decimal(23360)
+    assert (price.replicas, price.peak, price.capacity) == (4, 10_000_000, 14_400_000)
 
 
 def test_kinds_and_window_are_the_apps() -> None:

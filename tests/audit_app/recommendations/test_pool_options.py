@@ -96,14 +96,13 @@ def test_headroom_rounds_each_hour_up() -> None:
 
 def test_rightsize_serves_the_peak_hour_with_headroom() -> None:
     # Peak 6000 × 1.2 = 7200 = 2 replicas of 3600: 2 × 4 h × $10 = $80 -> × 182.5 = $14,600.
-    # Billed $160 -> $29,200 a month; idle $100 -> $18,250 may be claimed; saving $14,600.
+    # Billed $160 -> $29,200 a month; saving 29,200 − 14,600 = $14,600.
     plan = rightsize_plan(pool())
     assert plan is not None
     assert plan.kind is PoolKind.RIGHTSIZE
     assert plan.replicas_per_hour == (2, 2, 2, 2)
     assert plan.current_monthly == Decimal(29200)
     assert plan.modelled_monthly == Decimal(14600)
-    assert plan.claimable_monthly == Decimal(18250)
     assert plan.savings_monthly == Decimal(14600)
     assert plan.projected_monthly == Decimal(14600)
     assert not plan.needs_gate
@@ -113,25 +112,26 @@ def test_rightsize_needs_fewer_replicas_than_today() -> None:
     assert rightsize_plan(pool(replicas=2)) is None
 
 
-def test_rightsize_saving_is_capped_at_idle() -> None:
-    # Same plan, idle only $20 -> at most 20 × 182.5 = $3,650 may be claimed.
+def test_rightsize_saving_is_the_bill_less_the_modelled_cost_whatever_the_idle() -> None:
+    # The same two replicas priced after; idle only $20 today changes nothing: the saving is
+    # what the pool bills less what the cost model prices the plan at, $14,600.
     plan = rightsize_plan(pool(idle="20"))
     assert plan is not None
-    assert plan.savings_monthly == Decimal(3650)
-    assert plan.projected_monthly == Decimal(29200 - 3650)
+    assert plan.savings_monthly == Decimal(14600)
+    assert plan.projected_monthly == plan.modelled_monthly == Decimal(14600)
 
 
 def test_autoscale_prices_cold_starts_and_names_the_realtime_risk() -> None:
     # Sized demand [3600, 7200, 0, 1800] -> needed [1, 2, 0, 1].
     # Autoscale [1, 2, 1, 1]: 5 replica-hours + 1 added × 1/6 = 31/6 -> $51.67.
     # Scale to zero [1, 2, 0, 1]: 4 + 2 added × 1/6 = 13/3 -> $43.33 (cheaper) -> × 182.5
-    # = $7,908.33; saving 29,200 − 7,908.33 = 21,291.67, capped at idle $18,250.
+    # = $7,908.33; saving 29,200 − 7,908.33 = $21,291.67.
     plan = autoscale_plan(pool())
     assert plan is not None
     assert plan.mode is ScalingMode.SCALE_TO_ZERO
     assert plan.replicas_per_hour == (1, 2, 0, 1)
     assert plan.modelled_monthly.quantize(Decimal("0.01")) == Decimal("7908.33")
-    assert plan.savings_monthly == Decimal(18250)
+    assert plan.savings_monthly.quantize(Decimal("0.01")) == Decimal("21291.67")
     # Cold-start waits: hour 1 adds 1 of 2: 20 × 1/6 × 1/2 = 5/3; hour 3 adds 1 of 1:
     # 10 × 1/6 = 5/3; 10/3 of 40 requests = 8.33 % >= 5 %: in its p95 (600 s + 195 ms).
     (risk,) = plan.risks
@@ -175,8 +175,8 @@ def test_consolidate_two_pools_on_the_cheaper_replica() -> None:
     # an async workload of 600 tokens every hour, attributed $12.
     # Combined [3600, 6600, 600, 2100] × 1.2 = [4320, 7920, 720, 2520]; peak 7920:
     # on a: 3 replicas × 4 h × $10 = $120; on b: 5 × 4 × $4 = $80 -> b hosts, 5 < 4 + 2.
-    # Current (160 + 32) × 182.5 = $35,040; modelled 80 × 182.5 = $14,600; raw $20,440.
-    # Claimable: idle (100 + 20) × 182.5 = $21,900 + a's workload moving, 60 × 182.5 = $10,950.
+    # Current (160 + 32) × 182.5 = $35,040; modelled 80 × 182.5 = $14,600; saving $20,440.
+    # a's workload moves to b: its attributed 60 × 182.5 = $10,950.
     b = pool(
         "b",
         workloads=(batch((600, 600, 600, 600), "12"),),
@@ -193,7 +193,6 @@ def test_consolidate_two_pools_on_the_cheaper_replica() -> None:
     assert plan.replicas_per_hour == (5, 5, 5, 5)
     assert plan.current_monthly == Decimal(35040)
     assert plan.modelled_monthly == Decimal(14600)
-    assert plan.claimable_monthly == Decimal(32850)
     assert plan.moved_monthly == {"copilot": Decimal(10950)}
     assert plan.savings_monthly == Decimal(20440)
     assert plan.needs_gate
@@ -203,13 +202,12 @@ def test_consolidate_two_pools_on_the_cheaper_replica() -> None:
 def test_offload_moves_async_work_and_right_sizes_the_rest() -> None:
     # Real-time [3000, 6000, 0, 1500] stays -> 2 always on, $80; the async workload (7200 in
     # hours 2 and 3, attributed $40) goes to a tier charging $5. Modelled (80 + 5) × 182.5 =
-    # $15,512.50; current $29,200 -> raw $13,687.50; claimable (idle 50 + 40) × 182.5 = $16,425.
+    # $15,512.50; current $29,200 -> saving $13,687.50.
     facts = pool(workloads=(realtime(), batch((0, 0, 7200, 7200), "40")), idle="50")
     plan = offload_plan(facts, tier="batch API", tier_usd=Decimal(5))
     assert plan is not None
     assert plan.replicas_per_hour == (2, 2, 2, 2)
     assert plan.modelled_monthly == Decimal("15512.5")
-    assert plan.claimable_monthly == Decimal(16425)
     assert plan.savings_monthly == Decimal("13687.5")
     assert plan.moved_monthly == {"tagger": Decimal(7300)}
     assert offload_plan(pool(), tier="batch API", tier_usd=Decimal(5)) is None
@@ -217,7 +215,7 @@ def test_offload_moves_async_work_and_right_sizes_the_rest() -> None:
 
 def test_async_peaks_make_the_right_size_bigger_than_the_offload() -> None:
     # Same pool right-sized with the async work: [3000, 6000, 7200, 8700] × 1.2 peak 10,440 ->
-    # 3 replicas, $120 -> $21,900; saving 7,300 (idle 50 -> 9,125 may be claimed).
+    # 3 replicas, $120 -> $21,900; saving 29,200 − 21,900 = $7,300.
     facts = pool(workloads=(realtime(), batch((0, 0, 7200, 7200), "40")), idle="50")
     plan = rightsize_plan(facts)
     assert plan is not None
@@ -237,24 +235,3 @@ def test_replicas_from_hourly_cost() -> None:
     ) == [2, 1, 0]
 
 
-def test_pool_savings_count_each_dollar_once() -> None:
-    from audit_app.recommendations.pool_options import PoolClaim, counted_pool_savings
-
-    # A consolidation of a and b saving $900 (idle $500, moving w1 $300 and w2 $200), and a's
-    # own right-size saving $400 (idle $400). w1 has its own workload recommendation, so only
-    # w2's $200 is free: the consolidation counts min(900, 500 + 200) = $700; a's right-size
-    # touches a pool already counted and is skipped. Total $700.
-    consolidation = PoolClaim(
-        pools=("a", "b"),
-        savings=Decimal(900),
-        idle_monthly=Decimal(500),
-        moved_monthly={"w1": Decimal(300), "w2": Decimal(200)},
-    )
-    rightsize = PoolClaim(
-        pools=("a",), savings=Decimal(400), idle_monthly=Decimal(400), moved_monthly={}
-    )
-    assert counted_pool_savings([rightsize, consolidation], claimed_workloads={"w1"}) == 700
-    # Nobody else claims w1: min(900, 1000) = $900.
-    assert counted_pool_savings([rightsize, consolidation], claimed_workloads=set()) == 900
-    # Without the consolidation the right-size counts: $400.
-    assert counted_pool_savings([rightsize], claimed_workloads=set()) == 400
