@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 from django.apps import AppConfig
 
 if TYPE_CHECKING:
-    from audit_app.recommendations.pool_replicas import MeasuredPoint, MeasuredThroughput
+    from audit_app.recommendations.evidence import MeasuredPoint
+    from audit_app.recommendations.pool_replicas import MeasuredThroughput
 
 
 class BenchmarksAppConfig(AppConfig):

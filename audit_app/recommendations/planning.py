@@ -139,9 +139,36 @@ def _why_not_eligible(option: PlanOption, saving: Decimal, floor: Decimal) -> st
     return ""
 
 
-def _components(options: Sequence[PlanOption]) -> list[list[int]]:
-    """Groups of options linked by contradictions (indices into ``options``)."""
-    parent = list(range(len(options)))
+def _keys(option: PlanOption) -> frozenset[str]:
+    return option.touches | option.removes | option.receives
+
+
+class _Held:
+    """What the options held so far touch, turn off and receive: an option fits when it
+    contradicts none of them (the same rule as `contradiction`, without the pairs)."""
+
+    def __init__(self) -> None:
+        self.touched: set[str] = set()
+        self.removed: set[str] = set()
+        self.received: set[str] = set()
+
+    def fits(self, option: PlanOption) -> bool:
+        return not (
+            option.touches & self.touched
+            or option.removes & (self.touched | self.received)
+            or (option.touches | option.receives) & self.removed
+        )
+
+    def hold(self, option: PlanOption) -> None:
+        self.touched |= option.touches
+        self.removed |= option.removes
+        self.received |= option.receives
+
+
+def _components(indices: Sequence[int], options: Sequence[PlanOption]) -> list[list[int]]:
+    """Groups of ``indices`` linked through a workload or pool they share (only options that
+    share one can contradict)."""
+    parent = {i: i for i in indices}
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -149,12 +176,15 @@ def _components(options: Sequence[PlanOption]) -> list[list[int]]:
             i = parent[i]
         return i
 
-    for i in range(len(options)):
-        for j in range(i + 1, len(options)):
-            if contradiction(options[i], options[j]):
-                parent[find(i)] = find(j)
+    first: dict[str, int] = {}
+    for i in indices:
+        for key in _keys(options[i]):
+            if key in first:
+                parent[find(i)] = find(first[key])
+            else:
+                first[key] = i
     groups: dict[int, list[int]] = {}
-    for i in range(len(options)):
+    for i in indices:
         groups.setdefault(find(i), []).append(i)
     return list(groups.values())
 
@@ -192,34 +222,32 @@ def choose(
 ) -> tuple[set[int], bool]:
     """(indices of the plan's options, whether a group was filled greedily)."""
     chosen: set[int] = set()
+    held = _Held()
     # Decided options first: verified, then approved, larger saving first.
     decided = sorted(
         (i for i, o in enumerate(options) if eligible[i] and o.status in (REALISED, IN_PROGRESS)),
         key=lambda i: (options[i].status != REALISED, -savings[i], options[i].key),
     )
     for i in decided:
-        if all(not contradiction(options[i], options[j]) for j in chosen):
+        if held.fits(options[i]):
             chosen.add(i)
+            held.hold(options[i])
     free = [
         i
         for i, o in enumerate(options)
-        if eligible[i]
-        and i not in chosen
-        and o.status == OPEN
-        and all(not contradiction(o, options[j]) for j in chosen)
+        if eligible[i] and i not in chosen and o.status == OPEN and held.fits(o)
     ]
     heuristic = False
-    for group in _components([options[i] for i in free]):
-        indices = [free[g] for g in group]
-        if len(indices) <= EXACT_LIMIT:
-            chosen.update(_best_subset(indices, options, savings))
+    for group in _components(free, options):
+        if len(group) <= EXACT_LIMIT:
+            chosen.update(_best_subset(group, options, savings))
             continue
         heuristic = True
-        picked: list[int] = []
-        for i in sorted(indices, key=lambda i: (-savings[i], options[i].key)):
-            if all(not contradiction(options[i], options[j]) for j in picked):
-                picked.append(i)
-        chosen.update(picked)
+        greedy = _Held()
+        for i in sorted(group, key=lambda i: (-savings[i], options[i].key)):
+            if greedy.fits(options[i]):
+                chosen.add(i)
+                greedy.hold(options[i])
     return chosen, heuristic
 
 
@@ -234,6 +262,66 @@ def _shares(amounts: Sequence[Decimal], total: Decimal) -> list[Decimal]:
     return rounded
 
 
+def _out_of_plan(
+    option: PlanOption,
+    *,
+    reason: str,
+    chosen_by_key: Mapping[str, list[int]],
+    items: Sequence[PlanOption],
+    savings: Sequence[Decimal],
+) -> tuple[str, str | None]:
+    """(why ``option`` is out, the key of the plan option it is an alternative to)."""
+    rival = max(
+        (
+            j
+            for j in {j for key in _keys(option) for j in chosen_by_key.get(key, ())}
+            if contradiction(option, items[j])
+        ),
+        key=lambda j: (savings[j], items[j].key),
+        default=None,
+    )
+    if not reason and rival is not None:
+        reason = f"contradiction: {contradiction(option, items[rival])} ({items[rival].target})"
+    elif not reason:
+        reason = "the plan saves more without it"
+    return reason, items[rival].key if rival is not None else None
+
+
+def _planned(
+    items: Sequence[PlanOption],
+    *,
+    now: Sequence[Decimal],
+    savings: Sequence[Decimal],
+    reasons: Sequence[str],
+    chosen: set[int],
+    shares: Mapping[int, Decimal],
+) -> tuple[PlannedOption, ...]:
+    """Every option: in the plan with its share, or out with why and what it is an
+    alternative to."""
+    chosen_by_key: dict[str, list[int]] = {}
+    for i in chosen:
+        for key in _keys(items[i]):
+            chosen_by_key.setdefault(key, []).append(i)
+    planned = []
+    for i, option in enumerate(items):
+        reason, rival = "", None
+        if i not in chosen:
+            reason, rival = _out_of_plan(
+                option, reason=reasons[i], chosen_by_key=chosen_by_key, items=items, savings=savings
+            )
+        planned.append(
+            PlannedOption(
+                option=option,
+                now_monthly=money(now[i]),
+                savings_monthly=shares[i] if i in chosen else money(savings[i]),
+                in_plan=i in chosen,
+                alternative_to=rival,
+                out_reason=reason,
+            )
+        )
+    return tuple(planned)
+
+
 def plan_build(
     options: Iterable[PlanOption],
     *,
@@ -244,7 +332,8 @@ def plan_build(
 ) -> Plan:
     """The plan that saves most among ``options``, priced from ``units_now`` (each cost unit's
     spend today, a month) and ``spend_monthly`` (all of today's spend, a month).
-    ``realised`` maps a verified option's key to its measured saving."""
+    ``realised`` maps each verified change's key to its measured saving: the realised total is
+    theirs, measured from spend, never the estimate."""
     items = sorted(options, key=lambda o: o.key)
     now = [now_of(o, units_now) for o in items]
     savings = [n - o.after_monthly for n, o in zip(now, items, strict=True)]
@@ -258,63 +347,26 @@ def plan_build(
     ]
     with_benchmarks, _ = choose(items, savings, hopeful)
 
-    spend = money(spend_monthly)
     total = sum((savings[i] for i in chosen), Decimal(0))
     after = money(spend_monthly - total)
-    plan_savings = spend - after
+    plan_savings = money(spend_monthly) - after
     ordered = sorted(chosen)
     shares = dict(zip(ordered, _shares([savings[i] for i in ordered], plan_savings), strict=True))
     extra = money(sum((savings[i] for i in with_benchmarks), Decimal(0))) - money(total)
 
-    planned = []
-    for i, option in enumerate(items):
-        if i in chosen:
-            planned.append(
-                PlannedOption(
-                    option=option,
-                    now_monthly=money(now[i]),
-                    savings_monthly=shares[i],
-                    in_plan=True,
-                    alternative_to=None,
-                    out_reason="",
-                )
-            )
-            continue
-        rival = max(
-            (j for j in chosen if contradiction(option, items[j])),
-            key=lambda j: (savings[j], items[j].key),
-            default=None,
-        )
-        reason = reasons[i]
-        if not reason and rival is not None:
-            reason = f"contradiction: {contradiction(option, items[rival])} ({items[rival].target})"
-        elif not reason:
-            reason = "the plan saves more without it"
-        planned.append(
-            PlannedOption(
-                option=option,
-                now_monthly=money(now[i]),
-                savings_monthly=money(savings[i]),
-                in_plan=False,
-                alternative_to=items[rival].key if rival is not None else None,
-                out_reason=reason,
-            )
-        )
-
     def by_status(status: str) -> Decimal:
         return money(sum((shares[i] for i in chosen if items[i].status == status), Decimal(0)))
 
-    measured = realised or {}
     return Plan(
-        spend_monthly=spend,
+        spend_monthly=money(spend_monthly),
         after_monthly=after,
         savings_monthly=plan_savings,
         open_monthly=by_status(OPEN),
         in_progress_monthly=by_status(IN_PROGRESS),
-        realised_monthly=money(
-            sum((measured.get(items[i].key, Decimal(0)) for i in chosen), Decimal(0))
-        ),
+        realised_monthly=money(sum((realised or {}).values(), Decimal(0))),
         needs_benchmark_monthly=max(extra, Decimal(0)),
-        options=tuple(planned),
+        options=_planned(
+            items, now=now, savings=savings, reasons=reasons, chosen=chosen, shares=shares
+        ),
         heuristic=heuristic,
     )

@@ -29,6 +29,7 @@ from decimal import Decimal
 from audit_app.costs.attribution import spread_over_hours
 from audit_app.costs.costing import SECONDS_PER_HOUR
 from audit_app.models import BillingCharge, ServingPool
+from audit_app.recommendations.evidence import MeasuredPoint
 from audit_app.recommendations.options import HardwareOffer, Instance, model_class
 from audit_app.recommendations.pool_options import replicas_from_cost
 
@@ -65,21 +66,6 @@ def measured_throughput(*, model: str, hardware: str) -> MeasuredThroughput | No
         if found is not None:
             return found
     return None
-
-
-@dataclass(frozen=True, kw_only=True)
-class MeasuredPoint:
-    """One point of a benchmark run of a model on an accelerator (or a hosted provider): its
-    output tokens/s on one replica and its p95 latencies."""
-
-    run_id: int
-    run_name: str
-    point: int  # from 1
-    load: str  # "concurrency 32"
-    tokens_per_second: float
-    accelerators: int
-    p95_ttft_ms: float | None
-    p95_tpot_ms: float | None
 
 
 PointsSource = Callable[..., list[MeasuredPoint]]

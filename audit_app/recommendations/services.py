@@ -196,7 +196,7 @@ def recommendations_refresh(
     saving at least the minimum. Writes only what changed, so running it twice on the same data
     changes nothing. ``checkpoint`` is called every CHECKPOINT_EVERY subjects.
     """
-    from audit_app.recommendations.plan import stored_plan_fields, window_options
+    from audit_app.recommendations.candidates import stored_plan_fields, window_options
 
     window = analysis_window(today)
     if window is None:

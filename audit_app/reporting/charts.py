@@ -409,6 +409,42 @@ def build_cost_comparison_figure(
     return figure.to_dict()
 
 
+def build_savings_plan_figure(
+    *, after: Decimal, shares: Sequence[tuple[str, Decimal]]
+) -> dict[str, Any]:
+    """One bar of today's monthly spend split into what stays after the plan and each plan
+    option's share of the savings (they add up to today's spend)."""
+    figure = Figure(
+        bar(
+            name="After the plan",
+            y=["Spend now"],
+            x=_floats([after]),
+            orientation="h",
+            marker={"color": "#8c8c8c"},
+            hovertemplate="After the plan: %{x:$,.2f} a month<extra></extra>",
+        )
+    )
+    for label, amount in shares:
+        figure.add_trace(
+            bar(
+                name=plotly_text(label),
+                y=["Spend now"],
+                x=_floats([amount]),
+                orientation="h",
+                hovertemplate=f"{plotly_text(label)} saves %{{x:$,.2f}} a month<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        **{**BASE_LAYOUT, "hovermode": "closest"},
+        barmode="stack",
+        height=260,
+        title={"text": "Spend now: what stays, and what each option in the plan saves"},
+        xaxis={"title": {"text": "USD per month"}, "tickprefix": "$", "rangemode": "tozero"},
+        yaxis={"title": {"text": ""}},
+    )
+    return figure.to_dict()
+
+
 def build_pool_replicas_figure(
     *, demanded: Sequence[float], before: Sequence[float], after: Sequence[float]
 ) -> dict[str, Any]:

@@ -199,8 +199,10 @@ def warm_defaults() -> None:
     """Compute what the overview, workloads list, reconciliation and spend API show by default
     and over each quick window (the last 7, 30, 90 and 365 days with data,
     `filters.QUICK_WINDOW_DAYS`), and the overview's month comparison, so the first visitor
-    after a change is served from the cache, a year of data included."""
+    after a change is served from the cache, a year of data included; and the savings plan the
+    overview, the recommendations and the workload pages show."""
     from audit_app.costs.billing import pool_reports, reconciliation
+    from audit_app.recommendations.plan import plan_read
     from audit_app.reporting.filters import parse_filters, quick_windows
     from audit_app.reporting.selectors import filter_choices
     from audit_app.reporting.spend import month_comparison, spend_report, workload_list
@@ -214,6 +216,7 @@ def warm_defaults() -> None:
         workload_list(filters)
         pool_reports(start=filters.start, end=filters.end)
         reconciliation(start=filters.start, end=filters.end)
+    plan_read()
 
 
 def warm_workload_details() -> None:

@@ -55,6 +55,17 @@ class RecommendationListView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
                 "rows": [r for r in rows if not r.in_plan and not r.option.needs_benchmark],
             },
         ]
+        context["plan_figure"] = charts.build_savings_plan_figure(
+            after=read.plan.after_monthly,
+            shares=[
+                (
+                    f"{r.option.workload or 'pool ' + (r.option.from_pool or '')}: {r.kind}",
+                    r.savings,
+                )
+                for r in rows
+                if r.in_plan
+            ],
+        )
         context["pool_filter"] = pool
         context["state"] = derived_state()
         context["min_savings"] = min_savings()

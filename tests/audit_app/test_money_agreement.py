@@ -45,6 +45,7 @@ from audit_app.models import (
 from audit_app.recommendations.services import recommendations_refresh
 from audit_app.workloads.services import workload_override
 from tests.support.api_pages import walk_pages
+from tests.support.plan import assert_plan_coherent
 from tests.support.urls import project_urls
 
 CENT = Decimal("0.01")
@@ -70,6 +71,8 @@ AGREES = {
     "api-budgets": "each budget's actual_usd",
     "api-budget-detail": "the budget's actual_usd and its days",
     "command:budgets": "budgets --json",
+    "api-plan": "the savings plan: spend now, after, savings and each option's now",
+    "command:plan": "plan --json: the API's answer",
 }
 # Show other money, checked by their own tests.
 OTHER_MONEY = {
@@ -459,29 +462,70 @@ def _api_part(spend: dict[str, list[dict[str, Any]]], name: str) -> Decimal:
     return Decimal(0)
 
 
-def test_recommendations_now_is_the_workload_spend(seeded: None, finops: Client) -> None:
-    # The analysis window is the last 30 days with data: November, 720 hours.
+def test_recommendations_now_is_what_they_re_price(seeded: None, finops: Client) -> None:
+    # The analysis window is the last 30 days with data: November, 720 hours. An option's
+    # "now" is the spend it replaces: a workload's API spend on the model it moves, or the whole
+    # bill of the pool it leaves.
+    to_month = Decimal(730) / 720
     _, rows = walk_pages(finops, "/api/v1/spend/?group_by=workload&start=2026-11-01&end=2026-11-30")
     spend = {r["key"]: Decimal(r["spend_usd"]) for r in rows}
+    assert spend["evals"] == Decimal("0.063")
+    pool_bill = (POOL_NOVEMBER * to_month).quantize(CENT)
     _, recommendations = walk_pages(finops, "/api/v1/recommendations/")
-    assert {r["workload"] for r in recommendations} == {"batch-embed", "evals"}
+    # batch-embed shares the gpu pool with the copilot, which keeps the pool's hours billed:
+    # moving it off saves nothing, so it gets no recommendation.
+    assert {r["workload"] for r in recommendations} == {"evals"}
+
+    def expected_now(r: dict[str, Any]) -> Decimal:
+        if r["workload"] is None:
+            return pool_bill
+        return (spend[r["workload"]] * to_month).quantize(CENT)
+
     for r in recommendations:
-        now = (spend[r["workload"]] * 730 / 720).quantize(CENT)
-        assert Decimal(r["current_monthly_usd"]) == now
+        assert Decimal(r["current_monthly_usd"]) == expected_now(r)
     out = io.StringIO()
     call_command("recommend", "--json", stdout=out)
     for r in json.loads(out.getvalue()):
-        assert Decimal(r["current_monthly_usd"]) == (spend[r["workload"]] * 730 / 720).quantize(
-            CENT
-        )
-    # Savings count each workload once: its leading option.
+        assert Decimal(r["current_monthly_usd"]) == expected_now(r)
+    assert Recommendation.objects.filter(workload__name="evals").count() == 1  # the batch tier
+
+
+def test_the_plan_reads_the_same_everywhere(seeded: None, finops: Client) -> None:
+    to_month = Decimal(730) / 720
+    plan = finops.get("/api/v1/plan/").json()
+    assert (plan["start"], plan["end"]) == ("2026-11-01", "2026-11-30")
+    assert Decimal(plan["spend_monthly_usd"]) == (
+        (API_NOVEMBER + POOL_NOVEMBER) * to_month
+    ).quantize(CENT)
+    assert_plan_coherent(plan)
+    assert Decimal(plan["savings_monthly_usd"]) > 0
+    recommendations = {r["id"]: r for r in walk_pages(finops, "/api/v1/recommendations/")[1]}
+    for option in plan["options"]:
+        stored = recommendations[option["id"]]
+        assert option["now_monthly_usd"] == stored["current_monthly_usd"]
+        assert option["after_monthly_usd"] == stored["projected_monthly_usd"]
+        if not option["in_plan"]:
+            assert option["savings_monthly_usd"] == stored["savings_monthly_usd"]
+    out = io.StringIO()
+    call_command("plan", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == plan
+    savings = Decimal(plan["savings_monthly_usd"])
     html = finops.get("/recommendations/").content.decode()
-    leaders = [r for r in recommendations if r["leads"] and r["status"] == "proposed"]
-    assert len(leaders) == 2
-    assert by_testid(html, "total-savings") == sum(
-        (Decimal(r["savings_monthly_usd"]) for r in leaders), Decimal(0)
-    )
-    assert Recommendation.objects.filter(workload__name="batch-embed").count() >= 2
+    assert by_testid(html, "total-savings") == savings
+    assert by_testid(html, "plan-spend") == Decimal(plan["spend_monthly_usd"])
+    assert by_testid(html, "plan-after") == Decimal(plan["after_monthly_usd"])
+    assert by_testid(finops.get("/").content.decode(), "potential-savings") == savings
+    # A window of its own: the API and the command agree, priced on that window's spend.
+    windowed = finops.get("/api/v1/plan/?start=2026-11-16&end=2026-11-30").json()
+    out = io.StringIO()
+    call_command("plan", "--json", "--start", "2026-11-16", "--end", "2026-11-30", stdout=out)
+    assert json.loads(out.getvalue()) == windowed
+    # Nov 16-30: 15 days of API spend (0.0221 a day) and the whole pool bill, 360 hours.
+    fifteen = Decimal("0.0221") * 15 + POOL_NOVEMBER
+    assert Decimal(windowed["spend_monthly_usd"]) == (fifteen * 730 / 360).quantize(CENT)
+    assert_plan_coherent(windowed)
+    bad = finops.get("/api/v1/plan/?start=2026-11-30&end=2026-11-01")
+    assert bad.status_code == 400
 
 
 def test_the_month_cards_are_the_months_totals(seeded: None, finops: Client) -> None:

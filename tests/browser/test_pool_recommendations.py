@@ -1,6 +1,7 @@
 """Chromium at 1280 px: on the demo organisation, the overview's pools table links each pool's
 best next step, and a pool recommendation's page draws the replicas chart (demanded, provisioned
-now and after) and states its risk, all within the window."""
+now and after) and states its risk, and the Recommendations page shows the one plan, all within
+the window."""
 
 from __future__ import annotations
 
@@ -47,10 +48,16 @@ def test_pool_next_steps_fit_1280_px_and_draw_the_replicas_chart(
     page.wait_for_selector("#pool-replicas .main-svg")
     legend = page.locator("#pool-replicas .legend").text_content()
     assert "Demanded" in legend and "Provisioned now" in legend and "Provisioned after" in legend
-    assert "sales-copilot" in page.get_by_test_id("pool-risk").inner_text()
+    assert "sales-copilot" in page.get_by_test_id("risk").inner_text()
     assert _page_width(page) <= WIDTH
 
     page.goto(f"{live_server.url}/recommendations/")
-    page.wait_for_selector("#recommendations-table")
-    assert page.locator('tbody[data-pool="h100-pool"]').count() == 1
+    page.wait_for_selector("#plan-table")
+    # The plan's headline, then its options, the ones waiting for a benchmark (with the gate
+    # to run) and those left out, each saying why.
+    assert page.get_by_test_id("total-savings").is_visible()
+    assert page.locator('#needs-benchmark-table code').first.inner_text().startswith(
+        "manage.py gate"
+    )
+    assert page.locator('tr[data-pool="h100-pool"]').count() >= 1
     assert _page_width(page) <= WIDTH

@@ -48,6 +48,7 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "api-recommendations": API,
     "api-recommendation-detail": API_DETAIL,
     "api-recommendation-decision": API_POST_ONLY,
+    "api-plan": API,
     "api-anomalies": API,
     "api-alerts": API,
     "api-alert-acknowledge": API_POST_ONLY,  # every role acknowledges, by POST

@@ -357,6 +357,7 @@ NOT_LISTS = {
     "api-workload-detail",
     "api-recommendation-detail",
     "api-recommendation-decision",
+    "api-plan",  # a report: its options are the plan's parts, listed whole
     "api-upload-detail",
     "api-benchmark-run-detail",
     "api-gate-detail",

@@ -67,6 +67,7 @@ ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "recommendations": {"pool": "text"},
     "anomalies": {"start": "date", "end": "date"},
     "api-anomalies": {"start": "date", "end": "date", **PAGE},
+    "api-plan": {"start": "date", "end": "date"},
     "api-alerts": PAGE,
     "api-bills": PAGE,
     "api-uploads": PAGE,

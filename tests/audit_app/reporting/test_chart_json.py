@@ -96,6 +96,9 @@ FIGURES: dict[str, Any] = {
     "cost": lambda: charts.build_cost_comparison_figure(
         current=Decimal(200), projected=Decimal(120), target=LINK
     ),
+    "savings plan": lambda: charts.build_savings_plan_figure(
+        after=Decimal("63.5"), shares=[("copilot: hardware", Decimal(80)), (LINK, Decimal(1))]
+    ),
     "pool replicas": lambda: charts.build_pool_replicas_figure(
         demanded=[0.5, 1.25, 2.0], before=[2.0, 2.0, 2.0], after=[1.0, 2.0, 2.0]
     ),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
+from audit_app.reporting import charts
 from audit_app.reporting.charts import build_uploads_per_day_figure
 
 
@@ -263,3 +265,18 @@ def test_pool_replicas_figure_has_three_series_over_the_week() -> None:
     assert figure["layout"]["yaxis"]["title"]["text"] == "Replicas"
     assert figure["data"][0]["x"][0] == "Mon 00:00" and figure["data"][0]["x"][167] == "Sun 23:00"
     assert figure["layout"]["yaxis"]["rangemode"] == "tozero"
+
+
+def test_savings_plan_figure_stacks_what_stays_and_each_share() -> None:
+    figure = charts.build_savings_plan_figure(
+        after=Decimal("63203.33"),
+        shares=[("sales-copilot: hardware", Decimal("80793.48")), ("tagger", Decimal("20.87"))],
+    )
+    assert [t["name"] for t in figure["data"]] == [
+        "After the plan",
+        "sales-copilot: hardware",
+        "tagger",
+    ]
+    assert [t["x"] for t in figure["data"]] == [[63203.33], [80793.48], [20.87]]
+    assert figure["layout"]["barmode"] == "stack"
+    assert figure["layout"]["xaxis"]["title"]["text"] == "USD per month"
