@@ -37,6 +37,9 @@ from audit_app.ingestion.reading import (
     RowReject,
     RowRejected,
     check_chunk_rows,
+    check_not_future,
+    check_storable,
+    future_cutoff,
     group_outcomes,
     text,
 )
@@ -166,6 +169,9 @@ def _checked_times(
     """(start, end, first token): the end not before the start, the first token between them."""
     started = _required_timestamp(started_at, field=names.started_at)
     ended = _required_timestamp(ended_at, field=names.ended_at)
+    cutoff = future_cutoff()
+    check_not_future(started, field=names.started_at, value=started_at, cutoff=cutoff)
+    check_not_future(ended, field=names.ended_at, value=ended_at, cutoff=cutoff)
     if ended < started:
         raise RowRejected(
             field=names.ended_at,
@@ -296,21 +302,40 @@ def build_request(
     )
     team_name = text(team)
     caller_name = text(caller)
+    end_user_name = text(end_user)
+    provider_name = text(provider)
+    request_key = text(request_id)
+    pool_name = text(pool)
+    workload_name = resolve_workload(
+        tags=tags,
+        metadata=metadata or {},
+        caller=caller_name,
+        team=team_name,
+        model=model_name,
+    )
+    # Every text the record keeps (stored, or its key in live ingestion) must be storable: a
+    # NUL or a lone surrogate is refused here, so it never reaches the database.
+    for field, value in (
+        (names.model, model_name),
+        ("team", team_name),
+        ("end_user", end_user_name),
+        ("caller", caller_name),
+        ("provider", provider_name),
+        ("operation", operation_name),
+        ("pool", pool_name),
+        ("request_id", request_key),
+        ("workload", workload_name),
+    ):
+        check_storable(value, field=field)
     return CanonicalRequest(
         started_at=started,
         ended_at=ended,
         first_token_at=first_token,
-        workload=resolve_workload(
-            tags=tags,
-            metadata=metadata or {},
-            caller=caller_name,
-            team=team_name,
-            model=model_name,
-        ),
+        workload=workload_name,
         team=team_name,
-        end_user=text(end_user),
+        end_user=end_user_name,
         caller=caller_name,
-        provider=text(provider),
+        provider=provider_name,
         model=model_name,
         operation=operation_name,
         streaming=parse_bool(streaming, field=names.streaming),
@@ -321,8 +346,8 @@ def build_request(
         cache_creation_input_tokens=creation_count,
         cost_usd=parse_cost(cost_usd, field=names.cost_usd),
         status=status_word,
-        request_id=text(request_id),
-        pool=text(pool),
+        request_id=request_key,
+        pool=pool_name,
         line=line,
     )
 
