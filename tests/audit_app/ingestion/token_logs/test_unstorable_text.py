@@ -341,3 +341,31 @@ def test_an_otel_span_from_2099_is_refused() -> None:
     assert accepted == 1
     assert [(r.line, r.field) for r in rejects] == [(2, "startTimeUnixNano")]
     assert "more than a day in the future" in rejects[0].reason
+
+
+@pytest.mark.django_db
+def test_an_upload_holding_poison_records_lands_the_others_with_rejects() -> None:
+    """Before, one such record failed the whole file with the database's error (PostgreSQL)."""
+    from audit_app.ingestion.ingest import upload_ingest
+    from audit_app.ingestion.uploads import upload_create
+    from audit_app.models import HourlyRollup, Upload
+
+    data = _jsonl(
+        [
+            _litellm(1),
+            _litellm(2, model=NUL),
+            _litellm(3, request_tags=[f"workload:{SURROGATE}"]),
+            _litellm(4, end_user=NUL),
+            _litellm(5),
+        ]
+    )
+    upload = upload_create(source=io.BytesIO(data), original_name="spend.jsonl", enqueue=False)
+    done = upload_ingest(upload_id=upload.pk, refresh=False)
+    assert done.status == Upload.Status.SUCCEEDED, done.error
+    assert (done.rows_accepted, done.rows_rejected) == (2, 3)
+    assert [(r["line"], r["field"], r["value"]) for r in done.rejects] == [
+        (2, "model", "bad\\u0000name"),
+        (3, "workload", "bad\\ud800name"),
+        (4, "end_user", "bad\\u0000name"),
+    ]
+    assert sum(HourlyRollup.objects.filter(upload=done).values_list("requests", flat=True)) == 2
