@@ -12,8 +12,9 @@ mid-send leaves the claim to lapse after CLAIM_SECONDS.
 - Email: Django's email backend (SMTP in production; a file backend under the var directory
   in the embedded default), subject (one line) and body in plain text (`alert_text`).
 - Webhook: a JSON POST (timeout WEBHOOK_TIMEOUT_SECONDS) of ``{"text": ..., "alert": {...}}``
-  (``text`` is what Slack shows, escaped for it: `alert_text`) with ``X-Audit-Signature: sha256=<hex HMAC-SHA256 of the
-  body, keyed with ALERT_WEBHOOK_SECRET>``; any 2xx answer is delivered.
+  (``text`` is what Slack shows, escaped for it: `alert_text`) with ``X-Audit-Signature:
+  sha256=<hex HMAC-SHA256 of the body, keyed with ALERT_WEBHOOK_SECRET>``; any 2xx answer is
+  delivered.
 
 A webhook is *failing* when its latest attempted delivery failed after every retry
 (`failing_webhooks`); the Budgets page shows it.
