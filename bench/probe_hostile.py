@@ -7,6 +7,7 @@ need ids (gates, deletions) or a check of the body are built while the probe run
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -687,6 +688,10 @@ def refusal_problem(receiver: str, response: Any, *, field: str, says: str) -> s
     return ""
 
 
+def _refusal_check(response: Any, *, receiver: str, field: str, says: str) -> str:
+    return refusal_problem(receiver, response, field=field, says=says)
+
+
 def _poison_cases(rec: Recorder) -> None:
     """Each poison record refused without a 5xx; a future-dated span refused; a clean record
     sent after them lands on the next landing pass."""
@@ -714,8 +719,8 @@ def _poison_cases(rec: Recorder) -> None:
             case,
             data=body,
             headers={"Content-Type": "application/json"},
-            check=lambda r, v=variant, s=says: refusal_problem(
-                v.receiver, r, field=v.field, says=s
+            check=functools.partial(
+                _refusal_check, receiver=variant.receiver, field=variant.field, says=says
             ),
             describe=lambda r: "refused alone, nothing kept",
         )

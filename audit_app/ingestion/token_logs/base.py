@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict
 
 from audit_app.ingestion.identity import resolve_workload
 from audit_app.ingestion.reading import (
@@ -254,6 +254,56 @@ def _token_counts(
     return input_count, output_count, cached_count, creation_count
 
 
+class _KeptTexts(TypedDict):
+    """The texts a canonical request keeps (stored, or its key in live ingestion)."""
+
+    model: str
+    team: str
+    end_user: str
+    caller: str
+    provider: str
+    operation: str
+    pool: str
+    request_id: str
+    workload: str
+
+
+def _kept_texts(
+    *,
+    names: SourceFields,
+    model: str,
+    operation: str,
+    team: object,
+    end_user: object,
+    caller: object,
+    provider: object,
+    request_id: object,
+    pool: object,
+    tags: Sequence[str],
+    metadata: Mapping[str, object] | None,
+) -> _KeptTexts:
+    """The record's kept texts, the workload named by `resolve_workload`; each must be
+    storable: a NUL or a lone surrogate is refused here (`RowRejected` naming the first, in
+    this order), so it never reaches the database."""
+    kept = _KeptTexts(
+        model=model,
+        team=text(team),
+        end_user=text(end_user),
+        caller=text(caller),
+        provider=text(provider),
+        operation=operation,
+        pool=text(pool),
+        request_id=text(request_id),
+        workload="",
+    )
+    kept["workload"] = resolve_workload(
+        tags=tags, metadata=metadata or {}, caller=kept["caller"], team=kept["team"], model=model
+    )
+    for field, value in kept.items():
+        check_storable(str(value), field=names.model if field == "model" else field)
+    return kept
+
+
 def build_request(
     *,
     line: int,
@@ -300,44 +350,24 @@ def build_request(
         is_error=status_word == STATUS_ERROR,
         is_embedding=operation_name == OPERATION_EMBEDDING,
     )
-    team_name = text(team)
-    caller_name = text(caller)
-    end_user_name = text(end_user)
-    provider_name = text(provider)
-    request_key = text(request_id)
-    pool_name = text(pool)
-    workload_name = resolve_workload(
-        tags=tags,
-        metadata=metadata or {},
-        caller=caller_name,
-        team=team_name,
+    kept = _kept_texts(
+        names=names,
         model=model_name,
+        operation=operation_name,
+        team=team,
+        end_user=end_user,
+        caller=caller,
+        provider=provider,
+        request_id=request_id,
+        pool=pool,
+        tags=tags,
+        metadata=metadata,
     )
-    # Every text the record keeps (stored, or its key in live ingestion) must be storable: a
-    # NUL or a lone surrogate is refused here, so it never reaches the database.
-    for field, value in (
-        (names.model, model_name),
-        ("team", team_name),
-        ("end_user", end_user_name),
-        ("caller", caller_name),
-        ("provider", provider_name),
-        ("operation", operation_name),
-        ("pool", pool_name),
-        ("request_id", request_key),
-        ("workload", workload_name),
-    ):
-        check_storable(value, field=field)
     return CanonicalRequest(
         started_at=started,
         ended_at=ended,
         first_token_at=first_token,
-        workload=workload_name,
-        team=team_name,
-        end_user=end_user_name,
-        caller=caller_name,
-        provider=provider_name,
-        model=model_name,
-        operation=operation_name,
+        **kept,
         streaming=parse_bool(streaming, field=names.streaming),
         batch_api=parse_bool(batch_api, field=names.batch_api) or False,
         input_tokens=input_count,
@@ -346,8 +376,6 @@ def build_request(
         cache_creation_input_tokens=creation_count,
         cost_usd=parse_cost(cost_usd, field=names.cost_usd),
         status=status_word,
-        request_id=request_key,
-        pool=pool_name,
         line=line,
     )
 
