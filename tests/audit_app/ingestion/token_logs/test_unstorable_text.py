@@ -29,6 +29,7 @@ from audit_app.ingestion.token_logs import (
     litellm,
     litellm_payload,
     otel,
+    otel_columnar,
     read_requests,
 )
 from audit_app.ingestion.token_logs.json_columnar import read_jsonl_columnar
@@ -237,7 +238,16 @@ OTEL_VARIANTS: list[tuple[str, dict[str, Any], dict[str, str], str]] = [
 ]
 
 
-@pytest.mark.parametrize("read", ["auto", "rows"])
+def _read_otel(read: str, data: bytes) -> tuple[int, list[RowReject]]:
+    stream = io.BytesIO(data)
+    if read == "auto":
+        return _counted(read_requests(stream))
+    if read == "rows":
+        return _counted(otel.read_rows(stream, chunk_rows=9))
+    return _counted(otel_columnar.read_jsonl_columnar(stream, chunk_rows=9))
+
+
+@pytest.mark.parametrize("read", ["auto", "rows", "columnar"])
 @pytest.mark.parametrize(
     ("variant", "attributes", "resource", "field"), OTEL_VARIANTS, ids=[v[0] for v in OTEL_VARIANTS]
 )
@@ -249,13 +259,7 @@ def test_an_otel_span_with_unstorable_text_is_refused_alone(
         _span(2, resource={"service.name": "ok", **resource}, **attributes),
         _span(3, resource={"service.name": "ok"}),
     ]
-    data = _jsonl(spans)
-    chunks = (
-        read_requests(io.BytesIO(data))
-        if read == "auto"
-        else otel.read_rows(io.BytesIO(data), chunk_rows=9)
-    )
-    accepted, rejects = _counted(chunks)
+    accepted, rejects = _read_otel(read, _jsonl(spans))
     assert accepted == 2
     assert [(r.line, r.field) for r in rejects] == [(2, field)]
     assert rejects[0].value == inert_text(NUL if "nul" in variant else SURROGATE)
@@ -331,13 +335,14 @@ def test_a_record_more_than_a_day_ahead_is_refused_and_one_within_the_day_is_kep
     assert rejects[1].reason == f"`endTime` ({far.isoformat()}) is more than a day in the future."
 
 
-def test_an_otel_span_from_2099_is_refused() -> None:
+@pytest.mark.parametrize("read", ["auto", "rows", "columnar"])
+def test_an_otel_span_from_2099_is_refused(read: str) -> None:
     span = _span(1, resource={"service.name": "ok"})
     inner = span["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     start = int(datetime(2099, 6, 1, tzinfo=UTC).timestamp()) * 10**9
     inner["startTimeUnixNano"], inner["endTimeUnixNano"] = str(start), str(start + 10**9)
     data = _jsonl([_span(2, resource={"service.name": "ok"}), span])
-    accepted, rejects = _counted(read_requests(io.BytesIO(data)))
+    accepted, rejects = _read_otel(read, data)
     assert accepted == 1
     assert [(r.line, r.field) for r in rejects] == [(2, "startTimeUnixNano")]
     assert "more than a day in the future" in rejects[0].reason
