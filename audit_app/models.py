@@ -971,6 +971,10 @@ class LiveBatch(models.Model):
     )
     records_landed = models.PositiveIntegerField(default=0)
     records_duplicate = models.PositiveIntegerField(default=0)
+    # Why a landing set the batch aside instead of landing it (its records could not be decoded,
+    # or the database refused them); empty for a batch that landed. A set-aside batch counts as
+    # landed (never claimed again), its records as rejected, and keeps its payload.
+    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["id"]

@@ -435,7 +435,9 @@ def _wait_refreshed(database: str) -> None:
     _wait(lambda: _refreshed(database), REFRESH_TIMEOUT_S, "a refresh")
 
 
-def _hostile_probe(base: str, password: str, tokens: dict[str, str], database: str) -> Probe:
+def _hostile_probe(
+    base: str, password: str, tokens: dict[str, str], database: str, env: dict[str, str]
+) -> Probe:
     """The hostile phase's clients: signed-in sessions and token-carrying ones per role."""
     import requests
 
@@ -461,7 +463,15 @@ def _hostile_probe(base: str, password: str, tokens: dict[str, str], database: s
         password=password,
         sql=lambda query: _sql(database, query),
         wait_refreshed=lambda: _wait_refreshed(database),
+        land_live=lambda: _manage_land_live(env),
     )
+
+
+def _manage_land_live(env: dict[str, str]) -> str:
+    """Land the live records waiting now (`manage.py land_live`; the probe runs no beat)."""
+    from bench.load import _manage
+
+    return _manage(env, "land_live", "--json")
 
 
 def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of steps)
@@ -611,7 +621,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
             _delete(fill_detail, api)
         figures.workloads_after_cleanup = _workloads(config.database)
         figures.hostile = run_hostile(
-            _hostile_probe(base, password, fixture["tokens"], config.database),
+            _hostile_probe(base, password, fixture["tokens"], config.database, env),
             last_day=fixture["last_day"],
         )
     finally:

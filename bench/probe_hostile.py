@@ -7,6 +7,7 @@ need ids (gates, deletions) or a check of the body are built while the probe run
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -203,6 +204,7 @@ class Probe:
     password: str
     sql: Callable[[str], object]
     wait_refreshed: Callable[[], None]
+    land_live: Callable[[], str] = lambda: ""
 
 
 class Recorder:
@@ -240,12 +242,23 @@ class Recorder:
         self.answers.append(
             Answer(case=case, status=response.status_code, message=message, problem=problem)
         )
-        print(f"probe: {case.method} {case.path[:60]} -> {response.status_code}", flush=True)
+        print(
+            f"probe: {case.what[:50]}: {case.method} {case.path[:60]} -> {response.status_code}"
+            f"{f' ({problem})' if problem else ''}",
+            flush=True,
+        )
         return response
 
     def note(self, case: Case, problem: str) -> None:
         """A case that could not be sent (what it needed is missing): recorded as failed."""
         self.answers.append(Answer(case=case, status=0, message="", problem=problem))
+
+    def checked(self, case: Case, *, problem: str, message: str) -> None:
+        """A case checked in this process rather than sent (its status is the expected one
+        when the check holds, else 0)."""
+        status = case.expected[0] if not problem else 0
+        self.answers.append(Answer(case=case, status=status, message=message, problem=problem))
+        print(f"probe: {case.what[:60]} -> {problem or 'ok'}", flush=True)
 
 
 def _csv(name: str, rows: int, *, day: str, cost: str) -> bytes:
@@ -524,6 +537,289 @@ def _lockout_cases(rec: Recorder) -> None:
     sign_in("probe-engineer", rec.probe.password, case)
 
 
+# --- Poison records, future dates, alert text, oversized bodies --------------------------------
+
+NUL = "probe\x00nul"
+SURROGATE = "probe\ud800surrogate"
+SLACK_HOSTILE = "<!channel> <https://evil.example/sso|Spend portal: sign in again> & co"
+SLACK_ESCAPED = (
+    "&lt;!channel&gt; &lt;https://evil.example/sso|Spend portal: sign in again&gt; &amp; co"
+)
+OTLP_PATH = "/v1/traces"
+LITELLM_PATH = "/api/v1/ingest/litellm/"
+NOTE_BYTES = 3 * 1024 * 1024
+LANDING_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoisonVariant:
+    """One live record with text no database stores: which receiver, what it changes, and
+    the field the receiver's reject must name."""
+
+    what: str
+    receiver: str  # "otlp" (OTLP/JSON) or "litellm" (the LiteLLM callback)
+    change: Mapping[str, str]
+    field: str
+
+
+# The nine of the finding: a NUL in the model, workload, service.name, end user and LiteLLM id,
+# and lone surrogates in a few of them.
+POISON_VARIANTS: tuple[PoisonVariant, ...] = (
+    PoisonVariant(
+        what="NUL in model", receiver="otlp", change={"gen_ai.request.model": NUL}, field="model"
+    ),
+    PoisonVariant(
+        what="NUL in workload", receiver="otlp", change={"workload": NUL}, field="workload"
+    ),
+    PoisonVariant(
+        what="NUL in service.name", receiver="otlp", change={"service.name": NUL}, field="caller"
+    ),
+    PoisonVariant(
+        what="NUL in end user", receiver="otlp", change={"user.id": NUL}, field="end_user"
+    ),
+    PoisonVariant(what="NUL in id", receiver="litellm", change={"id": NUL}, field="request_id"),
+    PoisonVariant(
+        what="NUL in end_user", receiver="litellm", change={"end_user": NUL}, field="end_user"
+    ),
+    PoisonVariant(
+        what="lone surrogate in model",
+        receiver="otlp",
+        change={"gen_ai.request.model": SURROGATE},
+        field="model",
+    ),
+    PoisonVariant(
+        what="lone surrogate in service.name",
+        receiver="otlp",
+        change={"service.name": SURROGATE},
+        field="caller",
+    ),
+    PoisonVariant(
+        what="lone surrogate in workload",
+        receiver="litellm",
+        change={"workload": SURROGATE},
+        field="workload",
+    ),
+)
+
+
+def otlp_span_body(
+    span_id: str, *, start_ns: int, change: Mapping[str, str] | None = None
+) -> bytes:
+    """An OTLP/JSON export of one gen_ai chat span, with `change` applied to its attributes
+    (`service.name` to its resource's). Written with ASCII escapes, as JSON writers do, so a
+    NUL or a lone surrogate travels as `\\u0000` / `\\ud800`."""
+    change = dict(change or {})
+    resource = {"service.name": change.pop("service.name", "probe-live")}
+    attributes: dict[str, object] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 100,
+        "gen_ai.usage.output_tokens": 20,
+        "workload": "probe-live",
+        **change,
+    }
+
+    def values(items: Mapping[str, object]) -> list[dict[str, object]]:
+        return [
+            {
+                "key": key,
+                "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v},
+            }
+            for key, v in items.items()
+        ]
+
+    span = {
+        "traceId": span_id.rjust(32, "0"),
+        "spanId": span_id.rjust(16, "0")[-16:],
+        "name": "chat",
+        "startTimeUnixNano": str(start_ns),
+        "endTimeUnixNano": str(start_ns + 1_000_000_000),
+        "attributes": values(attributes),
+    }
+    document = {
+        "resourceSpans": [
+            {"resource": {"attributes": values(resource)}, "scopeSpans": [{"spans": [span]}]}
+        ]
+    }
+    return json.dumps(document).encode()
+
+
+def litellm_call_body(call_id: str, *, start_s: float, change: Mapping[str, str]) -> bytes:
+    """A LiteLLM callback post of one call, with `change` applied (`workload` goes into its
+    `spend_logs_metadata`)."""
+    change = dict(change)
+    workload = change.pop("workload", "probe-live")
+    record = {
+        "id": call_id,
+        "call_type": "acompletion",
+        "model": "gpt-4o-mini",
+        "custom_llm_provider": "openai",
+        "startTime": start_s,
+        "endTime": start_s + 1.0,
+        "prompt_tokens": 100,
+        "completion_tokens": 20,
+        "status": "success",
+        "end_user": "probe-user",
+        "metadata": {"spend_logs_metadata": {"workload": workload}},
+        **change,
+    }
+    return json.dumps([record]).encode()
+
+
+def refused_count(receiver: str, body: Any) -> int:
+    """How many records a receiver's 200 answer says it refused."""
+    if receiver == "otlp":
+        return int(body.get("partialSuccess", {}).get("rejectedSpans", 0) or 0)
+    return int(body.get("rejected", 0))
+
+
+def refusal_problem(receiver: str, response: Any, *, field: str, says: str) -> str:
+    """Why the answer is not one refused record naming `field` and saying `says` ("" if it
+    is)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "the answer is not JSON"
+    if refused_count(receiver, body) != 1:
+        return f"refused {refused_count(receiver, body)} records, not 1"
+    text = json.dumps(body)
+    if field not in text or says not in text:
+        return f"the answer does not name {field!r} with {says!r}"
+    return ""
+
+
+def _refusal_check(response: Any, *, receiver: str, field: str, says: str) -> str:
+    return refusal_problem(receiver, response, field=field, says=says)
+
+
+def _poison_cases(rec: Recorder) -> None:
+    """Each poison record refused without a 5xx; a future-dated span refused; a clean record
+    sent after them lands on the next landing pass."""
+    now = time.time()
+    start_ns = int((now - 3600) * 1e9)
+    for number, variant in enumerate(POISON_VARIANTS, start=1):
+        says = "NUL" if NUL in variant.change.values() else "lone surrogate"
+        if variant.receiver == "otlp":
+            path, body = (
+                OTLP_PATH,
+                otlp_span_body(f"9{number:03d}", start_ns=start_ns, change=variant.change),
+            )
+        else:
+            path = LITELLM_PATH
+            body = litellm_call_body(f"probe-{number}", start_s=now - 3600, change=variant.change)
+        case = Case(
+            item=2,
+            what=f"poison live record: {variant.what} ({variant.receiver})",
+            method="POST",
+            path=path,
+            role="finops-api",
+            expected=(200,),
+        )
+        rec.send(
+            case,
+            data=body,
+            headers={"Content-Type": "application/json"},
+            check=functools.partial(
+                _refusal_check, receiver=variant.receiver, field=variant.field, says=says
+            ),
+            describe=lambda r: "refused alone, nothing kept",
+        )
+    future_ns = int(time.mktime((2099, 6, 1, 0, 0, 0, 0, 0, 0)) * 1e9)
+    case = Case(
+        item=7,
+        what="span dated 2099-06-01",
+        method="POST",
+        path=OTLP_PATH,
+        role="finops-api",
+        expected=(200,),
+    )
+    rec.send(
+        case,
+        data=otlp_span_body("9800", start_ns=future_ns),
+        headers={"Content-Type": "application/json"},
+        check=lambda r: refusal_problem("otlp", r, field="startTimeUnixNano", says="future"),
+        describe=lambda r: "refused: more than a day in the future",
+    )
+    clean_id = "9900"
+    case = Case(
+        item=2,
+        what="then a clean span lands on the next pass",
+        method="POST",
+        path=OTLP_PATH,
+        role="finops-api",
+        expected=(200,),
+    )
+    rec.send(
+        case,
+        data=otlp_span_body(clean_id, start_ns=start_ns),
+        headers={"Content-Type": "application/json"},
+        check=lambda r: _landing_problem(rec.probe, clean_id),
+        describe=lambda r: "landed; no batch set aside",
+    )
+
+
+def _landing_problem(probe: Probe, span_id: str) -> str:
+    """Land what waits, then why the span did not land or a batch was set aside ("")."""
+    key = f"{span_id.rjust(32, '0')}/{span_id.rjust(16, '0')[-16:]}"
+    deadline = time.monotonic() + LANDING_TIMEOUT_S
+    while time.monotonic() < deadline:
+        probe.land_live()
+        landed = probe.sql(
+            f"SELECT COUNT(*) FROM audit_app_liverecordkey WHERE key = '{key}'"  # noqa: S608
+        )
+        if landed:
+            set_aside = probe.sql("SELECT COUNT(*) FROM audit_app_livebatch WHERE error <> ''")
+            return f"{set_aside} batches set aside" if set_aside else ""
+        time.sleep(1)
+    return f"the clean span did not land in {LANDING_TIMEOUT_S} s"
+
+
+def slack_text_problem() -> str:
+    """Why a hostile workload's Slack text is not escaped ("" when it is)."""
+    from audit_app.budgets.alert_text import chat_text, email_subject
+
+    text = chat_text(kind="Spend anomaly", message=f"{SLACK_HOSTILE} on gpt-4o spent $17.50.")
+    if SLACK_ESCAPED not in text or "<" in text or ">" in text:
+        return f"not escaped: {text[:60]}"
+    subject = email_subject(kind="Budget", message="ops\r\nBcc: victim@example.com")
+    if "\r" in subject or "\n" in subject:
+        return "the email subject holds a line break"
+    return ""
+
+
+def _alert_text_and_body_cases(rec: Recorder) -> None:
+    """A hostile workload's Slack text (checked here, in this process); a 3 MB acknowledge
+    note answered with the API's JSON error."""
+    case = Case(
+        item=6,
+        what="Slack text of an alert on a hostile workload",
+        method="-",
+        path="budgets.alert_text.chat_text",
+        role="-",
+        expected=(200,),
+    )
+    problem = slack_text_problem()
+    rec.checked(case, problem=problem, message="" if problem else "&, < and > escaped")
+    alert_id = rec.probe.sql(
+        "INSERT INTO audit_app_alert (kind, anomaly_key, message, details, created_at, "
+        "acknowledgement_note) VALUES ('anomaly', 'probe-note', 'probe alert', '{}', "
+        "CURRENT_TIMESTAMP, '') RETURNING id"
+    )
+    case = Case(
+        item=10,
+        what="acknowledge note of 3 MB",
+        method="POST",
+        path=f"/api/v1/alerts/{alert_id}/acknowledge/",
+        role="finops-api",
+        expected=(413,),
+    )
+    rec.send(
+        case,
+        json={"note": "n" * NOTE_BYTES},
+        check=lambda r: "" if "json" in r.headers.get("Content-Type", "") else "not JSON",
+    )
+
+
 def run_hostile(probe: Probe, *, last_day: str) -> list[Answer]:
     """Every case once, in an order where one cannot spoil another (the lockout last)."""
     rec = Recorder(probe)
@@ -533,5 +829,7 @@ def run_hostile(probe: Probe, *, last_day: str) -> list[Answer]:
     _file_cases(rec, last_day)
     for case in ACCESS_CASES:
         rec.send(case)
+    _poison_cases(rec)
+    _alert_text_and_body_cases(rec)
     _lockout_cases(rec)
     return rec.answers

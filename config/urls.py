@@ -26,6 +26,10 @@ class ApiDocsView(RoleRequiredMixin, SpectacularSwaggerSplitView):
     views are exempt from the login-required middleware)."""
 
 
+# Under the API's paths, Django's own 400 and 404 answer in the API's JSON error shape.
+handler400 = "audit_app.api.error_pages.bad_request"
+handler404 = "audit_app.api.error_pages.not_found"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("accounts/login/", LoginView.as_view(), name="login"),

@@ -182,3 +182,57 @@ def test_the_hostile_table_and_the_result(tmp_path: Path) -> None:
     )
     assert text.endswith("\nResult: FAIL (1 hostile request(s) not answered as expected)\n")
     assert probe.failures(figures) == ["1 hostile request(s) not answered as expected"]
+
+
+class _Reply:
+    def __init__(self, body: object) -> None:
+        self.body = body
+
+    def json(self) -> object:
+        if isinstance(self.body, str):
+            raise ValueError(self.body)
+        return self.body
+
+
+def test_a_poison_refusal_is_one_refused_record_naming_its_field() -> None:
+    otlp = {"partialSuccess": {"rejectedSpans": 1, "errorMessage": "`caller` contains a NUL"}}
+    assert probe_hostile.refusal_problem("otlp", _Reply(otlp), field="caller", says="NUL") == ""
+    assert (
+        probe_hostile.refusal_problem("otlp", _Reply({}), field="caller", says="NUL")
+        == "refused 0 records, not 1"
+    )
+    litellm = {"rejected": 1, "rejects": [{"field": "request_id", "reason": "a lone surrogate"}]}
+    assert (
+        probe_hostile.refusal_problem(
+            "litellm", _Reply(litellm), field="request_id", says="lone surrogate"
+        )
+        == ""
+    )
+    assert probe_hostile.refusal_problem("litellm", _Reply(litellm), field="model", says="NUL") == (
+        "the answer does not name 'model' with 'NUL'"
+    )
+    assert (
+        probe_hostile.refusal_problem("otlp", _Reply("<html>"), field="x", says="y")
+        == "the answer is not JSON"
+    )
+
+
+def test_the_poison_bodies_carry_the_text_escaped_as_json_writers_do() -> None:
+    body = probe_hostile.otlp_span_body(
+        "9001", start_ns=10**18, change={"service.name": probe_hostile.NUL, "user.id": "u"}
+    )
+    assert b"probe\\u0000nul" in body
+    document = json.loads(body)
+    resource = document["resourceSpans"][0]["resource"]["attributes"]
+    assert resource == [{"key": "service.name", "value": {"stringValue": "probe\x00nul"}}]
+    span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert (span["traceId"], span["spanId"]) == ("0" * 28 + "9001", "0" * 12 + "9001")
+    assert {"key": "user.id", "value": {"stringValue": "u"}} in span["attributes"]
+    call = json.loads(
+        probe_hostile.litellm_call_body(
+            "c-1", start_s=1.5, change={"workload": probe_hostile.SURROGATE}
+        )
+    )
+    assert call[0]["metadata"] == {"spend_logs_metadata": {"workload": "probe\ud800surrogate"}}
+    assert len(probe_hostile.POISON_VARIANTS) == 9
+    assert probe_hostile.slack_text_problem() == ""

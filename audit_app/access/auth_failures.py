@@ -1,4 +1,7 @@
-"""Failed logins and invalid API tokens, counted per account and per client address.
+"""Failed logins and invalid API tokens, counted per client address and per account: for logins
+per (account, client address) pair, so failures sent from other addresses never lock a named
+account out for its owner (a count per account alone let anyone do that); for API tokens per
+the token's owner, as a valid token always authenticates.
 
 Every web process must see the same counts, and a restart must not reset them, so they live in
 Redis when AUTH_FAILURES_REDIS_URL names one, else in the database (`AuthFailureCount`). When
@@ -147,10 +150,12 @@ def _seconds_until(moment: datetime, now: datetime) -> int:
     return max(1, math.ceil((moment - now).total_seconds()))
 
 
-def login_account_key(username: str) -> str:
+def login_account_key(username: str, address: str) -> str:
+    """The key of one account's failed logins from one client address."""
     # Hashed: a username field sometimes holds a mistyped password.
-    digest = hashlib.sha256(username.strip().casefold().encode("utf-8")).hexdigest()
-    return f"login-account:{digest[:40]}"
+    account = username.strip().casefold()
+    digest = hashlib.sha256(f"{account}\n{address}".encode("utf-8", "backslashreplace"))
+    return f"login-account:{digest.hexdigest()[:40]}"
 
 
 def login_address_key(address: str) -> str:
@@ -166,7 +171,7 @@ def token_address_key(address: str) -> str:
 
 
 def failure_lock(*, account_key: str | None, address_key: str | None) -> Lock | None:
-    """The lock on the account (first) or the address, or None when neither is locked."""
+    """The lock on the account key (first) or the address, or None when neither is locked."""
     keys = [key for key in (account_key, address_key) if key is not None]
     if not keys:
         return None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -21,6 +22,22 @@ class Conflict(exceptions.APIException):
     status_code = 409
     default_detail = "Conflict."
     default_code = "conflict"
+
+
+class BodyTooLarge(exceptions.APIException):
+    """413: the request body is over the size the server reads (DATA_UPLOAD_MAX_MEMORY_SIZE)."""
+
+    status_code = 413
+    default_detail = "The request body is too large."
+    default_code = "body_too_large"
+
+
+def body_too_large() -> BodyTooLarge:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return BodyTooLarge(
+        f"The request body is larger than the limit of {limit:,} bytes "
+        "(DATA_UPLOAD_MAX_MEMORY_SIZE)."
+    )
 
 
 class InsufficientStorage(exceptions.APIException):
@@ -81,6 +98,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = body_too_large()
+    elif isinstance(exc, TooManyFieldsSent):
+        exc = exceptions.ValidationError(
+            f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,} fields "
+            "(DATA_UPLOAD_MAX_NUMBER_FIELDS)."
+        )
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response

@@ -204,6 +204,14 @@ class UploadBillingOutput(serializers.Serializer):
     replaced = ReplacedPeriodOutput(many=True)
 
 
+class SetAsideBatchOutput(serializers.Serializer):
+    """A micro-batch a landing set aside instead of landing, and why."""
+
+    batch = serializers.IntegerField()
+    records = serializers.IntegerField()
+    error = serializers.CharField()
+
+
 class StreamBatchesOutput(serializers.Serializer):
     """A stream upload's micro-batches (records as the receivers accepted them)."""
 
@@ -215,6 +223,10 @@ class StreamBatchesOutput(serializers.Serializer):
     pending_batches = serializers.IntegerField()
     rejected = serializers.IntegerField(help_text="Records refused at receipt.")
     ignored = serializers.IntegerField(help_text="Spans that were not LLM calls.")
+    set_aside = serializers.IntegerField(
+        help_text="Records of batches a landing set aside (counted as rejected)."
+    )
+    set_aside_batches = SetAsideBatchOutput(many=True)
 
 
 class UploadDetailOutput(UploadOutput):

@@ -10,10 +10,11 @@ not claimed, so a redelivered or duplicate task never sends twice. A worker that
 mid-send leaves the claim to lapse after CLAIM_SECONDS.
 
 - Email: Django's email backend (SMTP in production; a file backend under the var directory
-  in the embedded default), subject and body in plain text.
+  in the embedded default), subject (one line) and body in plain text (`alert_text`).
 - Webhook: a JSON POST (timeout WEBHOOK_TIMEOUT_SECONDS) of ``{"text": ..., "alert": {...}}``
-  (``text`` is what Slack shows) with ``X-Audit-Signature: sha256=<hex HMAC-SHA256 of the
-  body, keyed with ALERT_WEBHOOK_SECRET>``; any 2xx answer is delivered.
+  (``text`` is what Slack shows, escaped for it: `alert_text`) with ``X-Audit-Signature:
+  sha256=<hex HMAC-SHA256 of the body, keyed with ALERT_WEBHOOK_SECRET>``; any 2xx answer is
+  delivered.
 
 A webhook is *failing* when its latest attempted delivery failed after every retry
 (`failing_webhooks`); the Budgets page shows it.
@@ -39,6 +40,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from audit_app.budgets.alert_text import chat_text, email_body_text, email_subject
 from audit_app.models import Alert, AlertDelivery
 
 logger = logging.getLogger(__name__)
@@ -161,8 +163,8 @@ def failure_message(exc: Exception) -> str:
 
 
 def alert_text(alert: Alert) -> str:
-    """The one line a chat channel or an email subject shows."""
-    return f"[{alert.get_kind_display()}] {alert.message}"
+    """The one line a chat channel shows, escaped for Slack (`alert_text.chat_text`)."""
+    return chat_text(kind=str(alert.get_kind_display()), message=alert.message)
 
 
 def alert_payload(alert: Alert) -> dict[str, Any]:
@@ -219,13 +221,13 @@ def send_webhook(alert: Alert, url: str) -> None:
 def send_email(alert: Alert, address: str) -> None:
     body = "\n\n".join(
         [
-            alert.message,
+            email_body_text(alert.message),
             json.dumps(alert_payload(alert), indent=2, sort_keys=True),
             "Acknowledge it on the Alerts page of Inference Spend Audit.",
         ]
     )
     send_mail(
-        subject=alert_text(alert)[:200],
+        subject=email_subject(kind=str(alert.get_kind_display()), message=alert.message),
         message=body,
         from_email=settings.DEFAULT_FROM_EMAIL,
         recipient_list=[address],

@@ -38,7 +38,7 @@ from audit_app.ingestion.cardinality import (
     workload_fold_note,
 )
 from audit_app.ingestion.daily import PRICING_SUM_FIELDS, daily_from_hourly
-from audit_app.ingestion.reading import ImportFileError, RowReject, read_head
+from audit_app.ingestion.reading import ImportFileError, RowReject, inert_text, read_head
 from audit_app.ingestion.rollups import IngestAggregate, distinct_sketch
 from audit_app.ingestion.supersession import charges_supersede
 from audit_app.ingestion.token_logs.base import ParsedChunk
@@ -162,7 +162,7 @@ def unexpected_error(exc: Exception) -> str:
 
 def fail_upload(upload_id: int, message: str) -> Upload:
     Upload.objects.filter(pk=upload_id).update(
-        status=Upload.Status.FAILED, error=message[:2000], finished_at=timezone.now()
+        status=Upload.Status.FAILED, error=inert_text(message)[:2000], finished_at=timezone.now()
     )
     return Upload.objects.get(pk=upload_id)
 

@@ -24,7 +24,7 @@ import csv
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import BinaryIO, Generic, TypeVar
 
 # The format a caller names to have the file's own format detected (`audit_app.ingestion.formats`).
@@ -40,6 +40,9 @@ MISSING_TEXT = frozenset({"", "null", "none"})
 # rejected as rows rather than overflowing the nanosecond timestamps the rollups use.
 EARLIEST_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST_TIMESTAMP = datetime(2100, 1, 1, tzinfo=UTC)
+# A record dated later than this after now is refused: one such record would otherwise move
+# every page's default date range (it ends at the latest data) into the future.
+MAX_FUTURE = timedelta(days=1)
 
 Accepted = TypeVar("Accepted")
 
@@ -63,8 +66,14 @@ class RowReject:
     reason: str
 
     def as_dict(self) -> dict[str, object]:
-        """As an upload, a live batch and the API keep and show it."""
-        return {"line": self.line, "field": self.field, "value": self.value, "reason": self.reason}
+        """As an upload, a live batch and the API keep and show it (text made storable by
+        `inert_text`)."""
+        return {
+            "line": self.line,
+            "field": inert_text(self.field),
+            "value": inert_text(self.value),
+            "reason": inert_text(self.reason),
+        }
 
 
 class RowRejected(Exception):
@@ -79,9 +88,9 @@ class RowRejected(Exception):
     def to_reject(self, *, line: int) -> RowReject:
         return RowReject(
             line=line,
-            field=self.field,
-            value=shorten(display_value(self.value)),
-            reason=self.reason,
+            field=inert_text(self.field),
+            value=shorten(inert_text(display_value(self.value))),
+            reason=inert_text(self.reason),
         )
 
 
@@ -116,6 +125,40 @@ def display_value(value: object) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, default=str)
     return str(value)
+
+
+def unstorable_reason(value: str) -> str | None:
+    """Why a text cannot be stored as it is, or None when it can: a NUL character (PostgreSQL
+    refuses it in text) or a lone surrogate (not Unicode: no database encoding holds it)."""
+    if "\x00" in value:
+        return "contains a NUL character (U+0000)"
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"contains a lone surrogate (U+{ord(value[error.start]):04X}), which is not Unicode"
+    return None
+
+
+def inert_text(value: str) -> str:
+    """The text with NUL characters and lone surrogates written as `\\u` escapes, so that a
+    message quoting a refused value can be stored and shown."""
+    if value.isascii() and "\x00" not in value:
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\u0000")
+
+
+def check_storable(value: str, *, field: str) -> str:
+    """The text, or a reject naming `field` when it cannot be stored (`unstorable_reason`)."""
+    reason = unstorable_reason(value)
+    if reason is not None:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` {reason}; such text cannot be stored, so the record is refused.",
+        )
+    return value
 
 
 def shorten(text: str) -> str:
@@ -171,6 +214,21 @@ def check_in_years(moment: datetime, *, field: str, value: object) -> datetime:
             f"{EARLIEST_TIMESTAMP.year}-{LATEST_TIMESTAMP.year - 1}.",
         )
     return moment
+
+
+def future_cutoff() -> datetime:
+    """The latest moment a record may be dated: now plus `MAX_FUTURE`."""
+    return datetime.now(UTC) + MAX_FUTURE
+
+
+def check_not_future(moment: datetime, *, field: str, value: object, cutoff: datetime) -> None:
+    """A reject when the moment is after `cutoff` (`future_cutoff`)."""
+    if moment > cutoff:
+        raise RowRejected(
+            field=field,
+            value=value,
+            reason=f"`{field}` ({moment.isoformat()}) is more than a day in the future.",
+        )
 
 
 # ---------------------------------------------------------------------------------------------

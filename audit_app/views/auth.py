@@ -1,10 +1,10 @@
 """The login page, with failed attempts limited per account and per client address.
 
-Credentials are checked first. A correct password signs in unless its account is locked by its
-own failed attempts (that lock stops password guessing, so it refuses the correct password too,
-until its window ends); a lock on the client address, which many users behind one proxy may
-share, refuses only wrong passwords (`audit_app.access.auth_failures`; README, "Running in
-production").
+Credentials are checked first. A correct password signs in unless its account is locked from
+this client address by failed attempts from it (that lock stops password guessing, so it
+refuses the correct password too, until its window ends; from any other address the owner
+signs in); a lock on the client address, which many users behind one proxy may share, refuses
+only wrong passwords (`audit_app.access.auth_failures`; README, "Running in production").
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from audit_app.access.auth_failures import (
 )
 from audit_app.access.client_address import client_address
 
-TOO_MANY_FOR_ACCOUNT = "Too many failed logins for this account; try again in {} seconds."
+TOO_MANY_FOR_ACCOUNT = (
+    "Too many failed logins for this account from this address; try again in {} seconds."
+)
 TOO_MANY_FROM_ADDRESS = "Too many failed logins from this address; try again in {} seconds."
 
 
@@ -33,13 +35,14 @@ class LoginView(auth_views.LoginView):
     def post(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
         form = self.get_form()
         username = str(request.POST.get("username", "")).strip()
-        account_key = login_account_key(username) if username else None
+        address = client_address(request)
+        account_key = login_account_key(username, address) if username else None
         if form.is_valid():
             lock = failure_lock(account_key=account_key, address_key=None)
             if lock is None:
                 return self.form_valid(form)
         else:
-            address_key = login_address_key(client_address(request))
+            address_key = login_address_key(address)
             lock = failure_lock(account_key=account_key, address_key=address_key)
             if lock is None:
                 failure_record(account_key=account_key, address_key=address_key)

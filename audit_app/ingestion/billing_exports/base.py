@@ -46,6 +46,8 @@ from audit_app.ingestion.reading import (
     RowReject,
     RowRejected,
     check_in_years,
+    check_storable,
+    inert_text,
     is_missing,
     missing_message,
     quoted,
@@ -101,6 +103,38 @@ class BillingLine:
     # "unused" (commitment nobody used), "purchase" (buying it), or "" (not a commitment
     # line). Azure cost details set it; it tells an amortized-cost export from an actual one.
     commitment: str = ""
+
+
+_LINE_TEXTS = (
+    "provider",
+    "provider_raw",
+    "service",
+    "charge_category",
+    "charge_class",
+    "currency",
+    "unit",
+    "resource_id",
+    "region",
+    "account_id",
+    "sku",
+    "description",
+    "billing_account",
+    "commitment",
+)
+_METER_TEXTS = ("kind", "model", "token_class", "tier", "instance_type", "instance_family")
+
+
+def check_line_storable(line: BillingLine) -> BillingLine:
+    """The line, or a reject naming the first text it keeps that no database can store (a NUL
+    character or a lone surrogate: `reading.check_storable`), as token logs are refused."""
+    for name in _LINE_TEXTS:
+        check_storable(getattr(line, name), field=name)
+    for name in _METER_TEXTS:
+        check_storable(getattr(line.meter, name), field=f"meter.{name}")
+    for key, value in line.tags.items():
+        check_storable(key, field="tags")
+        check_storable(value, field=f"tags.{inert_text(key)}")
+    return line
 
 
 # The reject type both importer stacks share, under the name the billing stack's callers use.

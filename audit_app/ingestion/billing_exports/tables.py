@@ -15,6 +15,7 @@ from audit_app.ingestion.billing_exports.base import (
     BillingLine,
     BillingReject,
     ColumnIndex,
+    check_line_storable,
     require_columns,
 )
 from audit_app.ingestion.reading import (
@@ -192,7 +193,7 @@ def columns_prepare(
         found = find(columns)
 
         def convert(fields: Mapping[str, object], line: int) -> BillingLine:
-            return build(fields, line, found)
+            return check_line_storable(build(fields, line, found))
 
         return convert
 

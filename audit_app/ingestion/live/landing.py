@@ -30,11 +30,17 @@ runs beat in its worker) calls `live_land_due`, which runs `live_land` passes. O
    once, while derived results (classes, recommendations, alerts) follow on their throttle
    (`reporting.derived.refresh_due`: at most every LIVE_REFRESH_MIN_SECONDS).
 
-All of it in one transaction: the micro-batch lands whole or not at all, and a failed pass
-leaves its batches waiting for the next one. A pass also locks the data version row before it
-merges (as a file's landing does to fold names), so landings run one after another and never
-merge into the same rows at once. A batch whose records cannot be decoded lands as rejected
-(with the reason; its payload is kept) instead of failing every later pass.
+All of it in one transaction: the micro-batch lands whole or not at all. A pass also locks the
+data version row before it merges (as a file's landing does to fold names), so landings run one
+after another and never merge into the same rows at once.
+
+One bad batch never stops everyone's records. A batch whose records cannot be decoded is set
+aside; a pass that fails for any other reason than a lost connection (a database error such as
+text the database refuses, which the receivers refuse before it is kept, or any other error)
+is rolled back and run again batch by batch, each in its own savepoint, and the batches that
+fail alone are set aside. A set-aside batch keeps its payload and the reason (`LiveBatch.error`),
+counts as landed (no pass claims it again) and its records as rejected in its stream upload,
+with a reject saying why; the page and the API of the stream upload show it.
 
 Deleting a stream upload (`ingestion.uploads.upload_delete`) removes its rollups, its landed
 batches and its record keys (cascades): a record re-sent afterwards counts again. Batches of
@@ -54,7 +60,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from audit_app.costs.price_cards import long_context_thresholds
@@ -62,6 +68,7 @@ from audit_app.ingestion.cardinality import TEAM_BUCKET, WORKLOAD_BUCKET, fold_n
 from audit_app.ingestion.ingest import MAX_STORED_REJECTS, gc_paused
 from audit_app.ingestion.live.merge import merge_aggregate
 from audit_app.ingestion.live.records import decode_rows, row_key, rows_to_frame
+from audit_app.ingestion.reading import inert_text
 from audit_app.ingestion.rollups import IngestAggregate
 from audit_app.ingestion.token_logs.frame import nanos_to_usd
 from audit_app.lib.results_cache import current_version, data_changed
@@ -167,9 +174,21 @@ def live_land_due(*, budget_seconds: float | None = None) -> list[LivePass]:
 
 
 def live_land(*, max_records: int = MAX_RECORDS_PER_PASS, now: datetime | None = None) -> LivePass:
-    """Land one micro-batch (see the module doc); an empty pass when nothing waits."""
+    """Land one micro-batch (see the module doc); an empty pass when nothing waits. A pass that
+    fails (other than by a lost connection) runs again batch by batch, setting aside the
+    batches that fail alone."""
     now = now or timezone.now()
     forgotten = live_keys_forget(now=now)
+    try:
+        return _land_pass(max_records=max_records, now=now, forgotten=forgotten, apart=False)
+    except (OperationalError, InterfaceError):
+        raise  # the database went away: the next pass tries again
+    except Exception:
+        logger.exception("a live landing pass failed; landing its batches one by one")
+    return _land_pass(max_records=max_records, now=now, forgotten=forgotten, apart=True)
+
+
+def _land_pass(*, max_records: int, now: datetime, forgotten: int, apart: bool) -> LivePass:
     with gc_paused(), transaction.atomic():
         batches, more = _claim(max_records)
         if not batches:
@@ -177,9 +196,55 @@ def live_land(*, max_records: int = MAX_RECORDS_PER_PASS, now: datetime | None =
         # One landing at a time (see the module doc); the name folds' totals need it too.
         current_version()
         DataVersion.objects.select_for_update().filter(pk=1).first()
-        streams = tuple(_land_group(group, now=now) for group in _groups(batches))
+        if apart:
+            streams = tuple(landing for batch in batches for landing in _land_alone(batch, now=now))
+        else:
+            streams = tuple(_land_group(group, now=now) for group in _groups(batches))
         data_changed(live=True)
     return LivePass(streams=streams, keys_forgotten=forgotten, more=more)
+
+
+def _land_alone(batch: LiveBatch, *, now: datetime) -> list[StreamLanding]:
+    """Land one batch in a savepoint; set it aside when that fails (not for a lost
+    connection, which fails the pass)."""
+    try:
+        with transaction.atomic():
+            return [_land_group(group, now=now) for group in _groups([batch])]
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as exc:
+        logger.exception("live batch %s could not be landed; set aside", batch.pk)
+        reason = f"the database refused its records ({type(exc).__name__}: {exc})"
+        return [_set_aside(batch, reason=reason, now=now)]
+
+
+def _set_aside(batch: LiveBatch, *, reason: str, now: datetime) -> StreamLanding:
+    """Count the batch's records as rejected in its stream upload, with `reason`, and mark it
+    landed with the reason as its error (its payload kept)."""
+    day = batch.received_at.astimezone(UTC).date()
+    group = _Group(
+        source=batch.source,
+        day=day,
+        batches=[batch],
+        records=[[]],
+        keys=[[]],
+        undecodable=[reason],
+    )
+    upload = stream_upload(source=batch.source, day=day, now=now)
+    _add_totals(upload, group, IngestAggregate(), landed=0, notes=[], now=now)
+    _mark_batches(upload, group, [0], now=now)
+    return StreamLanding(
+        upload_id=upload.pk,
+        source=batch.source,
+        day=day,
+        batches=1,
+        records=batch.record_count,
+        landed=0,
+        duplicates=0,
+        input_tokens=0,
+        output_tokens=0,
+        logged_cost_usd=Decimal(0),
+    )
 
 
 def live_keys_forget(*, now: datetime) -> int:
@@ -466,7 +531,12 @@ def _add_totals(
         if reason:
             undecodable += batch.record_count
             rejects.append(
-                {"line": 0, "field": "records", "value": f"batch {batch.pk}", "reason": reason}
+                {
+                    "line": 0,
+                    "field": "records",
+                    "value": f"batch {batch.pk}",
+                    "reason": f"set aside: {inert_text(reason)}",
+                }
             )
     upload.rows_read += sum(b.rows_read for b in group.batches)
     upload.rows_rejected += sum(b.rows_rejected for b in group.batches) + undecodable
@@ -488,7 +558,8 @@ def _add_totals(
 
 def _mark_batches(upload: Upload, group: _Group, counts: list[int], *, now: datetime) -> None:
     """Each batch landed into ``upload``, with its new and re-sent records counted; its
-    payload dropped, unless it could not be decoded (kept for whoever looks into it)."""
+    payload dropped, unless it was set aside (kept for whoever looks into it, with the reason
+    as the batch's error)."""
     ids = [batch.pk for batch in group.batches]
     read = [
         batch.pk
@@ -497,6 +568,10 @@ def _mark_batches(upload: Upload, group: _Group, counts: list[int], *, now: date
     ]
     LiveBatch.objects.filter(pk__in=ids).update(landed_at=now, upload=upload)
     LiveBatch.objects.filter(pk__in=read).update(records=b"")
+    for batch, reason in zip(group.batches, group.undecodable, strict=True):
+        if reason:
+            batch.error = inert_text(reason)[:2000]
+            LiveBatch.objects.filter(pk=batch.pk).update(error=batch.error)
     for batch, landed, records in zip(group.batches, counts, group.records, strict=True):
         batch.records_landed = landed
         batch.records_duplicate = len(records) - landed

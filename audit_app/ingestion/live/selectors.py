@@ -23,10 +23,20 @@ class PendingSource:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SetAsideBatch:
+    """A batch a landing set aside instead of landing, and why."""
+
+    batch: int
+    records: int
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class StreamBatches:
     """A stream upload's micro-batches: the records its source sent that day (as the receivers
     accepted them), how many counted, how many were sent again, how many still wait to land,
-    and what the receivers refused or ignored (spans that were not LLM calls)."""
+    what the receivers refused or ignored (spans that were not LLM calls), and the batches a
+    landing set aside (the first MAX_SET_ASIDE_LISTED of them listed with their errors)."""
 
     batches: int
     received: int
@@ -36,6 +46,11 @@ class StreamBatches:
     pending_batches: int
     rejected: int
     ignored: int
+    set_aside: int = 0
+    set_aside_batches: tuple[SetAsideBatch, ...] = ()
+
+
+MAX_SET_ASIDE_LISTED = 20
 
 
 def source_label(source: str) -> str:
@@ -94,4 +109,15 @@ def stream_batches(*, upload: Upload) -> StreamBatches | None:
         pending_batches=waiting["batches"] or 0,
         rejected=both["rejected"],
         ignored=both["ignored"],
+        set_aside=LiveBatch.objects.filter(upload=upload)
+        .exclude(error="")
+        .aggregate(records=Sum("record_count"))["records"]
+        or 0,
+        set_aside_batches=tuple(
+            SetAsideBatch(batch=pk, records=records, error=error)
+            for pk, records, error in LiveBatch.objects.filter(upload=upload)
+            .exclude(error="")
+            .order_by("id")
+            .values_list("id", "record_count", "error")[:MAX_SET_ASIDE_LISTED]
+        ),
     )

@@ -30,13 +30,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict
 
 from audit_app.ingestion.identity import resolve_workload
 from audit_app.ingestion.reading import (
     RowReject,
     RowRejected,
     check_chunk_rows,
+    check_not_future,
+    check_storable,
+    future_cutoff,
     group_outcomes,
     text,
 )
@@ -166,6 +169,9 @@ def _checked_times(
     """(start, end, first token): the end not before the start, the first token between them."""
     started = _required_timestamp(started_at, field=names.started_at)
     ended = _required_timestamp(ended_at, field=names.ended_at)
+    cutoff = future_cutoff()
+    check_not_future(started, field=names.started_at, value=started_at, cutoff=cutoff)
+    check_not_future(ended, field=names.ended_at, value=ended_at, cutoff=cutoff)
     if ended < started:
         raise RowRejected(
             field=names.ended_at,
@@ -248,6 +254,56 @@ def _token_counts(
     return input_count, output_count, cached_count, creation_count
 
 
+class _KeptTexts(TypedDict):
+    """The texts a canonical request keeps (stored, or its key in live ingestion)."""
+
+    model: str
+    team: str
+    end_user: str
+    caller: str
+    provider: str
+    operation: str
+    pool: str
+    request_id: str
+    workload: str
+
+
+def _kept_texts(
+    *,
+    names: SourceFields,
+    model: str,
+    operation: str,
+    team: object,
+    end_user: object,
+    caller: object,
+    provider: object,
+    request_id: object,
+    pool: object,
+    tags: Sequence[str],
+    metadata: Mapping[str, object] | None,
+) -> _KeptTexts:
+    """The record's kept texts, the workload named by `resolve_workload`; each must be
+    storable: a NUL or a lone surrogate is refused here (`RowRejected` naming the first, in
+    this order), so it never reaches the database."""
+    kept = _KeptTexts(
+        model=model,
+        team=text(team),
+        end_user=text(end_user),
+        caller=text(caller),
+        provider=text(provider),
+        operation=operation,
+        pool=text(pool),
+        request_id=text(request_id),
+        workload="",
+    )
+    kept["workload"] = resolve_workload(
+        tags=tags, metadata=metadata or {}, caller=kept["caller"], team=kept["team"], model=model
+    )
+    for field, value in kept.items():
+        check_storable(str(value), field=names.model if field == "model" else field)
+    return kept
+
+
 def build_request(
     *,
     line: int,
@@ -294,25 +350,24 @@ def build_request(
         is_error=status_word == STATUS_ERROR,
         is_embedding=operation_name == OPERATION_EMBEDDING,
     )
-    team_name = text(team)
-    caller_name = text(caller)
+    kept = _kept_texts(
+        names=names,
+        model=model_name,
+        operation=operation_name,
+        team=team,
+        end_user=end_user,
+        caller=caller,
+        provider=provider,
+        request_id=request_id,
+        pool=pool,
+        tags=tags,
+        metadata=metadata,
+    )
     return CanonicalRequest(
         started_at=started,
         ended_at=ended,
         first_token_at=first_token,
-        workload=resolve_workload(
-            tags=tags,
-            metadata=metadata or {},
-            caller=caller_name,
-            team=team_name,
-            model=model_name,
-        ),
-        team=team_name,
-        end_user=text(end_user),
-        caller=caller_name,
-        provider=text(provider),
-        model=model_name,
-        operation=operation_name,
+        **kept,
         streaming=parse_bool(streaming, field=names.streaming),
         batch_api=parse_bool(batch_api, field=names.batch_api) or False,
         input_tokens=input_count,
@@ -321,8 +376,6 @@ def build_request(
         cache_creation_input_tokens=creation_count,
         cost_usd=parse_cost(cost_usd, field=names.cost_usd),
         status=status_word,
-        request_id=text(request_id),
-        pool=text(pool),
         line=line,
     )
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from audit_app.ingestion.reading import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from audit_app.ingestion.reading import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, future_cutoff
 from audit_app.ingestion.token_logs import frame as canonical
 from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
 
@@ -61,6 +61,15 @@ def missing_cells(column: pa.Array, lengths: np.ndarray) -> np.ndarray:
 
 EARLIEST_NS = int(EARLIEST_TIMESTAMP.timestamp()) * 1_000_000_000
 LATEST_NS = int(LATEST_TIMESTAMP.timestamp()) * 1_000_000_000
+
+
+def latest_ns() -> int:
+    """The latest time, in nanoseconds, the row path accepts without a reject: before
+    `LATEST_TIMESTAMP` and not more than a day in the future (`reading.future_cutoff`)."""
+    cutoff = future_cutoff()
+    return min(LATEST_NS - 1, int(cutoff.timestamp()) * 1_000_000_000 + cutoff.microsecond * 1000)
+
+
 _ZONED = re.compile(r"(Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
 
 
@@ -92,8 +101,9 @@ def timestamps(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         break
     if nanos is None:
         nanos, parsed = _timestamps_one_by_one(column, present)
-    # Outside the row path's years the row path rejects the row; send it there.
-    parsed &= (nanos >= EARLIEST_NS) & (nanos < LATEST_NS)
+    # Outside the row path's years, or in the future, the row path rejects the row; send it
+    # there.
+    parsed &= (nanos >= EARLIEST_NS) & (nanos <= latest_ns())
     # The row path cuts fractions to microseconds; floor division does that for any sign.
     return nanos // 1000 * 1000, parsed, missing
 

@@ -94,6 +94,9 @@ SCHEMA = pa.schema(
         ("metadata", METADATA),
     ]
 )
+# Blocks holding these bytes take the row path: an escaped NUL character, which the row path
+# refuses in any field a record keeps (an escaped lone surrogate pyarrow refuses by itself).
+UNSUPPORTED_BYTES = (b"\\u0000",)
 # The metadata keys the mapping reads, with where each sits in `METADATA`.
 METADATA_TEXT_KEYS = ("user_api_key_alias", "user_api_key_team_alias", "pool", "status")
 CACHED_TOKEN_PATHS = (
@@ -147,7 +150,9 @@ def read_jsonl_columnar(
             stop = min(start + chunk_rows, table.num_rows)
             yield converter.convert(table.slice(start, stop - start), block=run, start=start)
 
-    for block, table in json_lines.parsed_blocks(stream, schema=SCHEMA, block_bytes=size):
+    for block, table in json_lines.parsed_blocks(
+        stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES
+    ):
         if table is None:
             yield from convert_pending()
             yield from _block_by_rows(

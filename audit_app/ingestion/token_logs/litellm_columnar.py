@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -218,8 +219,17 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
     )
 
 
+# A JSON escape of a NUL character or of a surrogate: the text it decodes to may not be
+# storable (`reading.unstorable_reason`), so rows carrying it take the row path, which refuses
+# them when a field they keep holds one (a surrogate pair, such as an escaped emoji, is fine).
+UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
 def _metadata_facts(raw: str) -> _MetadataFacts | None:
-    """None when the row path rejects every row carrying this metadata."""
+    """None when the row path rejects every row carrying this metadata, or may
+    (`UNSTORABLE_ESCAPE`)."""
+    if "\\u" in raw and UNSTORABLE_ESCAPE.search(raw):
+        return None
     return _plain_metadata_facts(raw) or _metadata_facts_full(raw)
 
 
@@ -270,6 +280,8 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
 
 
 def _request_tags(raw: str) -> tuple[str, ...] | None:
+    if "\\u" in raw and UNSTORABLE_ESCAPE.search(raw):
+        return None  # the row path decides (see `UNSTORABLE_ESCAPE`)
     try:
         return tuple(parse_tags(raw, field="request_tags"))
     except RowRejected:

@@ -27,10 +27,15 @@ from tests.support.processes import REPO_ROOT, child_env
 
 
 def test_keys() -> None:
-    # The account key is the start of the case-folded name's SHA-256 (a username field
-    # sometimes holds a mistyped password): `printf ann | sha256sum` gives 49915e0d7d4b...
-    assert login_account_key(" Ann ") == login_account_key("ann")
-    assert login_account_key("ann") == "login-account:49915e0d7d4b402e3017d010bc1c0e83cac6c797"
+    # The account key is the start of the SHA-256 of the case-folded name and the client
+    # address (a username field sometimes holds a mistyped password):
+    # `printf 'ann\n198.51.100.7' | sha256sum` gives 285b7a2e2f7c...
+    address = "198.51.100.7"
+    assert login_account_key(" Ann ", address) == login_account_key("ann", address)
+    assert login_account_key("ann", address) == (
+        "login-account:285b7a2e2f7c5ea163fd1d1d0e5b9397d46c105b"
+    )
+    assert login_account_key("ann", "198.51.100.8") != login_account_key("ann", address)
     assert login_address_key("2001:db8::7") == "login-address:2001:db8::7"
 
 

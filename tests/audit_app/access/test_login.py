@@ -1,5 +1,5 @@
-"""The login page: credentials first; an account's own failures lock it, someone else's never
-refuse a correct password."""
+"""The login page: credentials first; an account's failures from one address lock it from that
+address only, and failures of others (or from elsewhere) never refuse a correct password."""
 
 from __future__ import annotations
 
@@ -30,19 +30,33 @@ def bob(db: Any) -> Any:
 
 
 @override_settings(AUTH_FAILURES_PER_MINUTE=3)
-def test_an_account_locked_by_its_own_failures_refuses_even_its_password(alice: Any) -> None:
-    client = Client()
+def test_failures_from_many_addresses_never_lock_the_owner_out(alice: Any) -> None:
+    """Ten wrong passwords a minute from ten addresses: each address failed once, and the
+    owner signs in from hers."""
     codes = [
-        _login(client, "alice", "wrong", REMOTE_ADDR=f"198.51.100.{i}").status_code
-        for i in range(1, 5)
+        _login(Client(), "alice", "wrong", REMOTE_ADDR=f"198.51.100.{i}").status_code
+        for i in range(1, 11)
     ]
+    assert codes == [200] * 10
+    signed_in = _login(Client(), "alice", TEST_PASSWORD, REMOTE_ADDR="203.0.113.50")
+    assert (signed_in.status_code, signed_in["Location"]) == (302, "/")
+
+
+@override_settings(AUTH_FAILURES_PER_MINUTE=3)
+def test_an_account_locked_from_one_address_refuses_its_password_there_only(alice: Any) -> None:
+    client = Client()
+    guesser = {"REMOTE_ADDR": "198.51.100.9"}
+    codes = [_login(client, "alice", "wrong", **guesser).status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
-    locked = _login(Client(), "alice", TEST_PASSWORD, REMOTE_ADDR="198.51.100.9")
+    locked = _login(Client(), "alice", TEST_PASSWORD, **guesser)
     assert locked.status_code == 429
     assert 1 <= int(locked["Retry-After"]) <= 60
     text = locked.content.decode()
-    assert "Too many failed logins for this account; try again in " in text
+    assert "Too many failed logins for this account from this address; try again in " in text
     assert "did not match" not in text
+    # The owner, from another address, signs in.
+    owner = _login(Client(), "alice", TEST_PASSWORD, REMOTE_ADDR="203.0.113.50")
+    assert (owner.status_code, owner["Location"]) == (302, "/")
 
 
 @override_settings(AUTH_FAILURES_PER_MINUTE=3)

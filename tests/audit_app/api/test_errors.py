@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -75,3 +76,43 @@ def test_each_kind_maps_to_one_status_and_the_house_body(
     response = exception_handler(error, {})
     assert response is not None
     assert (response.status_code, response.data) == (status, body)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("auth", ["session", "token"])
+@pytest.mark.parametrize("content_type", ["application/json", "application/x-www-form-urlencoded"])
+def test_an_oversized_body_gets_the_json_error_naming_the_limit(
+    auth: str, content_type: str, engineer_user: Any
+) -> None:
+    """A 3 MB acknowledge note: 413 in the API's JSON shape, not Django's HTML 400 page."""
+    from django.conf import settings
+    from django.test import Client
+
+    from audit_app.access.tokens import api_token_issue
+    from audit_app.models import Alert
+
+    alert = Alert.objects.create(kind="anomaly", anomaly_key="k", message="m", details={})
+    client = Client()
+    headers: dict[str, str] = {}
+    if auth == "session":
+        client.force_login(engineer_user)
+    else:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {api_token_issue(user=engineer_user).key}"
+    note = "n" * (3 * 1024 * 1024)
+    body = json.dumps({"note": note}) if content_type == "application/json" else f"note={note}"
+    response = client.post(
+        f"/api/v1/alerts/{alert.pk}/acknowledge/",
+        data=body,
+        content_type=content_type,
+        **headers,
+    )
+    assert response.status_code == 413
+    assert response["Content-Type"] == "application/json"
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    assert response.json() == {
+        "detail": f"The request body is larger than the limit of {limit:,} bytes "
+        "(DATA_UPLOAD_MAX_MEMORY_SIZE).",
+        "errors": {},
+    }
+    alert.refresh_from_db()
+    assert alert.acknowledged_at is None

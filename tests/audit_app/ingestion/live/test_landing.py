@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.db.models import Sum
 
 from audit_app.ingestion import ingest
@@ -198,11 +199,11 @@ def test_a_micro_batch_lands_whole_or_not_at_all(monkeypatch: pytest.MonkeyPatch
 
     def fail_on_workload_days(model: Any, rows: Any, **kwargs: Any) -> int:
         if model is WorkloadDay:  # the rollups are written by now
-            raise RuntimeError("the database went away")
+            raise OperationalError("the database went away")
         return real_insert(model, rows, **kwargs)
 
     monkeypatch.setattr(merge, "insert_all", fail_on_workload_days)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(OperationalError):
         live_land(now=T0 + timedelta(seconds=2))
     assert not Upload.objects.exists()
     assert not HourlyRollup.objects.exists() and not DailyRollup.objects.exists()

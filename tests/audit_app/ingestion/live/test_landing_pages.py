@@ -99,6 +99,8 @@ def test_the_api_shows_the_stream_fields(client: Client, finops_user: Any, strea
         "pending_batches": 1,
         "rejected": 1,
         "ignored": 2,
+        "set_aside": 0,
+        "set_aside_batches": [],
     }
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     fields = schema["components"]["schemas"]["UploadOutput"]["properties"]
