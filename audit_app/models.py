@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.lib.masking import mask_webhook
 
 
 class Upload(models.Model):
@@ -937,7 +938,12 @@ class AlertDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"alert {self.alert_id} → {self.channel} {self.target}: {self.status}"
+        return f"alert {self.alert_id} → {self.channel} {self.shown_target}: {self.status}"
+
+    @property
+    def shown_target(self) -> str:
+        """The recipient as pages and answers show it: a webhook URL masked."""
+        return mask_webhook(self.target) if self.channel == self.Channel.WEBHOOK else self.target
 
 
 class LiveBatch(models.Model):

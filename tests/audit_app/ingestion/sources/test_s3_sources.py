@@ -40,7 +40,7 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "MOTO_S3_CUSTOM_ENDPOINTS": "http://minio.internal:9000",
+        "MOTO_S3_CUSTOM_ENDPOINTS": "http://127.0.0.1:9000",
     }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
@@ -151,7 +151,7 @@ def test_an_s3_compatible_endpoint_and_keys_are_passed_to_boto3(
 ) -> None:
     minio = boto3.client(
         "s3",
-        endpoint_url="http://minio.internal:9000",
+        endpoint_url="http://127.0.0.1:9000",
         aws_access_key_id="minio",
         aws_secret_access_key="minio-secret",
         region_name="us-east-1",
@@ -163,7 +163,7 @@ def test_an_s3_compatible_endpoint_and_keys_are_passed_to_boto3(
         name="minio",
         kind="s3",
         location="exports",
-        endpoint_url="http://minio.internal:9000",
+        endpoint_url="http://127.0.0.1:9000",
         region="eu-west-3",
         access_key_id="minio",
         secret_access_key="minio-secret",
@@ -176,7 +176,7 @@ def test_an_s3_compatible_endpoint_and_keys_are_passed_to_boto3(
     config = call.pop("config")
     assert call == {
         "service": "s3",
-        "endpoint_url": "http://minio.internal:9000",
+        "endpoint_url": "http://127.0.0.1:9000",
         "region_name": "eu-west-3",
         "aws_access_key_id": "minio",
         "aws_secret_access_key": "minio-secret",
