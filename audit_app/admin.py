@@ -208,7 +208,8 @@ class WorkloadOverrideAdmin(ReadOnlyAdmin):
 
 
 class BillingSourceAdminForm(forms.ModelForm):
-    """The secret key is typed, never shown: left empty on a change, the stored one is kept.
+    """The secret key is typed, never shown: left empty on a change, the stored one is kept,
+    unless the kind, bucket or endpoint changes (then the keys are forgotten).
     Saving goes through `audit_app.ingestion.source_changes`, so the same checks apply as on
     the API (kind-specific fields, the folder under BILLING_SOURCE_ROOTS, ...)."""
 
@@ -229,6 +230,7 @@ class BillingSourceAdminForm(forms.ModelForm):
         from audit_app.ingestion.source_changes import (
             FIELDS,
             SourceRefused,
+            changed_data,
             source_data,
             source_values,
         )
@@ -236,9 +238,12 @@ class BillingSourceAdminForm(forms.ModelForm):
         cleaned = super().clean() or {}
         data = {field: cleaned.get(field) for field in FIELDS}
         data["enabled"] = bool(data["enabled"])
-        stored = source_data(self.instance) if self.instance.pk else {}
-        if not data["secret_access_key"] and not cleaned.get("clear_secret_access_key"):
-            data["secret_access_key"] = stored.get("secret_access_key", "")
+        if self.instance.pk:
+            if not data["secret_access_key"]:
+                del data["secret_access_key"]  # kept, unless the source points elsewhere
+            data = changed_data(source_data(self.instance), data)
+        if cleaned.get("clear_secret_access_key"):
+            data["secret_access_key"] = ""
         try:
             values = source_values(data)
         except SourceRefused as exc:

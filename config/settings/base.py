@@ -12,7 +12,6 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
-
 from kombu import Exchange, Queue
 
 from config.env import env_bool, env_float, env_int, env_list, env_networks, env_str
