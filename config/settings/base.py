@@ -400,7 +400,7 @@ S3_AMBIENT_CREDENTIALS = env_bool("S3_AMBIENT_CREDENTIALS", False)
 # Secrets kept in the database (S3 secret keys) are encrypted with Fernet: the first of these
 # keys encrypts, every one decrypts. Rotate by putting a new key first, then running
 # `manage.py encrypt_secrets`, then dropping the old key. Without it, a key derived from
-# DJANGO_SECRET_KEY is used (so changing that key needs the old one listed here).
+# DJANGO_SECRET_KEY is used (set keys here, and run encrypt_secrets, before changing that one).
 FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS", [])
 
 # --- Alerts and email --------------------------------------------------------------------------
