@@ -16,6 +16,8 @@ webhooks.
   the headers and every read of the body, over all redirects. A watchdog shuts the socket down
   when it passes, so a peer sending a byte every few seconds is cut there.
 - The body is read up to a size cap (``max_bytes``); more is `OutboundFailed`.
+- A user name and password in the URL are sent as HTTP Basic authorization to that URL only,
+  never to where it redirects (unless the redirect names them again).
 
 Failures are `OutboundRefused` (the address or scheme is not allowed) and `OutboundFailed`
 (unreachable, too slow, too large); their message is a clause ("the address 127.0.0.1 of
@@ -25,6 +27,7 @@ holds the peer's body or status text. Proxies from the environment are not used.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import ipaddress
 import socket
@@ -35,7 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from django.conf import settings
 
@@ -108,8 +111,8 @@ def _forbidden_kind(address: IPAddress) -> str:
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
         ("multicast", address.is_multicast),
-        ("private", address.is_private),
         ("reserved", address.is_reserved),
+        ("private", address.is_private),
     ):
         if flag:
             return kind
@@ -146,6 +149,7 @@ class Target:
     port: int
     path: str
     addresses: tuple[str, ...]
+    authorization: str = ""  # Basic, from the URL's user name and password
 
     @property
     def host_header(self) -> str:
@@ -182,6 +186,10 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
         if text not in addresses:
             addresses.append(text)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    authorization = ""
+    if parts.username or parts.password:
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        authorization = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
     return Target(
         url=url,
         scheme=parts.scheme,
@@ -189,6 +197,7 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
         port=port,
         path=path,
         addresses=tuple(addresses),
+        authorization=authorization,
     )
 
 
@@ -358,10 +367,11 @@ def _send(
     context: ssl.SSLContext | None,
 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     connection = _connect(target, deadline, context)
+    sent = {"Host": target.host_header, **headers}
+    if target.authorization:
+        sent["Authorization"] = target.authorization
     try:
-        connection.request(
-            method, target.path, body=body, headers={"Host": target.host_header, **headers}
-        )
+        connection.request(method, target.path, body=body, headers=sent)
         return connection, connection.getresponse()
     except (OSError, http.client.HTTPException) as exc:
         connection.close()
