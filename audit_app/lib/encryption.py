@@ -82,7 +82,7 @@ def decrypt(stored: str) -> str:
         return stored
 
 
-class EncryptedTextField(models.TextField):  # type: ignore[type-arg]
+class EncryptedTextField(models.TextField):
     """Text kept encrypted in its column; read and written as plain text."""
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:

@@ -172,9 +172,11 @@ def test_a_redirect_to_a_refused_address_is_refused(status: int) -> None:
     only_it = OutboundPolicy(allow_private=allowed_networks("127.0.0.2/32"))
     with http_peer({"/secret": Route(body=b"internal")}) as internal:
         moved = Route(status=status, headers={"Location": f"{internal.base}/secret"})
-        with http_peer({"/f.csv": moved}, host="127.0.0.2") as peer:
-            with pytest.raises(OutboundRefused) as refused:
-                outbound.request("POST", f"{peer.base}/f.csv", policy=only_it, body=b"{}")
+        with (
+            http_peer({"/f.csv": moved}, host="127.0.0.2") as peer,
+            pytest.raises(OutboundRefused) as refused,
+        ):
+            outbound.request("POST", f"{peer.base}/f.csv", policy=only_it, body=b"{}")
     assert str(refused.value).startswith(
         "it redirected to a URL that is refused: the address 127.0.0.1 is loopback"
     )
@@ -183,9 +185,8 @@ def test_a_redirect_to_a_refused_address_is_refused(status: int) -> None:
 
 def test_a_redirect_to_ftp_is_refused() -> None:
     moved = Route(status=302, headers={"Location": "ftp://127.0.0.1/etc/passwd"})
-    with http_peer({"/hook": moved}) as peer:
-        with pytest.raises(OutboundRefused) as refused:
-            outbound.request("GET", f"{peer.base}/hook", policy=LOOPBACK_ALLOWED)
+    with http_peer({"/hook": moved}) as peer, pytest.raises(OutboundRefused) as refused:
+        outbound.request("GET", f"{peer.base}/hook", policy=LOOPBACK_ALLOWED)
     assert str(refused.value) == (
         "it redirected to a URL that is refused: only http and https may be used, not ftp://"
     )
@@ -217,9 +218,11 @@ def test_a_dripping_peer_is_cut_at_the_total_deadline(headers_too: bool) -> None
     policy = OutboundPolicy(allow_private=LOOPBACK_ALLOWED.allow_private, timeout_seconds=2)
     with dripping_peer(every_seconds=0.5, headers_too=headers_too) as base:
         started = time.monotonic()
-        with pytest.raises(OutboundFailed) as failed:
-            with outbound.opened("GET", f"{base}/slow.csv", policy=policy) as response:
-                response.read_all()
+        with (
+            pytest.raises(OutboundFailed) as failed,
+            outbound.opened("GET", f"{base}/slow.csv", policy=policy) as response,
+        ):
+            response.read_all()
         took = elapsed(started)
     assert str(failed.value) == "no complete answer within 2 s"
     assert 1.5 <= took < 20
@@ -244,9 +247,11 @@ def test_the_body_is_read_up_to_the_cap() -> None:
     with http_peer({"/big": Route(body=b"y" * 5000), "/small": Route(body=b"z" * 1000)}) as peer:
         with outbound.opened("GET", f"{peer.base}/small", policy=policy) as response:
             assert response.read_all() == b"z" * 1000
-        with pytest.raises(OutboundFailed, match="the answer is larger than 1,000 bytes"):
-            with outbound.opened("GET", f"{peer.base}/big", policy=policy) as response:
-                response.read_all()
+        with (
+            pytest.raises(OutboundFailed, match="the answer is larger than 1,000 bytes"),
+            outbound.opened("GET", f"{peer.base}/big", policy=policy) as response,
+        ):
+            response.read_all()
 
 
 def test_a_closed_port_is_unreachable_without_the_peers_words() -> None:
@@ -261,10 +266,12 @@ def test_a_closed_port_is_unreachable_without_the_peers_words() -> None:
 
 def test_an_error_status_is_returned_to_the_caller_with_its_code_only() -> None:
     route = Route(status=500, body=b"stack trace: password=hunter2", reason="Leaked Reason")
-    with http_peer({"/x": route}) as peer:
-        with outbound.opened("GET", f"{peer.base}/x", policy=LOOPBACK_ALLOWED) as response:
-            assert response.status == 500
-            assert not hasattr(response, "reason")
+    with (
+        http_peer({"/x": route}) as peer,
+        outbound.opened("GET", f"{peer.base}/x", policy=LOOPBACK_ALLOWED) as response,
+    ):
+        assert response.status == 500
+        assert not hasattr(response, "reason")
 
 
 def test_credentials_in_the_url_go_to_that_url_only_never_to_where_it_redirects() -> None:
