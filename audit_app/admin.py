@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from audit_app.costs.catalog import source_age_days
 from audit_app.ingestion.source_changes import FIELDS
+from audit_app.lib.masking import mask_url_credentials
 from audit_app.models import (
     ApiToken,
     BillingCharge,
@@ -260,7 +261,7 @@ class BillingSourceAdmin(admin.ModelAdmin):
     list_display = (
         "name",
         "kind",
-        "location",
+        "shown_location",
         "enabled",
         "last_polled_at",
         "last_changed_at",
@@ -278,6 +279,11 @@ class BillingSourceAdmin(admin.ModelAdmin):
         "last_error_at",
         "consecutive_failures",
     )
+
+    @admin.display(description="location")
+    def shown_location(self, obj: BillingSource) -> str:
+        """The location with a URL's credentials masked."""
+        return mask_url_credentials(obj.location)
 
     def save_model(self, request: HttpRequest, obj: BillingSource, form: Any, change: bool) -> None:
         if not change and obj.created_by_id is None and request.user.is_authenticated:

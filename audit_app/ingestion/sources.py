@@ -350,7 +350,12 @@ def _poll_object(
             f"{message}.",
         )
     except Exception as exc:
-        logger.warning("billing source %s: reading %s failed", source.pk, obj.name, exc_info=True)
+        logger.warning(
+            "billing source %s: reading %s failed",
+            source.pk,
+            shown_name(source, obj.name),
+            exc_info=True,
+        )
         return ObjectOutcome(name=obj.name, error=_error(source, obj.name, exc))
 
 
@@ -413,7 +418,8 @@ def _ingest(
             remember={**remember, "refused": str(exc)},
             refused=_refusal(source, obj.name, str(exc)),
         )
-    logger.info("billing source %s: %s became upload %s", source.pk, obj.name, upload.pk)
+    shown = shown_name(source, obj.name)
+    logger.info("billing source %s: %s became upload %s", source.pk, shown, upload.pk)
     return ObjectOutcome(
         name=obj.name, remember={**remember, "upload": upload.pk}, upload_id=upload.pk
     )

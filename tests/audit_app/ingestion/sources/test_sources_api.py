@@ -366,6 +366,9 @@ def test_url_credentials_are_masked_for_every_role(role: str, request: Any) -> N
         text = client.get(path).content.decode()
         assert "s3cret" not in text and "abc123" not in text, path
         assert URL_SHOWN in text, path
+    if role == "admin_user":  # the admin's list too
+        listing = client.get("/admin/audit_app/billingsource/").content.decode()
+        assert "s3cret" not in listing and URL_SHOWN in listing
 
 
 def test_a_masked_location_sent_back_keeps_the_real_one(finops_user: Any) -> None:
