@@ -6,8 +6,8 @@ and each place a secret could come back, and says for each whether it was refuse
 
 - URL sources at 127.0.0.1, 127.1, 0x7f000001 and 2130706433 (all a local canary server, which
   must receive nothing) and at 169.254.169.254 are polled and must fail naming the address;
-- a budget's webhook to 127.0.0.1:6379 (Redis) must fail refused, never be POSTed (the
-  deployment needs ALERT_WEBHOOK_SECRET, or the delivery stops before its URL is checked);
+- a budget's webhook to 127.0.0.1:6379 (Redis), on a budget already past its threshold, must
+  fail refused and never be POSTed;
 - a URL source's user name, password and token, and a budget's webhook URL, must not come
   back from /api/v1/sources/ and /api/v1/budgets/ to a writer or a reader.
 

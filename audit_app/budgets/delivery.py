@@ -220,15 +220,16 @@ def send_webhook(alert: Alert, url: str) -> None:
     OutboundFailed when the URL may not be reached or did not answer in time."""
     if urlsplit(url).scheme not in ("http", "https"):
         raise ValueError(f"The webhook URL {mask_webhook(url)} is not http(s).")
+    policy = policy_from_settings(
+        max_bytes=WEBHOOK_ANSWER_BYTES, timeout_seconds=WEBHOOK_TIMEOUT_SECONDS
+    )
+    outbound.check_url(url, policy)  # refused first, whether or not webhooks can be signed
     body = webhook_body(alert)
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "inference-spend-audit-alerts",
         SIGNATURE_HEADER: signature(body, webhook_secret()),
     }
-    policy = policy_from_settings(
-        max_bytes=WEBHOOK_ANSWER_BYTES, timeout_seconds=WEBHOOK_TIMEOUT_SECONDS
-    )
     with outbound.opened("POST", url, policy=policy, headers=headers, body=body) as response:
         if not 200 <= response.status < 300:
             raise WebhookRefused(response.status)
