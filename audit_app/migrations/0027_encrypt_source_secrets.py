@@ -1,5 +1,6 @@
 """Billing sources' secret keys are encrypted at rest: the column holds a Fernet token, and
-the secrets stored before are encrypted here (`audit_app.lib.encryption`)."""
+the secrets stored before are encrypted here (`audit_app.lib.encryption`). Uploads pulled from
+a URL source keep its URL with the credentials masked, as new ones do."""
 
 from typing import Any
 
@@ -19,6 +20,17 @@ def encrypt_stored_secrets(apps: Any, schema_editor: Any) -> None:
         )
 
 
+def mask_pulled_urls(apps: Any, schema_editor: Any) -> None:
+    from audit_app.lib.masking import mask_url_credentials
+
+    upload_model = apps.get_model("audit_app", "Upload")
+    pulled = upload_model.objects.filter(billing_source__kind="http").exclude(source_object="")
+    for upload in pulled.only("pk", "source_object"):
+        shown = mask_url_credentials(upload.source_object)
+        if shown != upload.source_object:
+            upload_model.objects.filter(pk=upload.pk).update(source_object=shown[:1000])
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("audit_app", "0026_long_context_threshold"),
@@ -31,4 +43,5 @@ class Migration(migrations.Migration):
             field=audit_app.lib.encryption.EncryptedTextField(blank=True, default=""),
         ),
         migrations.RunPython(encrypt_stored_secrets, migrations.RunPython.noop),
+        migrations.RunPython(mask_pulled_urls, migrations.RunPython.noop),
     ]

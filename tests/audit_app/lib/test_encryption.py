@@ -107,3 +107,15 @@ def test_plain_values_read_as_they_are_and_the_migration_encrypts_them() -> None
     stored = _stored(source.pk)
     assert stored.startswith(PREFIX) and decrypt(stored) == SECRET
     assert encrypt("") == "" and decrypt("") == ""
+
+
+def test_the_migration_masks_urls_kept_on_pulled_uploads() -> None:
+    from audit_app.models import Upload
+
+    url = "https://ann:pw@billing.example.com/f.csv?token=abc"
+    source = BillingSource.objects.create(name="url", kind="http", location=url)
+    pulled = Upload.objects.create(kind="billing", billing_source=source, source_object=url)
+    migration = importlib.import_module("audit_app.migrations.0027_encrypt_source_secrets")
+    migration.mask_pulled_urls(apps, None)
+    pulled.refresh_from_db()
+    assert pulled.source_object == "https://***:***@billing.example.com/f.csv?token=***"
