@@ -283,3 +283,83 @@ def test_credentials_in_the_url_go_to_that_url_only_never_to_where_it_redirects(
                 assert response.read_all() == b"done"
     assert peer.requests[0]["authorization"] == "Basic YW5uOnBAc3M="  # ann:p@ss
     assert other.requests[0]["authorization"] is None
+
+
+def _self_signed(tmp_path: Any, name: str) -> tuple[str, str]:
+    """A certificate for ``name`` and its key, as PEM files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(cert_path), str(key_path)
+
+
+@pytest.mark.parametrize(("served_as", "works"), [("localhost", True), ("other.test", False)])
+def test_https_checks_the_certificate_for_the_name_while_connecting_to_the_address(
+    tmp_path: Any, served_as: str, works: bool
+) -> None:
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cert, key = _self_signed(tmp_path, served_as)
+    names: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    server_context.sni_callback = lambda sock, name, ctx: names.append(name)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = server_context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client_context = ssl.create_default_context(cafile=cert)
+    url = f"https://localhost:{server.server_address[1]}/"
+    try:
+        if works:
+            with outbound.opened(
+                "GET", url, policy=LOOPBACK_ALLOWED, tls_context=client_context
+            ) as response:
+                assert response.read_all() == b"ok"
+        else:
+            with pytest.raises(OutboundFailed, match="the TLS handshake with localhost failed"):
+                outbound.request("GET", url, policy=LOOPBACK_ALLOWED, tls_context=client_context)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert names[:1] == ["localhost"]
