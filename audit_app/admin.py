@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from audit_app.costs.catalog import source_age_days
 from audit_app.ingestion.source_changes import FIELDS
+from audit_app.lib.masking import mask_url_credentials
 from audit_app.models import (
     ApiToken,
     BillingCharge,
@@ -208,7 +209,8 @@ class WorkloadOverrideAdmin(ReadOnlyAdmin):
 
 
 class BillingSourceAdminForm(forms.ModelForm):
-    """The secret key is typed, never shown: left empty on a change, the stored one is kept.
+    """The secret key is typed, never shown: left empty on a change, the stored one is kept,
+    unless the kind, bucket or endpoint changes (then the keys are forgotten).
     Saving goes through `audit_app.ingestion.source_changes`, so the same checks apply as on
     the API (kind-specific fields, the folder under BILLING_SOURCE_ROOTS, ...)."""
 
@@ -229,6 +231,7 @@ class BillingSourceAdminForm(forms.ModelForm):
         from audit_app.ingestion.source_changes import (
             FIELDS,
             SourceRefused,
+            changed_data,
             source_data,
             source_values,
         )
@@ -236,9 +239,12 @@ class BillingSourceAdminForm(forms.ModelForm):
         cleaned = super().clean() or {}
         data = {field: cleaned.get(field) for field in FIELDS}
         data["enabled"] = bool(data["enabled"])
-        stored = source_data(self.instance) if self.instance.pk else {}
-        if not data["secret_access_key"] and not cleaned.get("clear_secret_access_key"):
-            data["secret_access_key"] = stored.get("secret_access_key", "")
+        if self.instance.pk:
+            if not data["secret_access_key"]:
+                del data["secret_access_key"]  # kept, unless the source points elsewhere
+            data = changed_data(source_data(self.instance), data)
+        if cleaned.get("clear_secret_access_key"):
+            data["secret_access_key"] = ""
         try:
             values = source_values(data)
         except SourceRefused as exc:
@@ -255,7 +261,7 @@ class BillingSourceAdmin(admin.ModelAdmin):
     list_display = (
         "name",
         "kind",
-        "location",
+        "shown_location",
         "enabled",
         "last_polled_at",
         "last_changed_at",
@@ -273,6 +279,11 @@ class BillingSourceAdmin(admin.ModelAdmin):
         "last_error_at",
         "consecutive_failures",
     )
+
+    @admin.display(description="location")
+    def shown_location(self, obj: BillingSource) -> str:
+        """The location with a URL's credentials masked."""
+        return mask_url_credentials(obj.location)
 
     def save_model(self, request: HttpRequest, obj: BillingSource, form: Any, change: bool) -> None:
         if not change and obj.created_by_id is None and request.user.is_authenticated:

@@ -21,7 +21,9 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 
+from audit_app.lib.encryption import EncryptedTextField
 from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.lib.masking import mask_webhook
 
 
 class Upload(models.Model):
@@ -937,7 +939,12 @@ class AlertDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"alert {self.alert_id} → {self.channel} {self.target}: {self.status}"
+        return f"alert {self.alert_id} → {self.channel} {self.shown_target}: {self.status}"
+
+    @property
+    def shown_target(self) -> str:
+        """The recipient as pages and answers show it: a webhook URL masked."""
+        return mask_webhook(self.target) if self.channel == self.Channel.WEBHOOK else self.target
 
 
 class LiveBatch(models.Model):
@@ -1023,7 +1030,8 @@ class BillingSource(models.Model):
     endpoint_url = models.CharField(max_length=500, blank=True, default="")
     region = models.CharField(max_length=64, blank=True, default="")
     access_key_id = models.CharField(max_length=200, blank=True, default="")
-    secret_access_key = models.CharField(max_length=200, blank=True, default="")
+    # Encrypted at rest (`audit_app.lib.encryption`); read and written as plain text.
+    secret_access_key = EncryptedTextField(blank=True, default="")
     # Billing format name, or "auto" to detect it (`audit_app.ingestion.formats`).
     format = models.CharField(max_length=32, default="auto")
     poll_every_minutes = models.PositiveIntegerField(default=60)

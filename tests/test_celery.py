@@ -29,6 +29,29 @@ def test_celery_is_configured_for_safe_ingestion() -> None:
     assert conf.worker_prefetch_multiplier == 1
 
 
+def _queue_of(task_name: str) -> str:
+    route = celery_app.amqp.router.route({}, task_name)
+    return str(route["queue"].name)
+
+
+def test_outbound_work_has_its_own_queue_and_ingestion_keeps_the_default() -> None:
+    """Source polls and alert deliveries wait on slow peers: they go to the outbound queue,
+    so a worker that ingests and lands is never held by them."""
+    outbound = ["audit_app.poll_billing_sources", "audit_app.poll_billing_source"]
+    outbound.append("audit_app.deliver_alert")
+    assert {name: _queue_of(name) for name in outbound} == dict.fromkeys(outbound, "outbound")
+    default = [
+        "audit_app.ingest_upload",
+        "audit_app.ingest_part",
+        "audit_app.land_live",
+        "audit_app.evaluate_alerts",
+        "audit_app.refresh_derived",
+    ]
+    assert {name: _queue_of(name) for name in default} == dict.fromkeys(default, "celery")
+    # A worker started without -Q consumes both, so nothing waits on a queue no one reads.
+    assert sorted(q.name for q in celery_app.conf.task_queues) == ["celery", "outbound"]
+
+
 def test_ping_runs_eagerly_in_unit_tests() -> None:
     assert ping.delay().get(timeout=5) == "pong"
 

@@ -109,6 +109,12 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         assert 'id="spend-per-day-data"' in overview
         assert "support-chat" in overview  # demo spend is on the overview
         assert _processes_matching(f"embedded-{serve.pid}@"), "worker not running"
+        # Outbound work (source polls, webhooks) has a worker of its own, on its own queue.
+        outbound = f"--queues outbound --concurrency 2 --hostname embedded-outbound-{serve.pid}@"
+        assert _processes_matching(outbound), "outbound worker not running"
+        assert _processes_matching(
+            f"--queues celery --concurrency 2 --hostname embedded-{serve.pid}@"
+        )
 
         # The worker embeds Celery beat (the alerts' schedule) with its file in the var folder.
         # Beat logs that it starts before it opens its schedule file: wait for both.
@@ -127,9 +133,10 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         assert serve.wait(timeout=20) == 0
         time.sleep(0.5)
         assert _processes_matching(f"embedded-{serve.pid}@") == []
+        assert _processes_matching(f"embedded-outbound-{serve.pid}@") == []
         with pytest.raises(OSError):
             urllib.request.urlopen(f"{base}/healthz", timeout=2)
-        assert "Stopped the web server and the worker." in log_path.read_text()
+        assert "Stopped the web server and the workers." in log_path.read_text()
     finally:
         stop_process_group(serve)
 

@@ -68,7 +68,9 @@ class AnomalyListApi(APIView):
 
 class DeliveryOutput(serializers.Serializer):
     channel = serializers.CharField()
-    target = serializers.CharField()
+    target = serializers.CharField(
+        source="shown_target", help_text="An email address, or a webhook URL masked."
+    )
     status = serializers.CharField()
     attempts = serializers.IntegerField()
     last_error = serializers.CharField()

@@ -30,6 +30,7 @@ from audit_app.budgets.status import (
     budget_status,
     default_as_of,
 )
+from audit_app.lib.masking import mask_webhook
 from audit_app.models import Budget
 
 
@@ -127,7 +128,10 @@ def budget_payload(
         "amount_usd": budget.amount_usd,
         "alert_at_pct": budget.alert_at_pct,
         "on_forecast": budget.on_forecast,
-        "notify": {"emails": budget.notify_emails, "webhooks": budget.notify_webhooks},
+        "notify": {
+            "emails": budget.notify_emails,
+            "webhooks": [mask_webhook(url) for url in budget.notify_webhooks],
+        },
         "created_by": creator.get_username() if creator else None,
         "created_at": budget.created_at,
         "updated_at": budget.updated_at,

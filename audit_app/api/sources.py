@@ -3,7 +3,8 @@
 Every role reads; finops analysts (and superusers, who hold every role) write. Input is checked
 by the service (`audit_app.ingestion.source_changes`), whose refusals name the field
 (``location``, ``endpoint_url``, ...) and are answered 400 by `audit_app.api.errors`. The
-secret access key is write-only: answers say only whether one is set."""
+secret access key is write-only: answers say only whether one is set; a URL's user name,
+password and query values are masked (sent back masked, they stand for the stored ones)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from audit_app.access.permissions import ALL_ROLES, SOURCE_WRITER_ROLES
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
 from audit_app.ingestion.source_changes import (
-    PUBLIC_FIELDS,
+    shown_fields,
     source_create,
     source_delete,
     source_update,
@@ -65,7 +66,12 @@ class SourceInput(serializers.Serializer):
         required=False,
         allow_blank=True,
         write_only=True,
-        help_text="Write-only. Without keys, boto3's own credential chain is used.",
+        help_text=(
+            "Write-only. Without keys: at AWS, boto3's own credential chain; at another "
+            "endpoint, unsigned requests (S3_AMBIENT_CREDENTIALS signs them with the chain). "
+            "Changing kind, location or endpoint_url forgets the stored keys unless the "
+            "secret is sent again."
+        ),
     )
     format = serializers.ChoiceField(choices=FORMATS_BY_KIND[BILLING], default="auto")
     poll_every_minutes = serializers.IntegerField(default=60, min_value=1)
@@ -139,10 +145,10 @@ def source_payload(source: BillingSource, request: Request) -> dict[str, Any]:
         "id": source.pk,
         "url": reverse("api-source-detail", args=[source.pk], request=request),
         "poll_url": reverse("api-source-poll", args=[source.pk], request=request),
+        **shown_fields(source),
         **{
             field: getattr(source, field)
             for field in (
-                *PUBLIC_FIELDS,
                 "created_at",
                 "last_polled_at",
                 "last_changed_at",

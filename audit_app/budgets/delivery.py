@@ -11,10 +11,15 @@ mid-send leaves the claim to lapse after CLAIM_SECONDS.
 
 - Email: Django's email backend (SMTP in production; a file backend under the var directory
   in the embedded default), subject (one line) and body in plain text (`alert_text`).
-- Webhook: a JSON POST (timeout WEBHOOK_TIMEOUT_SECONDS) of ``{"text": ..., "alert": {...}}``
-  (``text`` is what Slack shows, escaped for it: `alert_text`) with ``X-Audit-Signature:
-  sha256=<hex HMAC-SHA256 of the body, keyed with ALERT_WEBHOOK_SECRET>``; any 2xx answer is
-  delivered.
+- Webhook: a JSON POST of ``{"text": ..., "alert": {...}}`` (``text`` is what Slack shows,
+  escaped for it: `alert_text`) with ``X-Audit-Signature: sha256=<hex HMAC-SHA256 of the body,
+  keyed with ALERT_WEBHOOK_SECRET>``, through the outbound client (`audit_app.lib.outbound`:
+  public addresses only, redirects checked again, the whole request within
+  WEBHOOK_TIMEOUT_SECONDS or OUTBOUND_TIMEOUT_SECONDS, whichever is shorter); any 2xx answer is
+  delivered. A failure is kept as one sentence with the status code at most, never what the
+  peer wrote.
+
+Deliveries run on the outbound Celery queue, so a slow receiver never holds an ingest worker.
 
 A webhook is *failing* when its latest attempted delivery failed after every retry
 (`failing_webhooks`); the Budgets page shows it.
@@ -26,8 +31,6 @@ import hashlib
 import hmac
 import json
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,6 +44,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from audit_app.budgets.alert_text import chat_text, email_body_text, email_subject
+from audit_app.lib import outbound
+from audit_app.lib.masking import mask_webhook
+from audit_app.lib.outbound import OutboundFailed, OutboundRefused, policy_from_settings
 from audit_app.models import Alert, AlertDelivery
 
 logger = logging.getLogger(__name__)
@@ -49,6 +55,8 @@ MAX_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 30
 CLAIM_SECONDS = 120
 WEBHOOK_TIMEOUT_SECONDS = 5
+# The answer's body is not read: only its status counts.
+WEBHOOK_ANSWER_BYTES = 64 * 1024
 SIGNATURE_HEADER = "X-Audit-Signature"
 # Pending deliveries never tried this long after their alert was created lost their task (the
 # broker was down when it was queued): the scheduled evaluation queues them again.
@@ -137,7 +145,9 @@ def delivery_attempt(delivery_id: int) -> str:
         logger.warning(
             "alert delivery %s to %s failed (attempt %s): %s",
             delivery_id,
-            delivery.target,
+            mask_webhook(delivery.target)
+            if delivery.channel == AlertDelivery.Channel.WEBHOOK
+            else delivery.target,
             delivery.attempts,
             message,
         )
@@ -148,18 +158,25 @@ def delivery_attempt(delivery_id: int) -> str:
     return "sent"
 
 
+class WebhookRefused(Exception):
+    """The webhook answered with a status other than 2xx (``status``)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
 def failure_message(exc: Exception) -> str:
-    """One sentence for the delivery's last error."""
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"The webhook answered HTTP {exc.code} {exc.reason}."
-    if isinstance(exc, urllib.error.URLError):
-        reason = exc.reason
-        if isinstance(reason, TimeoutError):
-            return f"The webhook did not answer within {WEBHOOK_TIMEOUT_SECONDS} s."
-        return f"The webhook could not be reached: {reason}."
-    if isinstance(exc, TimeoutError):
-        return f"The webhook did not answer within {WEBHOOK_TIMEOUT_SECONDS} s."
-    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+    """One sentence for the delivery's last error (never the peer's body or status text)."""
+    if isinstance(exc, WebhookRefused):
+        return f"The webhook answered HTTP {exc.status}."
+    if isinstance(exc, OutboundRefused):
+        return f"The webhook URL is refused: {exc}."
+    if isinstance(exc, OutboundFailed):
+        return f"The webhook failed: {exc}."
+    if isinstance(exc, ValueError):
+        return str(exc)
+    return f"The delivery failed ({type(exc).__name__})."
 
 
 def alert_text(alert: Alert) -> str:
@@ -201,21 +218,23 @@ def signature(body: bytes, secret: str) -> str:
 
 
 def send_webhook(alert: Alert, url: str) -> None:
+    """POST the signed alert; WebhookRefused for a non-2xx answer, OutboundRefused or
+    OutboundFailed when the URL may not be reached or did not answer in time."""
     if urlsplit(url).scheme not in ("http", "https"):
-        raise ValueError(f"The webhook URL {url[:80]!r} is not http(s).")
-    body = webhook_body(alert)
-    request = urllib.request.Request(  # noqa: S310  # scheme checked above
-        url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "inference-spend-audit-alerts",
-            SIGNATURE_HEADER: signature(body, webhook_secret()),
-        },
+        raise ValueError(f"The webhook URL {mask_webhook(url)} is not http(s).")
+    policy = policy_from_settings(
+        max_bytes=WEBHOOK_ANSWER_BYTES, timeout_seconds=WEBHOOK_TIMEOUT_SECONDS
     )
-    with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_SECONDS) as response:  # noqa: S310
-        response.read(1024)
+    outbound.check_url(url, policy)  # refused first, whether or not webhooks can be signed
+    body = webhook_body(alert)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "inference-spend-audit-alerts",
+        SIGNATURE_HEADER: signature(body, webhook_secret()),
+    }
+    with outbound.opened("POST", url, policy=policy, headers=headers, body=body) as response:
+        if not 200 <= response.status < 300:
+            raise WebhookRefused(response.status)
 
 
 def send_email(alert: Alert, address: str) -> None:
@@ -252,6 +271,7 @@ def deliver_now(delivery_ids: Iterable[int]) -> dict[int, str]:
 @dataclass(frozen=True, kw_only=True)
 class FailingWebhook:
     url: str
+    shown_url: str  # masked, for pages
     alert_id: int
     attempts: int
     last_error: str
@@ -271,6 +291,7 @@ def failing_webhooks() -> dict[str, FailingWebhook]:
     return {
         url: FailingWebhook(
             url=url,
+            shown_url=mask_webhook(url),
             alert_id=d.alert_id,
             attempts=d.attempts,
             last_error=d.last_error,

@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 
+from audit_app.lib.masking import mask_webhook
 from audit_app.models import Budget
 
 # The service's field names -> this form's fields.
@@ -78,7 +79,8 @@ class BudgetForm(forms.Form):
                 "alert_at_pct": ", ".join(str(p) for p in budget.alert_at_pct),
                 "on_forecast": budget.on_forecast,
                 "emails": "\n".join(budget.notify_emails),
-                "webhooks": "\n".join(budget.notify_webhooks),
+                # Masked: sent back unchanged, each stands for the stored URL.
+                "webhooks": "\n".join(mask_webhook(url) for url in budget.notify_webhooks),
             },
             **kwargs,
         )

@@ -28,6 +28,7 @@ from audit_app.access.permissions import BUDGET_WRITER_ROLES, Actor, has_role
 from audit_app.budgets.status import pool_billing_providers
 from audit_app.costs.providers import normalize_provider
 from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.lib.masking import ELLIPSIS, mask_webhook, unmasked
 from audit_app.models import AuditEvent, Budget, Workload
 from audit_app.reporting.selectors import filter_choices
 
@@ -220,6 +221,12 @@ def _emails(value: Any) -> list[str]:
 def _webhooks(value: Any) -> list[str]:
     urls = _text_list(value, "notify.webhooks")
     for url in urls:
+        if ELLIPSIS in url:
+            raise _refuse(
+                "notify.webhooks",
+                f"notify.webhooks holds the masked URL {url[:200]!r}, which stands for none of "
+                "this budget's webhooks; give the whole URL.",
+            )
         try:
             if len(url) > MAX_URL_LENGTH:
                 raise ValidationError("too long")
@@ -290,6 +297,18 @@ def budget_data(budget: Budget) -> dict[str, Any]:
     }
 
 
+def notify_unmasked(notify: Any, stored_webhooks: list[str]) -> Any:
+    """``notify`` with each masked webhook URL that stands for a stored one (a form or an
+    answer sent back as it was shown) replaced by the stored URL; anything else as it is."""
+    if not isinstance(notify, Mapping) or not isinstance(notify.get("webhooks"), list):
+        return notify
+    webhooks = [
+        unmasked(url, stored_webhooks, mask_webhook) if isinstance(url, str) else url
+        for url in notify["webhooks"]
+    ]
+    return {**notify, "webhooks": webhooks}
+
+
 def _check_writer(user: Actor) -> None:
     if user is not None and not has_role(user, BUDGET_WRITER_ROLES):
         raise BudgetRefused(
@@ -321,7 +340,7 @@ def _audit_details(budget: Budget) -> dict[str, Any]:
         "alert_at_pct": list(budget.alert_at_pct),
         "on_forecast": budget.on_forecast,
         "notify_emails": list(budget.notify_emails),
-        "notify_webhooks": list(budget.notify_webhooks),
+        "notify_webhooks": [mask_webhook(url) for url in budget.notify_webhooks],
     }
 
 
@@ -360,9 +379,9 @@ def budget_update(*, budget: Budget, user: Actor, data: Mapping[str, Any]) -> Bu
     _check_writer(user)
     locked = Budget.objects.select_for_update().get(pk=budget.pk)
     old = _audit_details(locked)
-    values = budget_values(
-        {**budget_data(locked), **data}, kept_scope=(locked.scope_kind, locked.scope_value)
-    )
+    merged = {**budget_data(locked), **data}
+    merged["notify"] = notify_unmasked(merged.get("notify"), locked.notify_webhooks)
+    values = budget_values(merged, kept_scope=(locked.scope_kind, locked.scope_value))
     _save(locked, values)
     audit_update(
         actor=user,

@@ -6,7 +6,8 @@ the field at fault, which the API answers with a 400 and the page shows beside t
 checks are per kind: a folder must lie under `settings.BILLING_SOURCE_ROOTS` (symlinks
 resolved), a URL must be http(s), an S3 source names a bucket (and optionally another store's
 endpoint, a region and a pair of keys); fields of another kind must be empty. The secret key is
-written, never read back (`source_payload` in the API says only whether one is set).
+written, never read back (`source_payload` in the API says only whether one is set), and a
+URL's credentials (user name, password, query values) are shown masked (`shown_fields`).
 
 Finops analysts write (a superuser holds every role); the command line (no user) may too.
 Polling is `audit_app.ingestion.sources`.
@@ -27,7 +28,9 @@ from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import SOURCE_WRITER_ROLES, Actor, has_role
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
 from audit_app.ingestion.source_objects import check_pattern, folder_in_roots
+from audit_app.lib.encryption import undecryptable
 from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.lib.masking import mask_url_credentials, unmasked
 from audit_app.models import AuditEvent, BillingSource
 
 FIELDS = (
@@ -48,6 +51,10 @@ PUBLIC_FIELDS = tuple(field for field in FIELDS if field != "secret_access_key")
 S3_ONLY = ("endpoint_url", "region", "access_key_id", "secret_access_key")
 # Changing where a source reads forgets what it had seen there.
 WHERE_FIELDS = ("kind", "location", "prefix", "endpoint_url")
+# Pointing a source at another store or bucket forgets its keys, unless the secret is sent again.
+SECRET_BOUND_FIELDS = ("kind", "location", "endpoint_url")
+# Fields shown with their credentials masked (`mask_url_credentials`).
+MASKED_FIELDS = ("location", "endpoint_url")
 MIN_MINUTES, MAX_MINUTES = 1, 31 * 24 * 60
 _MAX_LENGTH = {
     "name": 100,
@@ -244,6 +251,36 @@ def source_data(source: BillingSource) -> dict[str, Any]:
     return {field: getattr(source, field) for field in FIELDS}
 
 
+def changed_data(before: Mapping[str, Any], sent: Mapping[str, Any]) -> dict[str, Any]:
+    """The source's fields once ``sent`` is applied over ``before`` (both the API's JSON
+    object). A location or endpoint sent back masked, as it was shown, stands for the stored
+    one. Pointing the source elsewhere (kind, location or bucket, endpoint) forgets the stored
+    secret key and its key id, unless ``sent`` gives the secret again: a key is never sent to
+    a place other than the one it was given for."""
+    sent = dict(sent)
+    for field in MASKED_FIELDS:
+        if isinstance(sent.get(field), str):
+            sent[field] = unmasked(
+                sent[field], [str(before.get(field) or "")], mask_url_credentials
+            )
+    merged = {**before, **sent}
+    moved = any(merged.get(field) != before.get(field) for field in SECRET_BOUND_FIELDS)
+    if moved and before.get("secret_access_key") and not sent.get("secret_access_key"):
+        merged["secret_access_key"] = ""
+        if merged.get("access_key_id") == before.get("access_key_id"):
+            merged["access_key_id"] = ""
+    return merged
+
+
+def shown_fields(source: BillingSource) -> dict[str, Any]:
+    """What anyone reading a source sees of it: every field but the secret key, a URL's
+    credentials masked."""
+    fields = {field: getattr(source, field) for field in PUBLIC_FIELDS}
+    for field in MASKED_FIELDS:
+        fields[field] = mask_url_credentials(fields[field])
+    return fields
+
+
 def check_writer(user: Actor) -> None:
     """Refuse (403) a user who may not change billing sources; the command line may."""
     if user is not None and not has_role(user, SOURCE_WRITER_ROLES):
@@ -275,7 +312,7 @@ def source_create(*, user: Actor, data: Mapping[str, Any]) -> BillingSource:
         actor=user,
         action=AuditEvent.Action.SOURCE_CHANGED,
         obj=source,
-        summary=f"created billing source {source.name} ({source.kind} {source.location})",
+        summary=f"created billing source {source.name} ({source.kind} {_shown(source)})",
         details={"change": "created", **_audit_details(source)},
     )
     return source
@@ -283,13 +320,14 @@ def source_create(*, user: Actor, data: Mapping[str, Any]) -> BillingSource:
 
 @transaction.atomic
 def source_update(*, source: BillingSource, user: Actor, data: Mapping[str, Any]) -> BillingSource:
-    """Change the fields ``data`` gives (the others, the secret key too, stay); the whole
-    source is checked again. Pointing it elsewhere (kind, location, prefix, endpoint) forgets
-    what it had seen, so the new place is read in full at the next poll."""
+    """Change the fields ``data`` gives (the others stay); the whole source is checked again.
+    Pointing it elsewhere (kind, location, prefix, endpoint) forgets what it had seen, so the
+    new place is read in full at the next poll, and (but for the prefix) forgets its keys
+    unless ``data`` gives the secret again (`changed_data`)."""
     check_writer(user)
     locked = BillingSource.objects.select_for_update().get(pk=source.pk)
     before = source_data(locked)
-    values = source_values({**before, **data})
+    values = source_values(changed_data(before, data))
     if any(before[field] != getattr(values, field) for field in WHERE_FIELDS):
         locked.seen = {}
         locked.consecutive_failures = 0
@@ -314,15 +352,33 @@ def source_delete(*, source: BillingSource, user: Actor) -> None:
         actor=user,
         action=AuditEvent.Action.SOURCE_CHANGED,
         obj=source,
-        summary=f"deleted billing source {source.name} ({source.kind} {source.location})",
+        summary=f"deleted billing source {source.name} ({source.kind} {_shown(source)})",
         details={"change": "deleted", **_audit_details(source)},
     )
     source.delete()
 
 
+def _shown(source: BillingSource) -> str:
+    return mask_url_credentials(source.location)
+
+
 def _audit_details(source: BillingSource) -> dict[str, Any]:
     """What the audit trail keeps of a source: every field but the secret key, which is only
-    said to be set or not."""
-    details = {field: getattr(source, field) for field in PUBLIC_FIELDS}
+    said to be set or not, and a URL's credentials masked."""
+    details = shown_fields(source)
     details["has_secret_access_key"] = bool(source.secret_access_key)
     return details
+
+
+def secrets_encrypt_again() -> tuple[int, list[str]]:
+    """Encrypt every stored secret key again with the first key of FIELD_ENCRYPTION_KEYS (a
+    key rotation's middle step): how many were, and the sources whose secret no key
+    decrypts (left as they are)."""
+    done, failed = 0, []
+    for source in BillingSource.objects.exclude(secret_access_key="").order_by("pk"):
+        if undecryptable(source.secret_access_key):
+            failed.append(source.name)
+            continue
+        source.save(update_fields=["secret_access_key"])
+        done += 1
+    return done, failed

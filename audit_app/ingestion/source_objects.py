@@ -9,35 +9,42 @@ so an unchanged URL answers 304 with no body), a key's ETag and size. `open_obje
 streams one object's bytes.
 
 Whatever goes wrong while listing or reading becomes one clause by `cause_of` ("the bucket does
-not exist (NoSuchBucket)"); the service names the source and the object around it. Every
-network call has a timeout (HTTP_TIMEOUT_SECONDS; boto3 with connect and read timeouts and
-S3_MAX_ATTEMPTS attempts), so an unreachable source fails within a minute and never holds up
-the others.
+not exist (NoSuchBucket)"); the service names the source and the object around it. A clause
+never holds what the peer wrote (its body, its status text, a store's error message): only a
+status code or an error code.
 
 Security: a folder source reads only under `settings.BILLING_SOURCE_ROOTS` (`folder_in_roots`,
-symlinks resolved), and a file that links outside them is refused; HTTP(S) is the only scheme a
-URL source (or a redirect it follows) may use.
+symlinks resolved), and a file that links outside them is refused. A URL source is fetched
+through the outbound client (`audit_app.lib.outbound`): http(s) only, redirects checked again,
+public addresses only unless OUTBOUND_ALLOW_PRIVATE allows a network, one deadline for the
+whole request. An S3 endpoint's host is resolved and checked the same way before each poll
+(`s3_endpoint_check`; boto3 then connects, with connect and read timeouts and S3_MAX_ATTEMPTS
+attempts). A keyless source at a custom endpoint sends unsigned requests, so the server's own
+AWS credentials never go to a store someone typed in (unless S3_AMBIENT_CREDENTIALS).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import urllib.error
-import urllib.request
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 from urllib.parse import unquote, urlsplit
 
-HTTP_TIMEOUT_SECONDS = 30
+from audit_app.lib import outbound
+from audit_app.lib.outbound import OutboundFailed, OutboundPolicy, OutboundRefused, OutboundResponse
+
 S3_TIMEOUT_SECONDS = 30
 S3_MAX_ATTEMPTS = 2  # the first attempt and one retry
 S3_PAGE_SIZE = 1000  # keys per list_objects_v2 page (S3's own maximum)
 USER_AGENT = "inference-spend-audit-billing-sources"
 # Characters that make an S3 prefix a pattern ("exports/*.csv").
 GLOB_CHARACTERS = "*?["
+# What of a store's error code an error message keeps.
+_ERROR_CODE = re.compile(r"[^A-Za-z0-9._-]")
 
 Fingerprint = Mapping[str, str | int]
 
@@ -157,23 +164,6 @@ class FolderReader:
 # --- HTTP(S) -------------------------------------------------------------------------------
 
 
-def http_opener() -> urllib.request.OpenerDirector:
-    """urllib's opener for http and https only (redirects too); any other scheme is refused
-    as unknown. Proxies come from the environment, as for urllib's default opener."""
-    opener = urllib.request.OpenerDirector()
-    for handler in (
-        urllib.request.ProxyHandler(),
-        urllib.request.UnknownHandler(),
-        urllib.request.HTTPHandler(),
-        urllib.request.HTTPSHandler(),
-        urllib.request.HTTPDefaultErrorHandler(),
-        urllib.request.HTTPRedirectHandler(),
-        urllib.request.HTTPErrorProcessor(),
-    ):
-        opener.add_handler(handler)
-    return opener
-
-
 def url_file_name(url: str) -> str:
     """The last part of the URL's path, or the host when the path names no file."""
     parts = urlsplit(url)
@@ -182,49 +172,50 @@ def url_file_name(url: str) -> str:
 
 
 class HttpReader:
-    """One file at an http(s) URL, asked for with a conditional GET: the ETag and Last-Modified
-    remembered from the last read go back as If-None-Match and If-Modified-Since, and 304 Not
-    Modified means unchanged. A server that sends neither header has its body hashed instead
-    (the service compares the sha256)."""
+    """One file at an http(s) URL, asked for with a conditional GET through the outbound client
+    (`audit_app.lib.outbound`: public addresses only, one deadline, a size cap): the ETag and
+    Last-Modified remembered from the last read go back as If-None-Match and
+    If-Modified-Since, and 304 Not Modified means unchanged. A server that sends neither header
+    has its body hashed instead (the service compares the sha256)."""
 
-    def __init__(self, *, url: str, timeout: float = HTTP_TIMEOUT_SECONDS) -> None:
+    def __init__(self, *, url: str, policy: OutboundPolicy) -> None:
         self.url = url
-        self.timeout = timeout
-        self._response: Any = None
+        self.policy = policy
+        self._response: OutboundResponse | None = None
 
-    def _request(self, known: Mapping[str, Any]) -> urllib.request.Request:
-        if urlsplit(self.url).scheme not in ("http", "https"):
-            raise SourceUnavailable("the URL is not http or https")
+    def _headers(self, known: Mapping[str, Any]) -> dict[str, str]:
         headers = {"User-Agent": USER_AGENT}
         if known.get("etag"):
             headers["If-None-Match"] = str(known["etag"])
         if known.get("last_modified"):
             headers["If-Modified-Since"] = str(known["last_modified"])
-        return urllib.request.Request(self.url, headers=headers)  # noqa: S310 - checked above
+        return headers
 
     def list_objects(self, seen: Mapping[str, Mapping[str, Any]]) -> Iterator[SourceObject]:
         known = seen.get(self.url) or {}
         name = url_file_name(self.url)
-        try:
-            response = http_opener().open(self._request(known), timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            if exc.code != 304:
-                raise
+        response = outbound.request(
+            "GET", self.url, policy=self.policy, headers=self._headers(known)
+        )
+        if response.status == 304:
+            response.close()
             unchanged = {k: known[k] for k in ("etag", "last_modified") if known.get(k)}
             yield SourceObject(name=self.url, file_name=name, size=None, fingerprint=unchanged)
             return
+        if not 200 <= response.status < 300:
+            response.close()
+            raise SourceUnavailable(f"the server answered HTTP {response.status}")
         self._response = response
-        headers = response.headers
+        headers = {key.lower(): value for key, value in response.headers.items()}
         fingerprint = {
             key: value
             for key, value in (
-                ("etag", headers.get("ETag")),
-                ("last_modified", headers.get("Last-Modified")),
+                ("etag", headers.get("etag")),
+                ("last_modified", headers.get("last-modified")),
             )
             if value
         }
-        length = (headers.get("Content-Length") or "").strip()
+        length = (headers.get("content-length") or "").strip()
         size = int(length) if length.isdigit() else None
         yield SourceObject(name=self.url, file_name=name, size=size, fingerprint=fingerprint)
 
@@ -232,7 +223,7 @@ class HttpReader:
         if self._response is None:
             raise SourceUnavailable("the body was not fetched")
         response, self._response = self._response, None
-        return closing(response)
+        return cast(AbstractContextManager[BinaryIO], closing(response))
 
     def close(self) -> None:
         if self._response is not None:
@@ -243,20 +234,38 @@ class HttpReader:
 # --- S3 and S3-compatible stores -----------------------------------------------------------
 
 
+def s3_endpoint_check(endpoint_url: str, policy: OutboundPolicy) -> None:
+    """Refuse (SourceUnavailable) an endpoint whose host is not one outbound requests may
+    reach; its host is resolved and every address checked, as for a URL source."""
+    try:
+        outbound.check_url(endpoint_url, policy)
+    except OutboundRefused as exc:
+        raise SourceUnavailable(f"the endpoint {endpoint_url} is refused: {exc}") from None
+
+
 def s3_client(
-    *, endpoint_url: str = "", region: str = "", access_key_id: str = "", secret_key: str = ""
+    *,
+    endpoint_url: str = "",
+    region: str = "",
+    access_key_id: str = "",
+    secret_key: str = "",
+    ambient_credentials: bool = False,
 ) -> Any:
-    """A boto3 S3 client with timeouts and few retries; without keys, boto3's own credential
-    chain (environment, profile, instance role) is used."""
+    """A boto3 S3 client with timeouts and few retries. Without keys: at AWS itself, boto3's
+    own credential chain (environment, profile, instance role); at a custom endpoint, unsigned
+    requests, unless ``ambient_credentials``."""
     import boto3
+    from botocore import UNSIGNED
     from botocore.config import Config
 
+    unsigned = bool(endpoint_url) and not access_key_id and not ambient_credentials
     kwargs: dict[str, Any] = {
         "config": Config(
             connect_timeout=S3_TIMEOUT_SECONDS,
             read_timeout=S3_TIMEOUT_SECONDS,
             retries={"total_max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"},
             user_agent_extra=USER_AGENT,
+            **({"signature_version": UNSIGNED} if unsigned else {}),
         )
     }
     if endpoint_url:
@@ -327,8 +336,7 @@ def _boto_cause(exc: BaseException) -> str | None:
             return f"the bucket does not exist ({code})"
         if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
             return f"access was refused ({code}): check the keys and their permissions"
-        message = str(error.get("Message", "")).rstrip(".")
-        return f"the store answered {code}" + (f": {message}" if message else "")
+        return f"the store answered {_ERROR_CODE.sub('', code)[:64] or 'an error'}"
     if isinstance(exc, boto.NoCredentialsError):
         return (
             "no credentials were found: give the source access keys, or configure boto3's "
@@ -347,14 +355,8 @@ def cause_of(exc: BaseException) -> str:
     """Why a listing or a read failed, as a clause to follow "could not read X: "."""
     if isinstance(exc, SourceUnavailable | ObjectRefused):
         return str(exc)
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"the server answered HTTP {exc.code} {exc.reason}"
-    if isinstance(exc, urllib.error.URLError):
-        if isinstance(exc.reason, TimeoutError):
-            return f"the server did not answer within {HTTP_TIMEOUT_SECONDS} s"
-        return f"the server could not be reached ({exc.reason})"
-    if isinstance(exc, TimeoutError):
-        return f"no answer within {HTTP_TIMEOUT_SECONDS} s"
+    if isinstance(exc, OutboundRefused | OutboundFailed):
+        return str(exc)
     boto = _boto_cause(exc)
     if boto is not None:
         return boto

@@ -56,6 +56,7 @@ from audit_app.ingestion.source_objects import (
     cause_of,
     fingerprint_unchanged,
     s3_client,
+    s3_endpoint_check,
 )
 from audit_app.ingestion.uploads import (
     DuplicateUpload,
@@ -64,6 +65,8 @@ from audit_app.ingestion.uploads import (
     too_large_message,
     upload_create,
 )
+from audit_app.lib.masking import mask_url_credentials
+from audit_app.lib.outbound import policy_from_settings
 from audit_app.models import BillingSource, Upload
 
 logger = logging.getLogger(__name__)
@@ -203,23 +206,34 @@ def reader_for(source: BillingSource) -> SourceReader:
             location=source.location, pattern=source.prefix, roots=settings.BILLING_SOURCE_ROOTS
         )
     if source.kind == BillingSource.Kind.HTTP:
-        return HttpReader(url=source.location)
+        # The body may be as large as an upload; _hashed refuses what is larger first.
+        limit = settings.UPLOAD_MAX_BYTES + HASH_CHUNK_BYTES
+        return HttpReader(url=source.location, policy=policy_from_settings(max_bytes=limit))
+    if source.endpoint_url:
+        s3_endpoint_check(source.endpoint_url, policy_from_settings())
     client = s3_client(
         endpoint_url=source.endpoint_url,
         region=source.region,
         access_key_id=source.access_key_id,
         secret_key=source.secret_access_key,
+        ambient_credentials=settings.S3_AMBIENT_CREDENTIALS,
     )
     return S3Reader(bucket=source.location, prefix=source.prefix, client=client)
 
 
 def where(source: BillingSource, name: str | None = None) -> str:
-    """The place, as people write it: a file's path, the URL, s3://bucket/key."""
+    """The place, as people write it: a file's path, the URL (its credentials masked),
+    s3://bucket/key."""
     if source.kind == BillingSource.Kind.S3:
         return f"s3://{source.location}/{source.prefix if name is None else name}"
     if source.kind == BillingSource.Kind.FOLDER and name is not None:
         return f"{source.location.rstrip('/')}/{name}"
-    return source.location
+    return mask_url_credentials(source.location)
+
+
+def shown_name(source: BillingSource, name: str) -> str:
+    """An object's name as pages and answers show it (a URL's credentials masked)."""
+    return mask_url_credentials(name) if source.kind == BillingSource.Kind.HTTP else name
 
 
 def _lower_first(text: str) -> str:
@@ -336,7 +350,12 @@ def _poll_object(
             f"{message}.",
         )
     except Exception as exc:
-        logger.warning("billing source %s: reading %s failed", source.pk, obj.name, exc_info=True)
+        logger.warning(
+            "billing source %s: reading %s failed",
+            source.pk,
+            shown_name(source, obj.name),
+            exc_info=True,
+        )
         return ObjectOutcome(name=obj.name, error=_error(source, obj.name, exc))
 
 
@@ -386,7 +405,7 @@ def _ingest(
                 enqueue=enqueue,
             )
             Upload.objects.filter(pk=upload.pk).update(
-                billing_source=source, source_object=obj.name[:1000]
+                billing_source=source, source_object=shown_name(source, obj.name)[:1000]
             )
     except DuplicateUpload as exc:
         first = exc.first.pk
@@ -399,7 +418,8 @@ def _ingest(
             remember={**remember, "refused": str(exc)},
             refused=_refusal(source, obj.name, str(exc)),
         )
-    logger.info("billing source %s: %s became upload %s", source.pk, obj.name, upload.pk)
+    shown = shown_name(source, obj.name)
+    logger.info("billing source %s: %s became upload %s", source.pk, shown, upload.pk)
     return ObjectOutcome(
         name=obj.name, remember={**remember, "upload": upload.pk}, upload_id=upload.pk
     )
@@ -478,7 +498,7 @@ def refused_objects(source: BillingSource) -> tuple[RefusedObject, ...]:
     """Objects the source holds that the pipeline refused as they stand, by name."""
     seen: Mapping[str, Mapping[str, Any]] = source.seen or {}
     return tuple(
-        RefusedObject(name=name, reason=str(entry["refused"]))
+        RefusedObject(name=shown_name(source, name), reason=str(entry["refused"]))
         for name, entry in sorted(seen.items())
         if isinstance(entry, Mapping) and entry.get("refused")
     )

@@ -26,6 +26,7 @@ from audit_app.budgets.services import (
 )
 from audit_app.budgets.status import budget_status, budget_statuses, default_as_of
 from audit_app.lib.errors import ErrorKind
+from audit_app.lib.masking import mask_webhook
 from audit_app.models import Budget
 
 
@@ -118,7 +119,8 @@ class BudgetDetailView(RoleRequiredMixin, View):
             "budget": budget,
             "state": state,
             "webhooks": [
-                {"url": url, "failing": failing.get(url)} for url in budget.notify_webhooks
+                {"url": mask_webhook(url), "failing": failing.get(url)}
+                for url in budget.notify_webhooks
             ],
             "figure": build_budget_forecast_figure(
                 forecast=state.forecast, amount=budget.amount_usd

@@ -29,6 +29,7 @@ from audit_app.ingestion.sources import (
     where,
 )
 from audit_app.lib.errors import ErrorKind
+from audit_app.lib.masking import mask_url_credentials
 from audit_app.models import BillingSource
 
 # The form's fields -> the service's, where they differ.
@@ -64,7 +65,10 @@ class SourceForm(forms.Form):
         label="S3 secret access key",
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Without keys, the server's own AWS credentials are used.",
+        help_text=(
+            "Without keys: at AWS, the server's own AWS credentials; at another endpoint, "
+            "unsigned requests."
+        ),
     )
     format = forms.ChoiceField(
         label="Format",
@@ -91,6 +95,7 @@ class SourceRow:
 
     source: BillingSource
     where: str
+    endpoint: str  # masked
     next_poll_at: datetime | None
     uploads: SourceUploads
     refused: tuple[RefusedObject, ...]
@@ -101,6 +106,7 @@ def _rows() -> list[SourceRow]:
         SourceRow(
             source=source,
             where=where(source),
+            endpoint=mask_url_credentials(source.endpoint_url),
             next_poll_at=next_poll_at(source),
             uploads=source_uploads(source),
             refused=refused_objects(source),

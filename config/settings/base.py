@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 from config.env import env_bool, env_float, env_int, env_list, env_networks, env_str
 
@@ -311,6 +312,23 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Outbound work (billing source polls, alert deliveries) has its own queue, consumed by its own
+# worker, so a slow peer never holds a worker that ingests or lands records. A worker started
+# without -Q consumes both queues.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_OUTBOUND_QUEUE = env_str("CELERY_OUTBOUND_QUEUE", "outbound")
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, CELERY_OUTBOUND_QUEUE)
+]
+CELERY_TASK_ROUTES = {
+    name: {"queue": CELERY_OUTBOUND_QUEUE}
+    for name in (
+        "audit_app.poll_billing_sources",
+        "audit_app.poll_billing_source",
+        "audit_app.deliver_alert",
+    )
+}
 # Alerts (audit_app.budgets.alerts) are evaluated after every ingest and by Celery beat every
 # ALERT_EVALUATE_EVERY_SECONDS; `manage.py serve` (make run) runs beat inside its worker.
 ALERT_EVALUATE_EVERY_SECONDS = env_int("ALERT_EVALUATE_EVERY_SECONDS", 15 * 60)
@@ -365,6 +383,25 @@ BILLING_SOURCES_CHECK_EVERY_SECONDS = env_int("BILLING_SOURCES_CHECK_EVERY_SECON
 BILLING_SOURCE_ROOTS = [
     Path(item) for item in env_list("BILLING_SOURCE_ROOTS", [str(VAR_DIR / "sources")])
 ]
+
+# --- Outbound requests (audit_app.lib.outbound) -------------------------------------------
+# URL sources, S3-compatible endpoints and alert webhooks reach only public addresses: a host
+# that resolves to a loopback, private, link-local, multicast, reserved or IPv4-mapped address
+# is refused unless inside one of OUTBOUND_ALLOW_PRIVATE's networks (comma-separated CIDRs,
+# e.g. 10.20.0.0/16 for an internal MinIO). One request (all redirects, every read) ends at
+# OUTBOUND_TIMEOUT_SECONDS; a URL source's body may be UPLOAD_MAX_BYTES long, any other answer
+# OUTBOUND_MAX_BYTES. Outbound work runs on the Celery queue CELERY_OUTBOUND_QUEUE.
+OUTBOUND_ALLOW_PRIVATE = env_networks("OUTBOUND_ALLOW_PRIVATE", [])
+OUTBOUND_TIMEOUT_SECONDS = env_float("OUTBOUND_TIMEOUT_SECONDS", 60.0)
+OUTBOUND_MAX_BYTES = env_int("OUTBOUND_MAX_BYTES", 1024 * 1024)
+# A keyless S3 source at a custom endpoint sends unsigned requests; with this, boto3's own
+# credential chain (environment, profile, instance role) signs them instead.
+S3_AMBIENT_CREDENTIALS = env_bool("S3_AMBIENT_CREDENTIALS", False)
+# Secrets kept in the database (S3 secret keys) are encrypted with Fernet: the first of these
+# keys encrypts, every one decrypts. Rotate by putting a new key first, then running
+# `manage.py encrypt_secrets`, then dropping the old key. Without it, a key derived from
+# DJANGO_SECRET_KEY is used (set keys here, and run encrypt_secrets, before changing that one).
+FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEYS", [])
 
 # --- Alerts and email --------------------------------------------------------------------------
 # An anomaly alerts when its score reaches ALERT_ANOMALY_MIN_SCORE; anomaly alerts go to these

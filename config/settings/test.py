@@ -44,6 +44,9 @@ DERIVED_REFRESH_ON_CHANGE = False
 # Unit tests run tasks in-process; integration tests start a real worker and switch this off.
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
+# The suite's own peers (webhook receivers, URL sources, MinIO stand-ins) listen on loopback;
+# tests/audit_app/lib/test_outbound.py proves loopback is refused without this.
+OUTBOUND_ALLOW_PRIVATE = ["127.0.0.0/8"]
 # The suite makes many requests from one address within a minute; tests that check limits set
 # their own.
 AUTH_FAILURES_PER_MINUTE = 10_000

@@ -56,8 +56,8 @@ def test_pool_next_steps_fit_1280_px_and_draw_the_replicas_chart(
     # The plan's headline, then its options, the ones waiting for a benchmark (with the gate
     # to run) and those left out, each saying why.
     assert page.get_by_test_id("total-savings").is_visible()
-    assert page.locator('#needs-benchmark-table code').first.inner_text().startswith(
-        "manage.py gate"
+    assert (
+        page.locator("#needs-benchmark-table code").first.inner_text().startswith("manage.py gate")
     )
     assert page.locator('tr[data-pool="h100-pool"]').count() >= 1
     assert _page_width(page) <= WIDTH

@@ -1,11 +1,14 @@
-"""Serve the dashboard with a Celery worker beside it: the embedded default of `make run`.
+"""Serve the dashboard with Celery workers beside it: the embedded default of `make run`.
 
-The worker embeds Celery beat (``--beat``, its schedule file in the var directory), so the
-periodic tasks of CELERY_BEAT_SCHEDULE (alert evaluation every 15 minutes) run with no third
-process. Production runs one `celery beat` process of its own instead (README).
+The main worker consumes the default queue (ingest, landing, alert evaluation) and embeds
+Celery beat (``--beat``, its schedule file in the var directory), so the periodic tasks of
+CELERY_BEAT_SCHEDULE (alert evaluation every 15 minutes) run with no extra process.
+Production runs one `celery beat` process of its own instead (README). A second worker
+consumes the outbound queue (billing source polls, alert deliveries) with its own processes
+(``--outbound-concurrency``), so a slow peer never holds a worker that ingests or lands.
 
-Both run as child processes; Ctrl-C (SIGINT) or SIGTERM stops both, and if either exits the
-other is stopped too, so the pair never runs half-alive.
+All run as child processes; Ctrl-C (SIGINT) or SIGTERM stops them all, and if one exits the
+others are stopped too, so the set never runs half-alive.
 
 ``--prepare`` (what `make run` passes) first migrates, syncs price cards from the price
 dataset on first start (`prices_sync`), loads the demo data (a no-op once loaded) and, when
@@ -49,6 +52,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--concurrency", type=int, default=2, help="Worker processes.")
         parser.add_argument(
+            "--outbound-concurrency",
+            type=int,
+            default=2,
+            help="Processes of the worker for the outbound queue (source polls, webhooks).",
+        )
+        parser.add_argument(
             "--prepare",
             action="store_true",
             help="Migrate, load the demo data and collect static files first (make run).",
@@ -62,29 +71,28 @@ class Command(BaseCommand):
         env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
         env.setdefault("PYTHONUNBUFFERED", "1")
         worker_cmd = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "INFO",
-            "--concurrency",
-            str(options["concurrency"]),
-            "--hostname",
-            f"embedded-{os.getpid()}@%h",
+            *worker_command(
+                queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+                concurrency=options["concurrency"],
+                hostname=f"embedded-{os.getpid()}@%h",
+            ),
             "--beat",
             "--schedule",
             str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
         ]
+        outbound_cmd = worker_command(
+            queue=settings.CELERY_OUTBOUND_QUEUE,
+            concurrency=options["outbound_concurrency"],
+            hostname=f"embedded-outbound-{os.getpid()}@%h",
+        )
         self.stdout.write(f"Broker: {_redact(settings.CELERY_BROKER_URL)}")
         self.stdout.write(
             f"Dashboard: http://{options['host']}:{options['port']}/  "
-            "(Ctrl-C stops the server and the worker)"
+            "(Ctrl-C stops the server and the workers)"
         )
         children: list[Child] = [
             subprocess.Popen(worker_cmd, cwd=base_dir, env=env),
+            subprocess.Popen(outbound_cmd, cwd=base_dir, env=env),
             _fork_web_server(options["host"], options["port"]),
         ]
         stopping = False
@@ -102,9 +110,9 @@ class Command(BaseCommand):
             _stop(children)
         exited = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM)]
         if not stopping and exited:
-            self.stderr.write("A child process exited unexpectedly; stopped the other one.")
+            self.stderr.write("A child process exited unexpectedly; stopped the others.")
             sys.exit(1)
-        self.stdout.write("Stopped the web server and the worker.")
+        self.stdout.write("Stopped the web server and the workers.")
 
     def _prepare(self) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -134,6 +142,26 @@ class Command(BaseCommand):
             f"Static files collected into {static_root} (hashed, gzip and brotli) "
             f"in {time.monotonic() - started:.0f} s."
         )
+
+
+def worker_command(*, queue: str, concurrency: int, hostname: str) -> list[str]:
+    """A Celery worker consuming one queue."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--queues",
+        queue,
+        "--concurrency",
+        str(concurrency),
+        "--hostname",
+        hostname,
+    ]
 
 
 def static_fingerprint() -> str:

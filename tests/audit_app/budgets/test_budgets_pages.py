@@ -126,3 +126,82 @@ def test_detail_page_edits_and_deletes(sample: None, manager_user: Any) -> None:
     assert client.post(f"/budgets/{budget.pk}/delete/").status_code == 302
     assert not Budget.objects.exists()
     assert client.get(f"/budgets/{budget.pk}/").status_code == 404
+
+
+SLACK = "https://hooks.slack.com/services/T0001/B0002/abcdEFGHijklMNOPqrst9876"
+SLACK_SHOWN = "https://hooks.slack.com/…/9876"
+
+
+def _budget_with_a_webhook() -> Budget:
+    return budget_create(
+        user=None,
+        data={
+            "name": "Chat",
+            "scope": {"kind": "all"},
+            "amount_usd": "25",
+            "notify": {"emails": [], "webhooks": [SLACK]},
+        },
+    )
+
+
+@pytest.mark.parametrize("role", ["engineer", "manager", "finops"])
+def test_webhook_urls_are_masked_for_every_role(sample: None, request: Any, role: str) -> None:
+    budget = _budget_with_a_webhook()
+    client = _client(request.getfixturevalue(f"{role}_user"))
+    for path in (
+        "/budgets/",
+        f"/budgets/{budget.pk}/",
+        "/api/v1/budgets/",
+        f"/api/v1/budgets/{budget.pk}/",
+    ):
+        text = client.get(path).content.decode()
+        assert "abcdEFGHijklMNOPqrst" not in text, path
+    answer = client.get(f"/api/v1/budgets/{budget.pk}/").json()
+    assert answer["notify"]["webhooks"] == [SLACK_SHOWN]
+    assert SLACK_SHOWN in client.get(f"/budgets/{budget.pk}/").content.decode()
+
+
+def test_writers_edit_without_overwriting_a_masked_webhook(sample: None, finops_user: Any) -> None:
+    budget = _budget_with_a_webhook()
+    client = _client(finops_user)
+    # The page's form holds the masked URL; saved as it is, the real URL stays.
+    form = client.get(f"/budgets/{budget.pk}/").context["form"]
+    assert form.initial["webhooks"] == SLACK_SHOWN
+    saved = client.post(
+        f"/budgets/{budget.pk}/",
+        {
+            **FORM,
+            "name": "Chat 2",
+            "scope_kind": "all",
+            "scope_value": "",
+            "webhooks": form.initial["webhooks"],
+        },
+    )
+    assert saved.status_code == 302, saved.context["form"].errors
+    budget.refresh_from_db()
+    assert (budget.name, budget.notify_webhooks) == ("Chat 2", [SLACK])
+    # The API the same: a PATCH without notify keeps it, the masked value sent back too.
+    api = f"/api/v1/budgets/{budget.pk}/"
+    kept = client.patch(api, {"amount_usd": "30"}, content_type="application/json")
+    assert kept.status_code == 200
+    budget.refresh_from_db()
+    assert budget.notify_webhooks == [SLACK]
+    shown = client.get(api).json()["notify"]
+    new = "https://hooks.example.com/services/new-hook"
+    patched = client.patch(
+        api,
+        {"notify": {"emails": [], "webhooks": [*shown["webhooks"], new]}},
+        content_type="application/json",
+    )
+    assert patched.status_code == 200
+    budget.refresh_from_db()
+    assert budget.notify_webhooks == [SLACK, new]
+    # A masked URL that stands for none of them is refused, naming the field.
+    refused = client.patch(
+        api,
+        {"notify": {"webhooks": ["https://hooks.slack.com/…/0000"]}},
+        content_type="application/json",
+    )
+    assert (refused.status_code, list(refused.json()["errors"])) == (400, ["notify.webhooks"])
+    budget.refresh_from_db()
+    assert budget.notify_webhooks == [SLACK, new]

@@ -127,7 +127,7 @@ def test_the_failed_attempt_is_kept_until_the_next_one(receiver: Receiver) -> No
         delivery_attempt(delivery.pk)
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("failed", 1)
-    assert delivery.last_error == "The webhook answered HTTP 500 Internal Server Error."
+    assert delivery.last_error == "The webhook answered HTTP 500."
 
 
 def test_an_attempt_in_flight_is_not_doubled(receiver: Receiver) -> None:
@@ -153,7 +153,7 @@ def test_a_webhook_failing_every_attempt_is_marked_failing(receiver: Receiver) -
     assert list(failing) == [receiver.url]
     assert (failing[receiver.url].attempts, failing[receiver.url].last_error) == (
         MAX_ATTEMPTS,
-        "The webhook answered HTTP 503 Service Unavailable.",
+        "The webhook answered HTTP 503.",
     )
     # The next alert reaches it: no longer failing.
     later = _delivery("webhook", receiver.url, key="2026-11-05|chat|gpt-4o")
@@ -168,7 +168,7 @@ def test_a_webhook_that_does_not_answer_in_time_fails_the_attempt(
     receiver.delay = 1.0
     delivery = _delivery("webhook", receiver.url)
     started = time.monotonic()
-    with pytest.raises(DeliveryFailed, match="did not answer within 0.2 s"):
+    with pytest.raises(DeliveryFailed, match="no complete answer within 0.2 s"):
         delivery_attempt(delivery.pk)
     assert time.monotonic() - started < 0.9
 
@@ -238,11 +238,108 @@ def test_the_budgets_pages_mark_a_webhook_that_keeps_failing(
     assert run_task(delivery.pk) == "failed"
     client.force_login(manager_user)
     listing = client.get("/budgets/").content.decode()
-    assert f"<code>{receiver.url}</code>: {MAX_ATTEMPTS} attempts" in listing
+    # Webhook URLs are secrets: shown as scheme, host and their last four characters.
+    shown = receiver.url.removesuffix("/hook") + "/…/hook"
+    assert receiver.url not in listing
+    assert f"<code>{shown}</code>: {MAX_ATTEMPTS} attempts" in listing
     assert listing.count('data-testid="webhook-failing"') == 1  # the budget's row
     detail = client.get(f"/budgets/{budget.pk}/").content.decode()
-    marked = detail[detail.index(f"<code>{receiver.url}</code>") :]
+    assert receiver.url not in detail
+    marked = detail[detail.index(f"<code>{shown}</code>") :]
     assert marked.split("</li>")[0].count("webhook-failing") == 1
-    assert "The webhook answered HTTP 503 Service Unavailable." in marked
-    ok = detail[detail.index("<code>https://hooks.example.invalid/ok</code>") :]
+    assert "The webhook answered HTTP 503." in marked
+    ok = detail[detail.index("<code>https://hooks.example.invalid/…/d/ok</code>") :]
     assert "webhook-failing" not in ok.split("</li>")[0]
+
+
+@pytest.mark.parametrize("secret", [SECRET, ""])
+def test_without_the_allow_list_a_webhook_to_an_internal_port_is_never_sent(
+    settings: Any, secret: str
+) -> None:
+    """A listener on 127.0.0.1 stands for Redis on 6379: nothing connects to it (and the
+    refusal is said first, whether or not webhooks can be signed)."""
+    import socket
+
+    settings.ALERT_WEBHOOK_SECRET = secret
+    settings.OUTBOUND_ALLOW_PRIVATE = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        delivery = _delivery("webhook", f"http://127.0.0.1:{port}/")
+        with pytest.raises(DeliveryFailed):
+            delivery_attempt(delivery.pk)
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    finally:
+        listener.close()
+    delivery.refresh_from_db()
+    assert delivery.last_error == (
+        "The webhook URL is refused: the address 127.0.0.1 is loopback, which outbound requests "
+        "may not reach (an operator allows networks with OUTBOUND_ALLOW_PRIVATE)."
+    )
+
+
+def test_a_webhook_redirected_to_ftp_is_refused_and_its_reply_never_kept(
+    settings: Any,
+) -> None:
+    from tests.support.outbound_peers import Route, http_peer
+
+    settings.ALERT_WEBHOOK_SECRET = SECRET
+    moved = Route(
+        status=302, headers={"Location": "ftp://127.0.0.1/x"}, body=b"internal reply text"
+    )
+    with http_peer({"/hook": moved}) as peer:
+        delivery = _delivery("webhook", f"{peer.base}/hook")
+        with pytest.raises(DeliveryFailed):
+            delivery_attempt(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.last_error == (
+        "The webhook URL is refused: it redirected to a URL that is refused: only http and "
+        "https may be used, not ftp://."
+    )
+
+
+def test_a_webhook_reply_body_and_reason_never_reach_the_error(settings: Any) -> None:
+    from tests.support.outbound_peers import Route, http_peer
+
+    settings.ALERT_WEBHOOK_SECRET = SECRET
+    route = Route(status=400, body=b"-ERR unknown command 'POST'", reason="Redis Says Hi")
+    with http_peer({"/hook": route}) as peer:
+        delivery = _delivery("webhook", f"{peer.base}/hook")
+        with pytest.raises(DeliveryFailed):
+            delivery_attempt(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.last_error == "The webhook answered HTTP 400."
+
+
+def test_a_dripping_webhook_is_cut_at_the_total_deadline(settings: Any) -> None:
+    from tests.support.outbound_peers import dripping_peer, elapsed
+
+    settings.ALERT_WEBHOOK_SECRET = SECRET
+    settings.OUTBOUND_TIMEOUT_SECONDS = 2
+    with dripping_peer(every_seconds=0.5, headers_too=True) as base:
+        delivery = _delivery("webhook", f"{base}/hook")
+        started = time.monotonic()
+        with pytest.raises(DeliveryFailed, match="no complete answer within 2 s"):
+            delivery_attempt(delivery.pk)
+        assert elapsed(started) < 20
+
+
+def test_alerts_show_webhook_targets_masked_to_every_role(receiver: Receiver, request: Any) -> None:
+    from django.test import Client
+
+    delivery = _delivery("webhook", receiver.url)
+    AlertDelivery.objects.create(alert=delivery.alert, channel="email", target="finops@example.com")
+    shown = receiver.url.removesuffix("/hook") + "/…/hook"
+    for role in ("engineer_user", "manager_user", "finops_user"):
+        client = Client()
+        client.force_login(request.getfixturevalue(role))
+        answer = client.get("/api/v1/alerts/").json()
+        targets = {d["target"] for a in answer["results"] for d in a["deliveries"]}
+        assert shown in targets and "finops@example.com" in targets
+        page = client.get("/alerts/").content.decode()
+        assert receiver.url not in page and shown in page
+    assert delivery.shown_target == shown

@@ -233,5 +233,3 @@ def test_replicas_from_hourly_cost() -> None:
     assert replicas_from_cost(
         [Decimal("196.64"), Decimal("98.32"), Decimal(0)], Decimal("98.32")
     ) == [2, 1, 0]
-
-

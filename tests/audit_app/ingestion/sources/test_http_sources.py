@@ -4,12 +4,13 @@ decides), a restated file, and servers that fail."""
 
 from __future__ import annotations
 
+import base64
+import time
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from audit_app.ingestion import source_objects
 from audit_app.models import Upload
 from tests.audit_app.ingestion.sources.source_samples import (
     FOCUS_SAMPLE,
@@ -25,6 +26,7 @@ from tests.audit_app.ingestion.sources.source_samples import (
     poll,
     restated_sample,
 )
+from tests.support.outbound_peers import Route, dripping_peer, elapsed, http_peer
 
 pytestmark = pytest.mark.django_db
 
@@ -111,8 +113,7 @@ def test_a_server_answering_404_is_an_error_naming_the_url(capture: Any) -> None
         source = make_source(name="feed", kind="http", location=f"{base}/missing.csv")
         result = poll(capture, source)
     assert result.errors == (
-        f'Billing source "feed" could not list {base}/missing.csv: the server answered '
-        "HTTP 404 Not Found.",
+        f'Billing source "feed" could not list {base}/missing.csv: the server answered HTTP 404.',
     )
     assert (source.last_error, source.consecutive_failures) == (result.errors[0], 1)
 
@@ -123,7 +124,7 @@ def test_a_closed_port_is_an_error_and_nothing_else_changes(capture: Any) -> Non
     result = poll(capture, source)
     assert result.errors == (
         f'Billing source "down" could not list {url}: the server could not be reached '
-        "([Errno 111] Connection refused).",
+        "(Connection refused).",
     )
     assert (source.consecutive_failures, source.last_changed_at, source.seen) == (1, None, {})
     poll(capture, source)
@@ -160,29 +161,94 @@ def test_a_body_of_unknown_length_is_cut_at_the_upload_limit(capture: Any, setti
     assert len(small.uploads) == 1 and billed() == {"USD": Decimal("7.00")}
 
 
-def test_requests_have_a_timeout(monkeypatch: pytest.MonkeyPatch, capture: Any) -> None:
-    seen: dict[str, Any] = {}
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.1", "0x7f000001", "2130706433", "localhost", "[::ffff:127.0.0.1]"]
+)
+def test_without_the_allow_list_a_loopback_url_is_never_fetched(
+    capture: Any, settings: Any, host: str
+) -> None:
+    settings.OUTBOUND_ALLOW_PRIVATE = []
+    served = Served(body=b"internal secret")
+    with http_server(served) as base:
+        port = base.rsplit(":", 1)[1]
+        url = f"http://{host}:{port}/exports/focus.csv"
+        source = make_source(name="ssrf", kind="http", location=url)
+        result = poll(capture, source)
+    assert served.requests == [] and Upload.objects.count() == 0
+    [error] = result.errors
+    assert error.startswith(f'Billing source "ssrf" could not list {url}: the address ')
+    assert "is loopback" in error or "IPv4-mapped" in error
+    assert "internal secret" not in error
 
-    class Recording:
-        def open(self, request: Any, timeout: float) -> Any:
-            seen["timeout"] = timeout
-            raise TimeoutError("timed out")
 
-    def opener() -> Any:
-        return Recording()
-
-    monkeypatch.setattr(source_objects, "http_opener", opener)
-    source = make_source(name="slow", kind="http", location="https://billing.example.com/f.csv")
-    result = poll(capture, source)
-    assert seen == {"timeout": 30}
-    assert result.errors == (
-        'Billing source "slow" could not list https://billing.example.com/f.csv: no answer '
-        "within 30 s.",
+def test_a_metadata_address_is_refused(capture: Any) -> None:
+    url = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+    source = make_source(name="meta", kind="http", location=url)
+    assert poll(capture, source).errors == (
+        f'Billing source "meta" could not list {url}: the address 169.254.169.254 is '
+        "link-local, which outbound requests may not reach (an operator allows networks with "
+        "OUTBOUND_ALLOW_PRIVATE).",
     )
 
 
-def test_only_http_and_https_are_followed() -> None:
-    opener = source_objects.http_opener()
-    schemes = {type(h).__name__ for h in opener.handlers}
-    assert "FileHandler" not in schemes and "FTPHandler" not in schemes
-    assert {"HTTPHandler", "HTTPSHandler", "HTTPRedirectHandler"} <= schemes
+def test_a_redirect_to_an_internal_address_is_refused(capture: Any, settings: Any) -> None:
+    """The source's server (127.0.0.2, allowed) redirects to 127.0.0.1 (not allowed)."""
+    settings.OUTBOUND_ALLOW_PRIVATE = ["127.0.0.2/32"]
+    with http_peer({"/secret": Route(body=b"internal")}) as internal:
+        moved = Route(status=307, headers={"Location": f"{internal.base}/secret"})
+        with http_peer({"/f.csv": moved}, host="127.0.0.2") as peer:
+            source = make_source(name="moved", kind="http", location=f"{peer.base}/f.csv")
+            result = poll(capture, source)
+    assert internal.requests == [] and Upload.objects.count() == 0
+    assert result.errors == (
+        f'Billing source "moved" could not list {peer.base}/f.csv: it redirected to a URL that '
+        "is refused: the address 127.0.0.1 is loopback, which outbound requests may not reach "
+        "(an operator allows networks with OUTBOUND_ALLOW_PRIVATE).",
+    )
+
+
+def test_a_redirect_to_ftp_is_refused(capture: Any) -> None:
+    moved = Route(status=302, headers={"Location": "ftp://127.0.0.1/billing.csv"})
+    with http_peer({"/f.csv": moved}) as peer:
+        source = make_source(name="ftp", kind="http", location=f"{peer.base}/f.csv")
+        result = poll(capture, source)
+    assert result.errors == (
+        f'Billing source "ftp" could not list {peer.base}/f.csv: it redirected to a URL that '
+        "is refused: only http and https may be used, not ftp://.",
+    )
+
+
+def test_an_error_answer_is_named_by_its_code_only(capture: Any) -> None:
+    route = Route(status=502, body=b"upstream said: token=abc123", reason="Internal Gossip")
+    with http_peer({"/f.csv": route}) as peer:
+        source = make_source(name="bad", kind="http", location=f"{peer.base}/f.csv")
+        assert poll(capture, source).errors == (
+            f'Billing source "bad" could not list {peer.base}/f.csv: the server answered HTTP 502.',
+        )
+
+
+def test_a_dripping_source_is_cut_at_the_total_deadline(capture: Any, settings: Any) -> None:
+    settings.OUTBOUND_TIMEOUT_SECONDS = 2
+    with dripping_peer(every_seconds=0.5) as base:
+        source = make_source(name="drip", kind="http", location=f"{base}/focus.csv")
+        started = time.monotonic()
+        result = poll(capture, source)
+        took = elapsed(started)
+    assert result.errors == (
+        f'Billing source "drip" could not read {base}/focus.csv: no complete answer within 2 s.',
+    )
+    assert took < 20 and Upload.objects.count() == 0
+
+
+def test_credentials_in_the_url_are_sent_but_never_shown(capture: Any) -> None:
+    with http_peer({"/f.csv": Route(status=500)}) as peer:
+        netloc = peer.base.removeprefix("http://")
+        url = f"http://ann:s3cret@{netloc}/f.csv?token=abc123&day=1"
+        source = make_source(name="creds", kind="http", location=url)
+        result = poll(capture, source)
+    shown = f"http://***:***@{netloc}/f.csv?token=***&day=***"
+    assert result.errors == (
+        f'Billing source "creds" could not list {shown}: the server answered HTTP 500.',
+    )
+    assert peer.requests[0]["path"] == "/f.csv?token=abc123&day=1"
+    assert peer.requests[0]["authorization"] == "Basic " + base64.b64encode(b"ann:s3cret").decode()

@@ -40,7 +40,7 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "MOTO_S3_CUSTOM_ENDPOINTS": "http://minio.internal:9000",
+        "MOTO_S3_CUSTOM_ENDPOINTS": "http://127.0.0.1:9000",
     }.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
@@ -151,7 +151,7 @@ def test_an_s3_compatible_endpoint_and_keys_are_passed_to_boto3(
 ) -> None:
     minio = boto3.client(
         "s3",
-        endpoint_url="http://minio.internal:9000",
+        endpoint_url="http://127.0.0.1:9000",
         aws_access_key_id="minio",
         aws_secret_access_key="minio-secret",
         region_name="us-east-1",
@@ -163,7 +163,7 @@ def test_an_s3_compatible_endpoint_and_keys_are_passed_to_boto3(
         name="minio",
         kind="s3",
         location="exports",
-        endpoint_url="http://minio.internal:9000",
+        endpoint_url="http://127.0.0.1:9000",
         region="eu-west-3",
         access_key_id="minio",
         secret_access_key="minio-secret",
@@ -176,7 +176,7 @@ def test_an_s3_compatible_endpoint_and_keys_are_passed_to_boto3(
     config = call.pop("config")
     assert call == {
         "service": "s3",
-        "endpoint_url": "http://minio.internal:9000",
+        "endpoint_url": "http://127.0.0.1:9000",
         "region_name": "eu-west-3",
         "aws_access_key_id": "minio",
         "aws_secret_access_key": "minio-secret",
@@ -249,3 +249,72 @@ def test_a_store_that_stops_answering_mid_poll_stops_the_poll(
     assert len(result.errors) == 4
     assert source.last_error == f"{result.errors[0]} (3 more in the same poll.)"
     assert (source.consecutive_failures, source.seen, Upload.objects.count()) == (1, {}, 0)
+
+
+def _authorization_headers(client_kwargs: list[dict[str, Any]]) -> Any:
+    """Wrap boto3.client (already recording) so every request's Authorization is kept."""
+    seen: list[str | bytes | None] = []
+    real = boto3.client
+
+    def capturing(service: str, **kwargs: Any) -> Any:
+        client = real(service, **kwargs)
+        client.meta.events.register(
+            "before-send.s3", lambda request, **_: seen.append(request.headers.get("Authorization"))
+        )
+        return client
+
+    return capturing, seen
+
+
+def test_a_keyless_source_at_a_custom_endpoint_sends_unsigned_requests(
+    s3: Any, capture: Any, client_kwargs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's own AWS credentials (here AWS_ACCESS_KEY_ID=testing in the environment)
+    never sign a request to a store someone typed in."""
+    capturing, seen = _authorization_headers(client_kwargs)
+    monkeypatch.setattr(boto3, "client", capturing)
+    source = make_source(
+        name="minio", kind="s3", location="exports", endpoint_url="http://127.0.0.1:9000"
+    )
+    poll(capture, source)
+    assert seen and all(header is None for header in seen)
+
+
+def test_with_ambient_credentials_allowed_the_chain_signs(
+    s3: Any,
+    capture: Any,
+    client_kwargs: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    settings.S3_AMBIENT_CREDENTIALS = True
+    capturing, seen = _authorization_headers(client_kwargs)
+    monkeypatch.setattr(boto3, "client", capturing)
+    source = make_source(
+        name="minio", kind="s3", location="exports", endpoint_url="http://127.0.0.1:9000"
+    )
+    poll(capture, source)
+    # Signed with the chain's key (moto's stand-in for the environment's).
+    signed = [header if isinstance(header, bytes) else str(header).encode() for header in seen]
+    assert signed and all(h.startswith(b"AWS4-HMAC-SHA256 Credential=") for h in signed)
+
+
+def test_an_endpoint_at_an_internal_address_is_refused_before_boto3_is_asked(
+    s3: Any, capture: Any, client_kwargs: list[dict[str, Any]], settings: Any
+) -> None:
+    settings.OUTBOUND_ALLOW_PRIVATE = []
+    source = make_source(
+        name="minio",
+        kind="s3",
+        location="exports",
+        endpoint_url="http://127.0.0.1:9000",
+        access_key_id="minio",
+        secret_access_key="minio-secret",
+    )
+    result = poll(capture, source)
+    assert client_kwargs == []
+    assert result.errors == (
+        'Billing source "minio" could not list s3://exports/: the endpoint '
+        "http://127.0.0.1:9000 is refused: the address 127.0.0.1 is loopback, which outbound "
+        "requests may not reach (an operator allows networks with OUTBOUND_ALLOW_PRIVATE).",
+    )

@@ -276,3 +276,110 @@ def test_the_schema_documents_the_secret_as_write_only(finops_user: Any) -> None
     assert secret["writeOnly"] is True
     assert "secret_access_key" not in components["SourceOutput"]["properties"]
     assert "has_secret_access_key" in components["SourceOutput"]["properties"]
+
+
+def _patch(client: Client, source_id: int, body: Any) -> Any:
+    return client.patch(f"/api/v1/sources/{source_id}/", body, content_type="application/json")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"endpoint_url": "http://attacker.example.net"},
+        {"location": "other-bucket"},
+        {"endpoint_url": ""},  # back to AWS itself
+    ],
+)
+def test_pointing_a_source_elsewhere_forgets_its_keys(
+    finops_user: Any, change: dict[str, str]
+) -> None:
+    client = _client(finops_user)
+    source_id = _post(client, S3).json()["id"]
+    response = _patch(client, source_id, change)
+    assert response.status_code == 200
+    assert (response.json()["has_secret_access_key"], response.json()["access_key_id"]) == (
+        False,
+        "",
+    )
+    source = BillingSource.objects.get()
+    assert (source.access_key_id, source.secret_access_key) == ("", "")
+
+
+def test_pointing_it_elsewhere_with_the_secret_sent_again_keeps_the_keys_sent(
+    finops_user: Any,
+) -> None:
+    client = _client(finops_user)
+    source_id = _post(client, S3).json()["id"]
+    response = _patch(
+        client,
+        source_id,
+        {"endpoint_url": "https://minio.example.net", "secret_access_key": "new-secret"},
+    )
+    assert response.status_code == 200
+    source = BillingSource.objects.get()
+    assert (source.endpoint_url, source.access_key_id, source.secret_access_key) == (
+        "https://minio.example.net",
+        "AKIAEXAMPLE",
+        "new-secret",
+    )
+    # A new key id without its secret is refused, naming the missing field.
+    refused = _patch(client, source_id, {"location": "b2-bucket", "access_key_id": "AKIA2"})
+    assert (refused.status_code, list(refused.json()["errors"])) == (400, ["secret_access_key"])
+    assert BillingSource.objects.get().secret_access_key == "new-secret"
+
+
+def test_the_service_and_the_admin_forget_the_keys_the_same_way(admin_user: Any) -> None:
+    from audit_app.admin import BillingSourceAdminForm
+    from audit_app.ingestion.source_changes import FIELDS, source_update
+
+    source = make_source(**{k: v for k, v in S3.items() if k != "format"})
+    source_update(source=source, user=None, data={"region": "eu-west-1"})
+    assert BillingSource.objects.get().secret_access_key == S3["secret_access_key"]
+    source_update(source=source, user=None, data={"endpoint_url": "https://r2.example.net"})
+    assert BillingSource.objects.get().secret_access_key == ""
+
+    source = make_source(**{**S3, "name": "admin-edited", "format": "auto"})
+    data = {field: getattr(source, field) for field in FIELDS if field != "secret_access_key"}
+    form = BillingSourceAdminForm(
+        data={**data, "endpoint_url": "https://evil.example.net", "enabled": "on"},
+        instance=source,
+    )
+    assert form.is_valid(), form.errors
+    assert (form.cleaned_data["access_key_id"], form.cleaned_data["secret_access_key"]) == ("", "")
+    source = BillingSource.objects.get(pk=source.pk)  # the form above changed it in memory
+    same_place = BillingSourceAdminForm(
+        data={**data, "region": "us-east-2", "enabled": "on"}, instance=source
+    )
+    assert same_place.is_valid(), same_place.errors
+    assert same_place.cleaned_data["secret_access_key"] == S3["secret_access_key"]
+
+
+URL_WITH_CREDENTIALS = "https://ann:s3cret@billing.example.com/exports/f.csv?token=abc123"
+URL_SHOWN = "https://***:***@billing.example.com/exports/f.csv?token=***"
+
+
+@pytest.mark.parametrize("role", ["engineer_user", "manager_user", "finops_user", "admin_user"])
+def test_url_credentials_are_masked_for_every_role(role: str, request: Any) -> None:
+    source = make_source(name="creds", kind="http", location=URL_WITH_CREDENTIALS)
+    client = _client(request.getfixturevalue(role))
+    for path in ("/api/v1/sources/", f"/api/v1/sources/{source.pk}/", "/sources/"):
+        text = client.get(path).content.decode()
+        assert "s3cret" not in text and "abc123" not in text, path
+        assert URL_SHOWN in text, path
+    if role == "admin_user":  # the admin's list too
+        listing = client.get("/admin/audit_app/billingsource/").content.decode()
+        assert "s3cret" not in listing and URL_SHOWN in listing
+
+
+def test_a_masked_location_sent_back_keeps_the_real_one(finops_user: Any) -> None:
+    source = make_source(name="creds", kind="http", location=URL_WITH_CREDENTIALS)
+    client = _client(finops_user)
+    shown = client.get(f"/api/v1/sources/{source.pk}/").json()
+    response = _patch(client, source.pk, {"location": shown["location"], "poll_every_minutes": 5})
+    assert response.status_code == 200
+    assert BillingSource.objects.get().location == URL_WITH_CREDENTIALS
+    assert _patch(client, source.pk, {"enabled": False}).status_code == 200
+    assert BillingSource.objects.get().location == URL_WITH_CREDENTIALS
+    changed = "https://billing.example.com/exports/g.csv"
+    assert _patch(client, source.pk, {"location": changed}).status_code == 200
+    assert BillingSource.objects.get().location == changed
