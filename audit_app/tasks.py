@@ -125,11 +125,11 @@ def land_live() -> int:
 
 @shared_task(name="audit_app.poll_billing_sources")
 def poll_billing_sources() -> int:
-    """The schedule's pass (Celery beat, every BILLING_SOURCES_CHECK_EVERY_SECONDS): poll each
-    billing source that is due (see audit_app.ingestion.sources); how many were polled."""
-    from audit_app.ingestion.sources import sources_poll_due
+    """The schedule's pass (Celery beat, every BILLING_SOURCES_CHECK_EVERY_SECONDS): queue a
+    poll of each billing source that is due (see audit_app.ingestion.sources); how many."""
+    from audit_app.ingestion.sources import sources_queue_due
 
-    return len(sources_poll_due())
+    return sources_queue_due()
 
 
 @shared_task(name="audit_app.prices_sync")

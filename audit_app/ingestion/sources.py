@@ -1,6 +1,7 @@
 """Billing exports pulled on a schedule: poll each billing source and ingest what is new.
 
-Celery beat runs `sources_poll_due` every BILLING_SOURCES_CHECK_EVERY_SECONDS; it polls each
+Celery beat runs `sources_queue_due` every BILLING_SOURCES_CHECK_EVERY_SECONDS; it queues a
+poll (on the outbound queue, one task each, so a slow or silent source holds up no other) of each
 enabled source whose interval (`poll_every_minutes`, default hourly) has passed since its last
 poll, or, after a failed poll, sooner: min(interval, 2^failures) minutes, so a source that was
 briefly unreachable is retried within minutes. Each source is polled on its own, in its own
@@ -170,6 +171,29 @@ def sources_poll_due(*, now: datetime | None = None) -> list[PollResult]:
         except Exception:  # source_poll records its own failures; this is a bug's backstop
             logger.exception("polling billing source %s (%s) failed", source.pk, source.name)
     return results
+
+
+def sources_queue_due(*, now: datetime | None = None) -> int:
+    """Claim every enabled source that is due (as `sources_poll_due` does) and queue a poll of
+    each; how many were queued. A source whose poll could not be queued is released for the
+    next pass."""
+    now = now or timezone.now()
+    queued = 0
+    for source in BillingSource.objects.filter(enabled=True):
+        if not source_due(source, now):
+            continue
+        previous = source.last_polled_at
+        if not BillingSource.objects.filter(pk=source.pk, last_polled_at=previous).update(
+            last_polled_at=now
+        ):
+            continue
+        if source_poll_soon(source):
+            queued += 1
+        else:
+            BillingSource.objects.filter(pk=source.pk, last_polled_at=now).update(
+                last_polled_at=previous
+            )
+    return queued
 
 
 def source_poll_now(*, source: BillingSource, user: Actor) -> bool:

@@ -181,3 +181,33 @@ def test_a_new_export_and_its_restatement_are_picked_up_on_schedule(
     source.refresh_from_db()
     assert (source.last_polled_at, source.last_changed_at) == (_at(120), _at(120))
     assert (poll_due(capture, now=_at(180))[0].uploads, Upload.objects.count()) == ((), 2)
+
+
+def test_the_beat_pass_queues_one_poll_per_due_source(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each due source is its own task on the outbound queue, so a slow or silent one holds up
+    no other; a source whose poll could not be queued waits for the next pass, not its interval."""
+    from audit_app import tasks
+    from audit_app.ingestion.sources import sources_queue_due
+
+    first = make_source(name="first", location=str(root))
+    second = make_source(name="second", location=str(root))
+    make_source(name="waits", location=str(root), last_polled_at=datetime.now(UTC))
+    queued: list[int] = []
+    monkeypatch.setattr(
+        tasks.poll_billing_source, "apply_async", lambda args, **_: queued.append(args[0])
+    )
+    assert sources_queue_due(now=NOON) == 2
+    assert sorted(queued) == sorted([first.pk, second.pk])
+    assert sources_queue_due(now=NOON) == 0  # claimed: a second pass queues nothing
+
+    def refuse(args: Any, **_: Any) -> None:
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(tasks.poll_billing_source, "apply_async", refuse)
+    monkeypatch.setitem(tasks.poll_billing_source.app.conf, "task_always_eager", False)
+    third = make_source(name="third", location=str(root))
+    assert sources_queue_due(now=NOON) == 0
+    third.refresh_from_db()
+    assert third.last_polled_at is None  # released for the next pass
