@@ -8,8 +8,9 @@ What it does, in order, with a timeout on every wait:
 2. writes a generic CSV of PROBE_ROWS rows (default 1,000,000), every row its own workload
    (``probe-0000000`` ...), on the last 7 days of the demo data, so the pages' default window
    holds it;
-3. starts gunicorn (3 sync workers, DEBUG off, 120 s timeout) and a Celery worker (prefork,
-   2 processes) on a private Redis database, and samples the worker's memory (the largest
+3. starts gunicorn (3 sync workers, DEBUG off, 120 s timeout), a Celery worker (prefork,
+   2 processes) for the default queue and another for the outbound queue, on a private Redis
+   database, and samples the worker's memory (the largest
    resident set of any of its processes) every 0.2 s;
 4. uploads the file through ``POST /api/v1/uploads/``, waits for the ingest, then for the
    post-ingest refresh (classification, recommendations, cache warm-up: the worker's log
@@ -20,8 +21,10 @@ What it does, in order, with a timeout on every wait:
    PROBE_REQUESTS (20) more for p50 / p95 / max, with the size of the answer;
 7. deletes the big upload through the API, waits for the refresh that follows, then deletes
    the fill uploads, and checks that the workload count is back to what it was before;
-8. sends the hostile requests of issue 13 (`bench/probe_hostile.py`), one per case, each of
-   which must get its expected status and never a 5xx;
+8. sends the hostile requests (`bench/probe_hostile.py`), one per case, each of which must get
+   its expected status and never a 5xx, then the outbound cases (`bench/probe_outbound.py`):
+   sources and webhooks aimed at loopback, private and metadata addresses must be refused, and
+   secrets must come back masked;
 9. prints the figures and rewrites the "probe" section of docs/reliability.md, ending with
    "Result: PASS" or "Result: FAIL" (and exits 1 on FAIL).
 
@@ -46,6 +49,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from bench.probe_hostile import Answer, Probe, hostile_markdown, run_hostile
+from bench.probe_outbound import OutboundCase, outbound_cases
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE_DIR = REPO / "var" / "probe"
@@ -189,6 +193,7 @@ class Figures:
     peak_rss_kib: int = 0
     timings: list[Timing] = field(default_factory=list)
     hostile: list[Answer] = field(default_factory=list)
+    outbound: list[OutboundCase] = field(default_factory=list)
 
 
 def failures(figures: Figures) -> list[str]:
@@ -201,6 +206,9 @@ def failures(figures: Figures) -> list[str]:
     failed = [a for a in figures.hostile if not a.passed]
     if failed:
         reasons.append(f"{len(failed)} hostile request(s) not answered as expected")
+    refused = [name for name, ok, _detail in figures.outbound if not ok]
+    if refused:
+        reasons.append(f"outbound case(s) not refused or masked: {', '.join(refused)}")
     return reasons
 
 
@@ -263,9 +271,28 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
         "",
         hostile_markdown(figures.hostile),
         "",
+        outbound_markdown(figures.outbound),
+        "",
         result_line(failures(figures)),
     ]
     return "\n".join(lines) + "\n"
+
+
+def outbound_markdown(cases: list[OutboundCase]) -> str:
+    """The outbound cases (`bench/probe_outbound.py`): requests the server makes to addresses a
+    user typed in, each refused, and secrets that must come back masked."""
+    from bench.report import markdown_table
+
+    return "\n".join(
+        [
+            "### Outbound requests and secrets",
+            "",
+            markdown_table(
+                ["case", "result", "detail"],
+                [[name, "ok" if ok else "FAIL", detail] for name, ok, detail in cases],
+            ),
+        ]
+    )
 
 
 def result_line(reasons: list[str]) -> str:
@@ -521,7 +548,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    web = worker = sampler = None
+    web = worker = outbound_worker = sampler = None
     worker_log = PROBE_DIR / "worker.log"
     try:
         web = _spawn(
@@ -554,6 +581,8 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
                 "prefork",
                 "--concurrency",
                 "2",
+                "--queues",
+                "celery",
                 "--hostname",
                 "probe@%h",
                 "--without-gossip",
@@ -561,6 +590,30 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
             ],
             env,
             worker_log,
+        )
+        outbound_worker = _spawn(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                "2",
+                "--queues",
+                "outbound",
+                "--hostname",
+                "probe-outbound@%h",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            env,
+            PROBE_DIR / "worker-outbound.log",
         )
         _wait_healthy(base, web)
         _wait(lambda: " ready." in worker_log.read_text(errors="replace"), 90, "the worker")
@@ -620,10 +673,11 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
         for fill_detail in fills:
             _delete(fill_detail, api)
         figures.workloads_after_cleanup = _workloads(config.database)
-        figures.hostile = run_hostile(
-            _hostile_probe(base, password, fixture["tokens"], config.database, env),
-            last_day=fixture["last_day"],
-        )
+        probe = _hostile_probe(base, password, fixture["tokens"], config.database, env)
+        figures.hostile = run_hostile(probe, last_day=fixture["last_day"])
+        figures.outbound = outbound_cases(probe)
+        for name, ok, detail in figures.outbound:
+            print(f"probe: outbound {name}: {'ok' if ok else 'FAIL'} ({detail})", flush=True)
     finally:
         if sampler is not None:
             sampler.stopped.set()
@@ -631,6 +685,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
             figures.peak_rss_kib = sampler.peak
         _stop(web)
         _stop(worker)
+        _stop(outbound_worker)
     return figures
 
 
