@@ -1,5 +1,5 @@
 """A benchmark run as a curve: its load points, how two curves' points are matched, and each
-side's operating point under a latency SLO (issue 15; DESIGN §4.3).
+side's operating point under a latency SLO.
 
 Pure module (no Django). A point is one load of a sweep (a concurrency, a request rate, or
 both), with its configured input / output lengths and its `RunMetrics`.

@@ -1,5 +1,5 @@
 """The benchmark gate: compare a candidate run with a baseline, point by point along their
-curves (DESIGN.md §3.7, §4.3; issue 15). One concern: the gate's decision and its figures.
+curves. One concern: the gate's decision and its figures.
 
 Pure module (no Django). A run is a curve of measured points (`benchmarks_app.curves`); points
 are matched by load and lengths, and every matched point is checked. `evaluate_gate` decides in

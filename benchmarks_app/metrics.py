@@ -1,4 +1,5 @@
-"""A benchmark run's fields and metrics, per DESIGN.md §4.1–4.2. One concern: what one
+"""A benchmark run's fields and metrics (latency, throughput and efficiency as the README's
+benchmark section defines them). One concern: what one
 measured point of a run gives, from its artifact and the run's stated fields.
 
 Pure module (numpy, no Django). A converter hands over a `BenchmarkArtifact`; the run's own

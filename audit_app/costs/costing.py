@@ -1,4 +1,4 @@
-"""Cost of serving a traffic shape on dedicated replicas (DESIGN.md §4.3).
+"""Cost of serving a traffic shape on dedicated replicas.
 
 Pure module (no Django). Inputs: measured decode tok/s ``T`` of one replica of ``G``
 accelerators, price ``P`` $/accelerator-hour, optional mean power ``W`` watts per accelerator,

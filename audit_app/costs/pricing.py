@@ -43,8 +43,8 @@ from audit_app.costs.providers import PROVIDER_ALIASES, normalize_provider
 MILLION = Decimal(1_000_000)
 # Input size above which a request's tokens are counted apart at ingest (rollups'
 # ``unlogged_long_context_*``) when its card has no long-context tier (or there is no card):
-# Anthropic's and Google's tiers start here, and rows ingested before issue 19's follow-up were
-# all counted here (migration 0026's default).
+# Anthropic's and Google's tiers start here, and rows ingested before long-context prices
+# existed were all counted here (migration 0026's default).
 LONG_CONTEXT_THRESHOLD_TOKENS = 200_000
 # A rollup's threshold when rows counted at different thresholds were added into it: no tier
 # applies to its long-context tokens.

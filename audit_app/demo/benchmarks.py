@@ -1,4 +1,4 @@
-"""The demo's benchmark sweep pair and the gate over it (issue 15).
+"""The demo's benchmark sweep pair and the gate over it.
 
 Llama 3.3 70B Instruct, the model the demo's sales-copilot (H100 pool) and ticket-tagger
 (Trainium pool) serve, measured with `vllm bench serve` against two servers of the same model,

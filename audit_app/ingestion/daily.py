@@ -15,7 +15,7 @@ from audit_app.costs.pricing import merged_threshold
 from audit_app.ingestion.histograms import LatencyHistogram
 
 KEY_FIELDS = ("workload", "team", "provider", "model", "pool", "operation", "batch_api")
-# Sums the price cards' cache-write and long-context prices read (issue 19).
+# Sums the price cards' cache-write and long-context prices read.
 PRICING_SUM_FIELDS = (
     "cache_creation_input_tokens",
     "unlogged_cache_creation_input_tokens",

@@ -1,4 +1,4 @@
-"""What one replica of a serving pool is, what it costs and what it serves (issue 20).
+"""What one replica of a serving pool is, what it costs and what it serves.
 
 A pool's replica is the instance type on its bill. Its price is the hardware catalog's when
 the instance is catalogued; otherwise the bill's own: its cost over its instance-hours (charges
