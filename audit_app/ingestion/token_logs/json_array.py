@@ -29,9 +29,8 @@ while the document is read: a line break inside a string, an array closed by `}`
 the array, a document that ends before its `]`, and (from the JSONL path, in array mode) a
 record that is not valid JSON. Readers of `litellm.read` only add chunks up and land them at
 the end, so the caller (`litellm._read_json_array`) answers it with the row path's own error
-for the document, and nothing is landed. (Until 4 Dec 2026 the standard library's scanner
-checked the whole document before the first chunk, building every record as Python objects:
-5 of the 9.6 s of a 1M-record array.)
+for the document, and nothing is landed. Nothing checks the whole document before the first
+chunk: that would build every record as Python objects first.
 
 What the row path reads differently is left to it (`None`) before anything is read: a byte
 order mark, a document that does not start with `[`, an empty array, a first item that is not
