@@ -143,14 +143,15 @@ def demo_data_load(
                 "tag_value": pool.name,
             },
         )
-    # Classes and recommendations once everything is in (logs, the bill and its pools), before
-    # the command returns.
+    benchmarks = demo_benchmarks_load(directory=directory)
+    # Classes and recommendations once everything is in (logs, the bill and its pools, the
+    # benchmark runs that measure real-time moves), before the command returns.
     derived_refresh()
     return DemoDataResult(
         uploads=uploads,
         skipped=False,
         planted=summary.discrepancy,
-        benchmarks=demo_benchmarks_load(directory=directory),
+        benchmarks=benchmarks,
         budgets=tuple(demo_budgets_ensure(today=end_day)),
         anomalies=anomalies,
     )

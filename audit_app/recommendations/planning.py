@@ -98,9 +98,9 @@ def now_of(option: PlanOption, units_now: Mapping[str, Decimal]) -> Decimal:
 
 
 def contradiction(a: PlanOption, b: PlanOption) -> str:
-    """Why ``a`` and ``b`` cannot both be in a plan ("" when they can)."""
+    """Why ``a`` cannot join a plan holding ``b`` ("" when it can)."""
     for pool in sorted(a.removes & (b.touches | b.receives)):
-        return f"pool {pool.removeprefix('pool:')} is turned off by the plan's option"
+        return f"it turns off pool {pool.removeprefix('pool:')}, which the plan's option changes"
     for pool in sorted(b.removes & (a.touches | a.receives)):
         return f"pool {pool.removeprefix('pool:')} is turned off by the plan's option"
     shared = sorted(a.touches & b.touches)

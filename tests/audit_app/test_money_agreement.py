@@ -129,6 +129,7 @@ NO_MONEY = {
     "command:issue_token",
     "command:serve",
     "command:prices_sync",  # prints the price cards it added (unit prices), no spend figures
+    "command:encrypt_secrets",  # re-encrypts stored secrets; prints how many
     # Billing sources: where exports come from, when polled, what failed; no figures.
     "sources",
     "source-poll",
@@ -515,6 +516,11 @@ def test_the_plan_reads_the_same_everywhere(seeded: None, finops: Client) -> Non
     assert by_testid(html, "plan-spend") == Decimal(plan["spend_monthly_usd"])
     assert by_testid(html, "plan-after") == Decimal(plan["after_monthly_usd"])
     assert by_testid(finops.get("/").content.decode(), "potential-savings") == savings
+    # A workload's page: its option in the plan with the same share.
+    (evals,) = [o for o in plan["options"] if o["workload"] == "evals" and o["in_plan"]]
+    page = finops.get(f"/workloads/{Workload.objects.get(name='evals').pk}/").content.decode()
+    share = re.search(r'data-testid="workload-plan">.*?its share (\$[\d,.]+)/month', page, re.S)
+    assert share and money(share.group(1)) == Decimal(evals["savings_monthly_usd"])
     # A window of its own: the API and the command agree, priced on that window's spend.
     windowed = finops.get("/api/v1/plan/?start=2026-11-16&end=2026-11-30").json()
     out = io.StringIO()
