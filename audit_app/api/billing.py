@@ -19,10 +19,9 @@ from audit_app.costs.billing import (
     reconciliation,
     reconciliation_totals,
 )
-from audit_app.models import Recommendation
+from audit_app.recommendations.plan import PoolStep, pool_steps
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting.filters import parse_filters
-from audit_app.reporting.selectors import pool_best_recommendations
 from audit_app.views.billing import parse_flagged, parse_threshold
 
 PERCENT: DecimalOptions = {
@@ -145,6 +144,9 @@ class ReconciliationApi(APIView):
 
 class PoolBestRecommendationOutput(serializers.Serializer):
     id = serializers.IntegerField()
+    workload = serializers.CharField(
+        allow_null=True, help_text="The workload whose move changes the pool; null: a pool plan."
+    )
     target_kind = serializers.CharField()
     savings_monthly_usd = serializers.DecimalField(**MONEY)
     status = serializers.CharField()
@@ -166,7 +168,8 @@ class PoolOutput(serializers.Serializer):
     bill_upload_ids = serializers.ListField(child=serializers.IntegerField())
     best_recommendation = PoolBestRecommendationOutput(
         allow_null=True,
-        help_text="The pool's best open recommendation, as the pools table shows it; null: none.",
+        help_text="The pool's step in the savings plan (a pool plan, or a workload leaving it) "
+        "with its share of the plan's savings, as the pools table shows it; null: none.",
     )
     next_step_note = serializers.CharField(
         allow_null=True,
@@ -190,7 +193,7 @@ class PoolListApi(APIView):
     def get(self, request: Request) -> Response:
         filters = parse_filters(request.query_params)
         page = paginate(pool_reports(start=filters.start, end=filters.end), request)
-        best = pool_best_recommendations()
+        best = pool_steps()
         # Read only when a pool has no priced step (a cache miss reads every pool's demand).
         unknown = (
             pools_without_throughput() if any(r.pool.name not in best for r in page.items) else {}
@@ -217,13 +220,15 @@ class PoolListApi(APIView):
         return Response(PoolPageOutput(page.envelope(results)).data)
 
 
-def _best(recommendation: Recommendation | None, request: Request) -> dict[str, Any] | None:
-    if recommendation is None:
+def _best(step: PoolStep | None, request: Request) -> dict[str, Any] | None:
+    if step is None:
         return None
+    recommendation = step.recommendation
     return {
         "id": recommendation.pk,
+        "workload": step.workload,
         "target_kind": recommendation.target_kind,
-        "savings_monthly_usd": recommendation.savings_monthly_usd,
+        "savings_monthly_usd": step.savings,
         "status": recommendation.status,
         "url": reverse("api-recommendation-detail", args=[recommendation.pk], request=request),
     }

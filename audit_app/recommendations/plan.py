@@ -347,3 +347,29 @@ def plan_rows(read: PlanRead, *, pool: str = "", workload: str = "") -> list[Pla
             )
         )
     return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolStep:
+    """A pool's step in the savings plan: the in-plan option that changes it (a pool plan, or a
+    workload leaving it) and its share of the plan's savings."""
+
+    recommendation: Recommendation
+    savings: Decimal
+    workload: str | None
+
+
+def pool_steps(read: PlanRead | None = None) -> dict[str, PoolStep]:
+    """Each pool's step in the plan, by pool name (pools the plan leaves alone have none)."""
+    read = read or plan_read()
+    steps: dict[str, PoolStep] = {}
+    for p in read.plan.options:
+        row = read.recommendations.get(p.option.key)
+        if not p.in_plan or row is None:
+            continue
+        for touch in sorted(p.option.touches):
+            if touch.startswith("pool:"):
+                steps[touch.removeprefix("pool:")] = PoolStep(
+                    recommendation=row, savings=p.savings_monthly, workload=p.option.workload
+                )
+    return steps

@@ -506,24 +506,6 @@ def pool_groups_for(groups: list[RecommendationGroup], pool: str) -> list[Recomm
     ]
 
 
-def pool_best_recommendations() -> dict[str, Recommendation]:
-    """Each pool's best open recommendation (largest saving, then the pool's own ranking),
-    counting a consolidation for every pool it takes in: the pools table's last column."""
-    best: dict[str, Recommendation] = {}
-    for r in Recommendation.objects.filter(
-        pool__isnull=False, workload__isnull=True, status__in=OPEN_STATUSES
-    ).select_related("pool"):
-        for name in r.details.get("pools", [r.pool.name if r.pool else ""]):
-            current = best.get(name)
-            if current is None or (-r.savings_monthly_usd, r.rank, r.pk) < (
-                -current.savings_monthly_usd,
-                current.rank,
-                current.pk,
-            ):
-                best[name] = r
-    return best
-
-
 @dataclass(frozen=True, kw_only=True)
 class RecommendationRole:
     """Where a recommendation sits in its workload's group."""

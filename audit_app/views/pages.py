@@ -20,14 +20,13 @@ from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
 from audit_app.models import Workload, WorkloadClass, WorkloadOverride
-from audit_app.recommendations.plan import plan_read, plan_rows
+from audit_app.recommendations.plan import plan_read, plan_rows, pool_steps
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import (
     filter_choices,
     hour_of_week_requests,
-    pool_best_recommendations,
     upload_list,
     uploads_per_day,
 )
@@ -78,7 +77,8 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         for row in by_workload:
             class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
         window = f"between {filters.start} and {filters.end}"
-        pool_best = pool_best_recommendations()
+        plan = plan_read()
+        pool_best = pool_steps(plan)
         # Read only when a pool has no priced step (a cache miss reads every pool's demand).
         unpriced = {r.pool.name for r in reports} - set(pool_best)
         notes = pools_without_throughput() if unpriced else {}
@@ -86,7 +86,7 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
         context.update(
             report=report,
             class_split=class_split,
-            plan=plan_read().plan,
+            plan=plan.plan,
             pools=reports,
             pool_best=pool_best,
             pool_rows=[

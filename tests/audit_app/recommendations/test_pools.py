@@ -34,6 +34,7 @@ from tests.support.plan import assert_plan_coherent
 
 pytestmark = pytest.mark.django_db
 
+POOLS = {"h100-pool", "trn1-pool"}
 P5_TOKENS_PER_SECOND = 24524.9  # throughput-assumptions.csv, p5.48xlarge 70b
 P5_USD_PER_HOUR = Decimal("98.32")  # hardware-catalog.csv, p5.48xlarge on demand
 
@@ -163,7 +164,20 @@ def test_demo_pools_get_priced_next_steps(
     # Pages: the pools table's best step, the idle card's link, the detail's chart and risk.
     overview = client.get(reverse("overview")).content.decode()
     assert 'data-testid="idle-next-steps"' in overview
-    assert reverse("recommendation-detail", args=[consolidate.pk]) in overview
+    # Each pool's step is the plan's option that changes it, with its share of the savings.
+    plan = plan_as_dict(plan_read())
+    changing = [
+        o for o in plan["options"] if o["in_plan"] and {o["from_pool"], o["to_pool"]} & POOLS
+    ]
+    assert changing
+    for option in changing:
+        assert reverse("recommendation-detail", args=[option["id"]]) in overview
+    assert reverse("recommendation-detail", args=[consolidate.pk]) not in overview
+    pools = client.get("/api/v1/pools/").json()["results"]
+    shown = {p["best_recommendation"]["id"]: p for p in pools if p["best_recommendation"]}
+    for option in changing:
+        step = shown[option["id"]]["best_recommendation"]
+        assert Decimal(step["savings_monthly_usd"]) == Decimal(option["savings_monthly_usd"])
     detail = client.get(reverse("recommendation-detail", args=[autoscale.pk])).content.decode()
     assert "pool-replicas" in detail and 'data-testid="risk"' in detail
     assert "no benchmark gate is needed" in detail
