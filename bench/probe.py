@@ -567,53 +567,9 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
             env,
             PROBE_DIR / "gunicorn.log",
         )
-        worker = _spawn(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                "2",
-                "--queues",
-                "celery",
-                "--hostname",
-                "probe@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            env,
-            worker_log,
-        )
-        outbound_worker = _spawn(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                "2",
-                "--queues",
-                "outbound",
-                "--hostname",
-                "probe-outbound@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            env,
-            PROBE_DIR / "worker-outbound.log",
+        worker = _celery_worker("celery", "probe@%h", env, worker_log)
+        outbound_worker = _celery_worker(
+            "outbound", "probe-outbound@%h", env, PROBE_DIR / "worker-outbound.log"
         )
         _wait_healthy(base, web)
         _wait(lambda: " ready." in worker_log.read_text(errors="replace"), 90, "the worker")
@@ -687,6 +643,36 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
         _stop(worker)
         _stop(outbound_worker)
     return figures
+
+
+def _celery_worker(
+    queue: str, hostname: str, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """A Celery worker (prefork, 2 processes) consuming ``queue``."""
+    return _spawn(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "2",
+            "--queues",
+            queue,
+            "--hostname",
+            hostname,
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        env,
+        log,
+    )
 
 
 def main() -> int:
