@@ -631,9 +631,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
         figures.workloads_after_cleanup = _workloads(config.database)
         probe = _hostile_probe(base, password, fixture["tokens"], config.database, env)
         figures.hostile = run_hostile(probe, last_day=fixture["last_day"])
-        figures.outbound = outbound_cases(probe)
-        for name, ok, detail in figures.outbound:
-            print(f"probe: outbound {name}: {'ok' if ok else 'FAIL'} ({detail})", flush=True)
+        figures.outbound = outbound_cases(probe)  # prints each case as it goes
     finally:
         if sampler is not None:
             sampler.stopped.set()
