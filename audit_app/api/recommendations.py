@@ -15,14 +15,13 @@ from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.lib.query_params import text_param
 from audit_app.models import Recommendation, Workload
-from audit_app.recommendations.plan import plan_as_dict, plan_read, plan_window
+from audit_app.recommendations.plan import plan_as_dict, plan_read, plan_roles, plan_window
 from audit_app.recommendations.services import recommendation_decide
 from audit_app.reporting.selectors import (
     RecommendationRole,
     changes_pool,
     pool_groups_for,
     recommendation_groups,
-    recommendation_roles,
 )
 from audit_app.workloads.services import (
     class_summary,
@@ -90,10 +89,10 @@ class RecommendationOutput(serializers.ModelSerializer):
     )
     events = EventOutput(many=True)
     leads = serializers.SerializerMethodField(
-        help_text="The workload's leading option: the one counted in potential savings."
+        help_text="In the savings plan (GET /api/v1/plan/): the option the plan counts."
     )
     alternative_to = serializers.SerializerMethodField(
-        help_text="For an alternative, the id of the recommendation it is grouped under."
+        help_text="Out of the plan because it contradicts a plan option: that option's id."
     )
 
     def _role(self, obj: Recommendation) -> RecommendationRole | None:
@@ -142,9 +141,9 @@ class RecommendationPageOutput(PageOutput):
 
 
 class RecommendationListApi(APIView):
-    """Recommendations grouped per workload (and per serving pool), largest open savings first:
-    each group's leading option, then its alternatives (`alternative_to` names the leader), then
-    closed ones. `?pool=` keeps the pool recommendations changing that pool."""
+    """Recommendations grouped per workload (and per serving pool), largest open savings first,
+    closed ones last; `leads` marks the savings plan's options and `alternative_to` the plan
+    option one contradicts. `?pool=` keeps the pool recommendations changing that pool."""
 
     @extend_schema(
         parameters=[
@@ -168,7 +167,7 @@ class RecommendationListApi(APIView):
             if not pool or changes_pool(r, pool)
         ]
         page = paginate(ordered, request)
-        context = {"roles": recommendation_roles(groups)}
+        context = {"roles": plan_roles()}
         return Response(RecommendationPageOutput(page.envelope(page.items), context=context).data)
 
 
@@ -176,7 +175,7 @@ class RecommendationDetailApi(APIView):
     @extend_schema(responses=RecommendationOutput)
     def get(self, request: Request, recommendation_id: int) -> Response:
         recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
-        context = {"roles": recommendation_roles(recommendation_groups())}
+        context = {"roles": plan_roles()}
         return Response(RecommendationOutput(recommendation, context=context).data)
 
 
@@ -199,7 +198,7 @@ class RecommendationDecisionApi(APIView):
             decision=data.validated_data["decision"],
             note=data.validated_data["note"],
         )
-        context = {"roles": recommendation_roles(recommendation_groups())}
+        context = {"roles": plan_roles()}
         return Response(RecommendationOutput(decided, context=context).data)
 
 

@@ -30,6 +30,7 @@ from audit_app.recommendations.planning import Evidence, Plan, PlanOption, plan_
 from audit_app.recommendations.realised import RealisedSaving, realised_saving
 from audit_app.recommendations.services import min_savings
 from audit_app.reporting.filters import date_window
+from audit_app.reporting.selectors import RecommendationRole
 from audit_app.workloads.services import analysis_window
 
 
@@ -373,3 +374,20 @@ def pool_steps(read: PlanRead | None = None) -> dict[str, PoolStep]:
                     recommendation=row, savings=p.savings_monthly, workload=p.option.workload
                 )
     return steps
+
+
+def plan_roles(read: PlanRead | None = None) -> dict[int, RecommendationRole]:
+    """Each stored recommendation's place in the plan: in it (``leads``), an alternative to
+    the plan's option it contradicts, or closed (rejected, gate failed)."""
+    read = read or plan_read()
+    closed = {Recommendation.Status.REJECTED, Recommendation.Status.GATE_FAILED}
+    roles = {}
+    for p in read.plan.options:
+        row = read.recommendations.get(p.option.key)
+        if row is not None:
+            roles[row.pk] = RecommendationRole(
+                leads=p.in_plan,
+                alternative_to=_id_of(read, p.alternative_to),
+                closed=row.status in closed,
+            )
+    return roles

@@ -508,26 +508,8 @@ def pool_groups_for(groups: list[RecommendationGroup], pool: str) -> list[Recomm
 
 @dataclass(frozen=True, kw_only=True)
 class RecommendationRole:
-    """Where a recommendation sits in its workload's group."""
+    """Where a recommendation sits in the savings plan (`recommendations.plan.plan_roles`)."""
 
-    leads: bool
-    alternative_to: int | None  # the leader's id, for an alternative
+    leads: bool  # in the plan
+    alternative_to: int | None  # the plan option it contradicts
     closed: bool
-
-
-def recommendation_roles(groups: list[RecommendationGroup]) -> dict[int, RecommendationRole]:
-    roles: dict[int, RecommendationRole] = {}
-    for group in groups:
-        if group.leader is not None:
-            roles[group.leader.pk] = RecommendationRole(
-                leads=True, alternative_to=None, closed=False
-            )
-        for r in group.alternatives:
-            roles[r.pk] = RecommendationRole(
-                leads=False,
-                alternative_to=group.leader.pk if group.leader else None,
-                closed=False,
-            )
-        for r in group.closed:
-            roles[r.pk] = RecommendationRole(leads=False, alternative_to=None, closed=True)
-    return roles

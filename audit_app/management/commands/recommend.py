@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.recommendations.plan import plan_read
+from audit_app.recommendations.plan import plan_read, plan_roles
 from audit_app.recommendations.services import recommendations_refresh
 from audit_app.reporting.selectors import recommendation_groups
 
@@ -23,6 +23,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         recommendations_refresh()
+        read = plan_read()
+        roles = plan_roles(read)
         rows = []
         for group in recommendation_groups():
             for r in [group.leader, *group.alternatives, *group.closed]:
@@ -41,10 +43,8 @@ class Command(BaseCommand):
                         "assumptions": r.assumptions,
                         "confidence": r.confidence,
                         "status": r.status,
-                        "leads": r is group.leader,
-                        "alternative_to": group.leader.pk
-                        if group.leader is not None and r in group.alternatives
-                        else None,
+                        "leads": r.pk in roles and roles[r.pk].leads,
+                        "alternative_to": roles[r.pk].alternative_to if r.pk in roles else None,
                         "rank": r.rank,
                         "computed_at": r.computed_at.isoformat() if r.computed_at else None,
                         "data_version": r.data_version,
@@ -57,12 +57,12 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(rows))
             return
         for row in rows:
-            marker = "" if row["leads"] else "  (alternative) "
+            marker = "" if row["leads"] else "  (not in the plan) "
             self.stdout.write(
                 f"{marker}{row['subject']:<28} -> {row['target'][:48]:<48} "
                 f"saves ${row['savings_monthly_usd']}/month ({row['status']})"
             )
-        plan = plan_read().plan
+        plan = read.plan
         self.stdout.write(
             f"savings plan: ${plan.savings_monthly}/month of ${plan.spend_monthly} "
             "(manage.py plan for its options)"
