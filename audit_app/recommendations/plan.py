@@ -143,7 +143,9 @@ def _stored_options(stored: list[Recommendation], *, start: date, end: date) -> 
 def _window_options(stored: list[Recommendation], *, start: date, end: date) -> _Options:
     """Another window: its options re-read, each with the status of the recommendation it is
     stored as (proposed when none is)."""
-    read = window_options(start=start, end=end)
+    read = cached(
+        "plan_window_options", f"{start}|{end}", lambda: window_options(start=start, end=end)
+    )
     rows = {
         option_key(
             {
