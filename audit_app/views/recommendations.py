@@ -25,7 +25,6 @@ from audit_app.reporting import charts
 from audit_app.reporting.derived import derived_state
 from audit_app.reporting.selectors import (
     hour_of_week_requests,
-    recommendation_groups,
     rollups_in_range,
 )
 from audit_app.views.query import QueryParamsMixin
@@ -82,22 +81,12 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
             Recommendation.objects.select_related("workload", "pool"),
             pk=kwargs["recommendation_id"],
         )
-        group = next(
-            (
-                g
-                for g in recommendation_groups()
-                if recommendation in (g.leader, *g.alternatives, *g.closed)
-            ),
-            None,
-        )
         read = plan_read()
         planned = next((row for row in plan_rows(read) if row.option.id == recommendation.pk), None)
         context.update(
             recommendation=recommendation,
             planned=planned,
             plan_details=recommendation.details.get("plan", {}),
-            group=group,
-            leads=group is not None and group.leader == recommendation,
             sources=Upload.objects.filter(pk__in=recommendation.source_upload_ids).order_by("pk"),
             events=recommendation.events.select_related("user"),
             can_decide=has_role(self.request.user, [Role.MANAGER])
