@@ -8,11 +8,8 @@ config.wsgi serves these requests in the master, before it forks, so every worke
 all of it built and shared, instead of building it while the first visitors wait: a server's
 first second is when most users arrive at once (`make load`: 50 within 7 ms).
 
-Measured on 5 Dec 2026 (gunicorn, 2 workers, `make load`'s data): ``/api/v1/workloads/<id>/``
-took 24 ms of CPU as a worker's first request and 9 ms later; 14 ms when the master had served
-it once. Five paired 10 s runs of `make load` with a first version of this (the sign-in form
-and the API reads, before the pages were added), sign-in form p50 / p95: 130-170 / 140-260 ms
-with it against 210-240 / 270-330 ms without.
+A worker's first ``/api/v1/workloads/<id>/`` costs less than half the CPU when the master has
+served it once; `docs/performance.md` has the paired figures.
 
 The sign-in form goes through the whole WSGI application, its middleware included, as an
 anonymous visitor would. The other reads call their views directly, as a superuser that exists

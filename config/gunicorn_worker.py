@@ -17,20 +17,16 @@ Once the application is loaded, each pool thread also opens its database connect
 connections persist between requests (``CONN_MAX_AGE`` not 0, as with PostgreSQL), instead of
 leaving it to the thread's first request. A new PostgreSQL connection starts a server process
 and signs in; when 50 users arrive on a fresh server, ~50 of them did so in the same second,
-beside the answers. Paired 10 s runs of `make load` (4 Dec 2026), worst page or API p95: 400,
-370, 380, 400 ms without, 320, 320, 250, 300 ms with (three more runs with: 320, 300, 380 ms);
-login form p50 320, 180, 310, 290 ms without, 140, 150, 210, 94 ms with. The threads open
+beside the answers. The threads open
 them as the worker starts accepting, so a database slow to answer delays no request that does
 not need it. A busy server's threads hold these connections anyway (every one of a 2 x 32
 server's 64 threads answered within the first 10 s of `make load`).
 
 With ``--reuse-port`` (as `make load` and the production image run it), every worker listens
 on a socket of its own and the kernel spreads new connections among them. With one shared
-socket, the worker awake when a burst arrived took most of it: in traces of `make load`'s first
-second (10 s runs, 5 Dec 2026) the two workers split its ~80 requests 12 / 70, 72 / 11,
-17 / 64, 19 / 62 and 75 / 7 in five runs of six, one core doing most of the work while the other
-waited. With a socket each, nine runs of eleven split between 38 / 43 and 42 / 39 (the other
-two 26 / 56 and 35 / 46). A worker that stops (a restart, ``max_requests``) takes what the
+socket, the worker awake when a burst arrives takes most of it, one core doing most of the work
+while the other waits; with a socket each, a burst splits about evenly (`docs/performance.md`
+has the traces' figures). A worker that stops (a restart, ``max_requests``) takes what the
 kernel has queued on its socket and then closes it at once, so no new connection waits on a
 socket nobody accepts from during its graceful shutdown (`close_listeners`).
 
