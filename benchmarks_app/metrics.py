@@ -1,4 +1,4 @@
-"""A benchmark run's fields and metrics (latency, throughput and efficiency as the README's
+"""A benchmark run's fields and metrics (latency, throughput and efficiency as docs/using.md's
 benchmark section defines them). One concern: what one
 measured point of a run gives, from its artifact and the run's stated fields.
 

@@ -9,7 +9,7 @@ that Redis does not answer, the database counts instead: a login never fails on 
 
 A count covers a fixed window of FAILURE_WINDOW_SECONDS from its first failure; a key with
 AUTH_FAILURES_PER_MINUTE failures in its window is locked until the window ends. Which lock
-refuses what is the callers' rule (README, "Running in production"): the login page and
+refuses what is the callers' rule (docs/running.md, "Running in production"): the login page and
 `HashedTokenAuthentication`.
 """
 

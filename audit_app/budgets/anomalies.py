@@ -1,6 +1,6 @@
 """Days a workload × model spent more than its usual, and why: volume, mix or price.
 
-Pure module (no Django), Decimal money. The method (also in the README, "Forecasts and
+Pure module (no Django), Decimal money. The method (also in docs/using.md, "Forecasts and
 anomalies: the method"):
 
 - **Expected day.** A day is compared with the same weekday of the previous `weeks` weeks

@@ -4,7 +4,7 @@ Pure module (no Django). Money is Decimal throughout; every amount a `Forecast` 
 rounded half up to the cent at the end (the cumulative projection is summed unrounded, so a
 period's total is the last day's cumulative figure, not a sum of rounded days).
 
-The method (also in the README, "Forecasts and anomalies: the method"):
+The method (also in docs/using.md, "Forecasts and anomalies: the method"):
 
 1. **Actual.** The days of the period through `as_of` are spend already gone: counted as they
    are (a day missing from `daily_spend` spent nothing).

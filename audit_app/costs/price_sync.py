@@ -1,6 +1,6 @@
 """What a price sync adds: the dataset's cards set against the cards already kept.
 
-Pure module (no Django). Rules (README "Where prices come from"):
+Pure module (no Django). Rules (docs/using.md, "Where prices come from"):
 - A dataset model is the same model as a kept card when their names match
   (`pricing.card_model_name`) or the dataset's match rule matches the card's name
   (``claude-sonnet-4-5`` is the catalog's ``claude-sonnet-4-5 (Vertex)``); its new cards then

@@ -4,7 +4,7 @@ Credentials are checked first. A correct password signs in unless its account is
 this client address by failed attempts from it (that lock stops password guessing, so it
 refuses the correct password too, until its window ends; from any other address the owner
 signs in); a lock on the client address, which many users behind one proxy may share, refuses
-only wrong passwords (`audit_app.access.auth_failures`; README, "Running in production").
+only wrong passwords (`audit_app.access.auth_failures`; docs/running.md, "Running in production").
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Failed logins (form) and invalid API tokens allowed per account and per client address and
-# minute (audit_app.access.auth_failures; README, "Running in production"). The counts are shared by
+# minute (audit_app.access.auth_failures; docs/running.md). The counts are shared by
 # every web process: in Redis when AUTH_FAILURES_REDIS_URL names one, else in the database.
 AUTH_FAILURES_PER_MINUTE = env_int("AUTH_FAILURES_PER_MINUTE", 10)
 AUTH_FAILURES_REDIS_URL = env_str("AUTH_FAILURES_REDIS_URL", "")
@@ -346,9 +346,9 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)),
     },
 }
-# Price cards from the maintained price dataset (`manage.py prices_sync`, README "Where prices
-# come from"): `make run` syncs once on first start; with PRICES_SYNC_WEEKLY beat syncs weekly
-# too, which picks up a newer dataset once the pinned genai-prices is upgraded.
+# Price cards from the maintained price dataset (`manage.py prices_sync`; docs/using.md "Where
+# prices come from"): `make run` syncs once on first start; with PRICES_SYNC_WEEKLY beat syncs
+# weekly too, which picks up a newer dataset once the pinned genai-prices is upgraded.
 PRICES_SYNC_WEEKLY = env_bool("PRICES_SYNC_WEEKLY", False)
 if PRICES_SYNC_WEEKLY:
     CELERY_BEAT_SCHEDULE["sync-prices"] = {

@@ -3,7 +3,7 @@
 The main worker consumes the default queue (ingest, landing, alert evaluation) and embeds
 Celery beat (``--beat``, its schedule file in the var directory), so the periodic tasks of
 CELERY_BEAT_SCHEDULE (alert evaluation every 15 minutes) run with no extra process.
-Production runs one `celery beat` process of its own instead (README). A second worker
+Production runs one `celery beat` process of its own instead (docs/running.md). A second worker
 consumes the outbound queue (billing source polls, alert deliveries) with its own processes
 (``--outbound-concurrency``), so a slow peer never holds a worker that ingests or lands.
 
