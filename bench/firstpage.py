@@ -16,7 +16,7 @@ What it does, with a timeout on every wait:
    request) and the overview's HTML alone, each the median of 5 fetches.
 
 Targets: first load <= 1 s, repeat load <= 300 ms on localhost. The figures are also written
-to docs/reliability.md (section ``firstpage``).
+to docs/performance.md (section ``firstpage``).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def lines(figures: Figures) -> Iterator[str]:
 
 
 def section(figures: Figures) -> str:
-    """The docs/reliability.md section: what was measured, and the table of figures."""
+    """The docs/performance.md section: what was measured, and the table of figures."""
     rows = [
         (
             "overview, first load (empty cache)",

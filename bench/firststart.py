@@ -16,7 +16,7 @@ What it does, with a timeout on every wait:
 
 Targets: first start <= 60 s including the install, second start <= 10 s. Both are times on
 this machine, not ratios; the steps printed beside them say where the time went. The figures
-are also written to docs/reliability.md (section ``firststart``).
+are also written to docs/performance.md (section ``firststart``).
 """
 
 from __future__ import annotations

@@ -20,14 +20,14 @@ What it does, in order, with a timeout on every child process:
    locustfile sums each answer's ``Server-Timing`` header), the p95 target (<= 300 ms for every
    page and API call, the sign-in POST aside) MET or NOT met, then PASS (no failure, no 5xx,
    no exception in the locustfile) or FAIL, and rewrites the "load" section of
-   docs/reliability.md;
+   docs/performance.md;
 5. stops locust and gunicorn (whole process groups) whatever happens.
 
 Knobs (environment): LOAD_USERS (50), LOAD_SPAWN_RATE (50), LOAD_RUN_TIME (60s),
 LOAD_WORKERS (2), LOAD_THREADS (32), LOAD_NO_PRELOAD=1 (each worker loads the app itself
 instead of gunicorn's --preload), LOAD_DATABASE (audit_load), LOAD_REUSE_DB=1 keeps an
 already seeded database (for comparing worker settings quickly), LOAD_NO_DOC=1 leaves
-docs/reliability.md alone, LOAD_REDIS_DB (6) is the Redis database number the server's broker
+docs/performance.md alone, LOAD_REDIS_DB (6) is the Redis database number the server's broker
 uses (pick one no other job on the machine uses).
 
 Why 2 workers x 8 threads (gthread): the pages are CPU-bound Python (ORM rows, Plotly, templates)
@@ -919,9 +919,9 @@ def main() -> int:
     print()
     print("PASS" if result.passed else "FAIL: " + "; ".join(result.reasons))
     if config.write_doc:
-        from bench.report import DOC, write_section
+        from bench.report import write_section
 
-        write_section(
+        page = write_section(
             "load",
             markdown(
                 config,
@@ -940,7 +940,7 @@ def main() -> int:
                 extra["cpu"],
             ),
         )
-        print(f"load: wrote the load section of {DOC.relative_to(REPO)}")
+        print(f"load: wrote the load section of {page.relative_to(REPO)}")
     return 0 if result.passed else 1
 
 

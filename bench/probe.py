@@ -25,11 +25,11 @@ What it does, in order, with a timeout on every wait:
    its expected status and never a 5xx, then the outbound cases (`bench/probe_outbound.py`):
    sources and webhooks aimed at loopback, private and metadata addresses must be refused, and
    secrets must come back masked;
-9. prints the figures and rewrites the "probe" section of docs/reliability.md, ending with
+9. prints the figures and rewrites the "probe" section of docs/performance.md, ending with
    "Result: PASS" or "Result: FAIL" (and exits 1 on FAIL).
 
 Knobs (environment): PROBE_ROWS (1000000; or ``--rows N``), PROBE_REQUESTS (20),
-PROBE_DATABASE (audit_probe), PROBE_NO_DOC=1 leaves docs/reliability.md alone.
+PROBE_DATABASE (audit_probe), PROBE_NO_DOC=1 leaves docs/performance.md alone.
 """
 
 from __future__ import annotations
@@ -682,10 +682,10 @@ def main() -> int:
     print()
     print(text)
     if config.write_doc:
-        from bench.report import DOC, write_section
+        from bench.report import write_section
 
-        write_section("probe", text)
-        print(f"probe: wrote the probe section of {DOC.relative_to(REPO)}")
+        page = write_section("probe", text)
+        print(f"probe: wrote the probe section of {page.relative_to(REPO)}")
     return 1 if failures(figures) else 0
 
 

@@ -1,8 +1,9 @@
-"""docs/reliability.md: one page, one section per command that measures something.
+"""docs/performance.md and docs/reliability.md: one section per command that measures something.
 
-Each command (the scale and ingest fan-out benchmark, the load test, the fault scripts, the
-hostile-input test) rewrites only its own section, between markers, so running one command never
-erases another's figures. Sections appear in SECTIONS order; unknown names go last.
+Each command (the benchmarks, the load test, the probe, the fault scripts, the hostile-input
+test) rewrites only its own section, between markers, so running one command never erases
+another's figures. Speed sections go to docs/performance.md, fault and hostile-input sections to
+docs/reliability.md; a page keeps its sections in the order below and its text above the first.
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "reliability.md"
+PERFORMANCE = REPO / "docs" / "performance.md"
+RELIABILITY = REPO / "docs" / "reliability.md"
 
-SECTIONS = ("scale", "fanout", "load", "probe", "faults", "hostile")
+# Each page's sections, in page order.
+PAGES: dict[Path, tuple[str, ...]] = {
+    PERFORMANCE: ("targets", "scale", "fanout", "load", "probe", "firstpage", "firststart"),
+    RELIABILITY: ("faults", "hostile"),
+}
 
-HEADER = """# Reliability
 
-Every figure on this page is written by a command in this repository; each section names its
-command and is rewritten whenever that command runs, so do not edit the page by hand.
-"""
+def page_of(name: str) -> Path:
+    """The page section ``name`` is written to."""
+    return next((page for page, names in PAGES.items() if name in names), RELIABILITY)
+
 
 _MARK = re.compile(
     r"<!-- section:(?P<name>[a-z_]+) -->\n(?P<body>.*?)<!-- /section:(?P=name) -->\n", re.S
@@ -34,17 +40,24 @@ def read_sections(text: str) -> dict[str, str]:
     return {m["name"]: m["body"] for m in _MARK.finditer(text)}
 
 
-def write_section(name: str, body: str, *, path: Path = DOC) -> None:
-    """Replace (or add) section ``name`` of the page with ``body`` (markdown, with its title)."""
-    sections = read_sections(path.read_text(encoding="utf-8")) if path.exists() else {}
+def write_section(name: str, body: str, *, path: Path | None = None) -> Path:
+    """Replace (or add) section ``name`` of its page (or ``path``) with ``body`` (markdown, with
+    its title), keeping the page's text above its first section. Returns the page written."""
+    path = path or page_of(name)
+    text = path.read_text(encoding="utf-8") if path.exists() else f"# {path.stem.title()}\n"
+    first = text.find("<!-- section:")
+    header = text if first < 0 else text[:first]
+    sections = read_sections(text)
     sections[name] = body.rstrip("\n") + "\n"
-    order = [s for s in SECTIONS if s in sections] + sorted(set(sections) - set(SECTIONS))
-    parts = [HEADER]
+    known = PAGES.get(path, ())
+    order = [s for s in known if s in sections] + sorted(set(sections) - set(known))
+    parts = [header.rstrip("\n") + "\n"]
     for section in order:
         body_text = sections[section]
         parts.append(f"<!-- section:{section} -->\n{body_text}<!-- /section:{section} -->\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts), encoding="utf-8")
+    return path
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
