@@ -1,4 +1,4 @@
-"""`make bench` (firststart): how long a new user waits for `make run` (issue 18, target 1).
+"""`make bench` (firststart): how long a new user waits for `make run`.
 
 What it does, with a timeout on every wait:
 

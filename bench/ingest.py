@@ -16,7 +16,7 @@ Beside those, what any engine would still leave (printed under each size): the f
 a 100-row head of the same file ingested end to end plus storing the whole file, and DuckDB
 doing the checks the ingest does before it trusts a row (`CHILD_DUCKDB_CHECKED`).
 
-Target (issue 18, item 5): ingest end to end <= 2.0x DuckDB, and peak RSS flat in file size
+Target: ingest end to end <= 2.0x DuckDB, and peak RSS flat in file size
 (3M / 1M <= 1.3). The CPU seconds (user + sys) of both are printed too: on a machine other
 work keeps busy, wall times swing by 2x from run to run and CPU time does not. Each measurement
 is the median of BENCH_INGEST_REPEAT runs (default 3 up to 1M rows, 1 above). Set

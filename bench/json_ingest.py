@@ -1,4 +1,4 @@
-"""JSON ingest speed: LiteLLM JSONL and OTel JSONL through the columnar paths (issue 18, item 6).
+"""JSON ingest speed: LiteLLM JSONL and OTel JSONL through the columnar paths.
 
 Writes the same 1M requests (BENCH_JSON_ROWS) as a LiteLLM JSONL export, the same records as
 one LiteLLM JSON array document (what LiteLLM's spend-log API returns), an OTel JSONL export

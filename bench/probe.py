@@ -216,7 +216,7 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
+def markdown(figures: Figures, *, requests_each: int) -> str:
     from bench.report import markdown_table
 
     rows = [
@@ -236,7 +236,7 @@ def markdown(figures: Figures, *, requests_each: int, when: str) -> str:
     lines = [
         "## Probe: a million distinct workloads",
         "",
-        f"Written by `make probe` (`bench/probe.py`) on {when}.",
+        "Written by `make probe` (`bench/probe.py`).",
         "",
         "Setup: gunicorn `config.wsgi` with 3 sync workers (DEBUG off, 120 s timeout), a Celery "
         "worker (prefork, 2 processes), PostgreSQL and Redis on one 2-core machine, default "
@@ -677,8 +677,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     config = Config.from_env(sys.argv[1:], dict(os.environ))
     figures = run_probe(config)
-    when = time.strftime("%d %b %Y", time.gmtime())
-    text = markdown(figures, requests_each=config.requests_each, when=when)
+    text = markdown(figures, requests_each=config.requests_each)
     print()
     print(text)
     if config.write_doc:

@@ -1,4 +1,4 @@
-"""`make probe`'s second phase: the hostile requests of issue 13, over HTTP to gunicorn.
+"""`make probe`'s second phase: hostile requests over HTTP to gunicorn.
 
 One request per case, each with the status it must get; the probe fails when any answer is 5xx
 or not the expected one. The static cases are `PARAMETER_CASES` and `ACCESS_CASES`; the ones that
@@ -31,9 +31,9 @@ ESCAPED_LINK = "&lt;a href="
 
 @dataclass(frozen=True, kw_only=True)
 class Case:
-    """One request: the issue's item, what it tries, and the statuses that are right."""
+    """One request: the area it probes, what it tries, and the statuses that are right."""
 
-    item: int
+    area: str
     what: str
     method: str
     path: str
@@ -56,7 +56,7 @@ class Answer:
 
 
 def _param_case(path: str, role: str, what: str) -> Case:
-    return Case(item=6, what=what, method="GET", path=path, role=role, expected=(400,))
+    return Case(area="parameters", what=what, method="GET", path=path, role=role, expected=(400,))
 
 
 # Item 6: every parameter once on a page, the CSV and an API; roles are the probe's clients.
@@ -81,7 +81,7 @@ PARAMETER_CASES: tuple[Case, ...] = (
 
 # Item 8: the API's schema and docs are for people with a role, like every other page.
 ACCESS_CASES: tuple[Case, ...] = tuple(
-    Case(item=8, what=what, method="GET", path=path, role=role, expected=expected)
+    Case(area="access", what=what, method="GET", path=path, role=role, expected=expected)
     for path in ("/api/schema/", "/api/docs/")
     for role, what, expected in (
         ("no-role", "signed in, no role", (403,)),
@@ -150,7 +150,7 @@ def hostile_markdown(answers: list[Answer]) -> str:
 
     rows = [
         [
-            str(a.case.item),
+            a.case.area,
             _cell(a.case.what),
             a.case.method,
             f"`{_cell(shorten(a.case.path, PATH_CHARS))}`",
@@ -167,15 +167,15 @@ def hostile_markdown(answers: list[Answer]) -> str:
         [
             "### Hostile requests",
             "",
-            "The requests of issue 13, sent over HTTP to the same gunicorn after the deletions "
-            "(item numbers are the issue's). A case passes when its status is the expected one "
+            "Hostile requests, sent over HTTP to the same gunicorn after the deletions. "
+            "A case passes when its status is the expected one "
             "(never 5xx) and, where the case checks the body, the check holds; the message is "
             f"the first {MESSAGE_CHARS} characters of what the answer says. "
             f"{len(answers) - failed} of {len(answers)} passed.",
             "",
             markdown_table(
                 [
-                    "item",
+                    "area",
                     "case",
                     "method",
                     "path",
@@ -283,13 +283,13 @@ def _wait_landed(probe: Probe, upload_id: int) -> None:
 
 
 def _gate_cases(rec: Recorder) -> None:
-    """Item 1 (gate -> recommendation) and item 5 (deleting a gated benchmark upload)."""
+    """Gates on recommendations, and deleting a benchmark upload a gate compares."""
     probe = rec.probe
     runs: dict[str, int] = {}
     for side in ("baseline", "candidate"):
         fixture = BENCHMARK_FIXTURES / f"vllm_{side}.json"
         case = Case(
-            item=1,
+            area="gates",
             what=f"upload the {side} benchmark fixture",
             method="POST",
             path="/api/v1/benchmark-runs/",
@@ -319,7 +319,7 @@ def _gate_cases(rec: Recorder) -> None:
         ("pilot_approved", 400, "gate links an approved recommendation, runs of another model"),
     ):
         case = Case(
-            item=1,
+            area="gates",
             what=what,
             method="POST",
             path="/api/v1/gates/",
@@ -357,7 +357,7 @@ def _gate_cases(rec: Recorder) -> None:
             check=unchanged,
         )
     case = Case(
-        item=5,
+        area="gated deletes",
         what="delete the benchmark upload a gate compares",
         method="DELETE",
         path="/api/v1/uploads/{id}/",
@@ -415,7 +415,7 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
             return "" if right else f"wrong name: {_stored_name(response)}"
 
         case = Case(
-            item=4,
+            area="file names",
             what=f"token log named with {size} bytes",
             method="POST",
             path="/api/v1/uploads/",
@@ -424,7 +424,7 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
         )
         _upload_case(rec, case, name, _csv(f"long-name-{size}", 3, day=last_day, cost="0.01"), kept)
     case = Case(
-        item=7,
+        area="escaping",
         what="token log naming a workload with a link",
         method="POST",
         path="/api/v1/uploads/",
@@ -443,7 +443,7 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
     evil = int(response.json()["id"])
     _wait_landed(rec.probe, evil)
     case = Case(
-        item=7,
+        area="escaping",
         what="overview chart escapes the workload's name",
         method="GET",
         path="/",
@@ -456,7 +456,7 @@ def _file_cases(rec: Recorder, last_day: str) -> int | None:
         describe=lambda r: "the chart data holds the escaped label, not the link",
     )
     case = Case(
-        item=8,
+        area="access",
         what="engineer deletes a finops user's upload",
         method="DELETE",
         path=f"/api/v1/uploads/{evil}/",
@@ -473,7 +473,7 @@ def _lockout_cases(rec: Recorder) -> None:
 
     base = rec.probe.base
     bad = Case(
-        item=3,
+        area="lockout",
         what=f"{BAD_ATTEMPTS} bad tokens from one address (the last)",
         method="GET",
         path="/api/v1/me/",
@@ -488,7 +488,7 @@ def _lockout_cases(rec: Recorder) -> None:
         )
     rec.send(bad)
     good = Case(
-        item=3,
+        area="lockout",
         what="then a valid token from that address",
         method="GET",
         path="/api/v1/me/",
@@ -518,7 +518,7 @@ def _lockout_cases(rec: Recorder) -> None:
     for _ in range(BAD_ATTEMPTS - 1):
         sign_in("probe-victim", "wrong")
     case = Case(
-        item=3,
+        area="lockout",
         what=f"{BAD_ATTEMPTS} bad logins for user A (the last)",
         method="POST",
         path="/accounts/login/",
@@ -527,7 +527,7 @@ def _lockout_cases(rec: Recorder) -> None:
     )
     sign_in("probe-victim", "wrong", case)
     case = Case(
-        item=3,
+        area="lockout",
         what="then a correct login for user B",
         method="POST",
         path="/accounts/login/",
@@ -708,7 +708,7 @@ def _poison_cases(rec: Recorder) -> None:
             path = LITELLM_PATH
             body = litellm_call_body(f"probe-{number}", start_s=now - 3600, change=variant.change)
         case = Case(
-            item=2,
+            area="live records",
             what=f"poison live record: {variant.what} ({variant.receiver})",
             method="POST",
             path=path,
@@ -726,7 +726,7 @@ def _poison_cases(rec: Recorder) -> None:
         )
     future_ns = int(time.mktime((2099, 6, 1, 0, 0, 0, 0, 0, 0)) * 1e9)
     case = Case(
-        item=7,
+        area="escaping",
         what="span dated 2099-06-01",
         method="POST",
         path=OTLP_PATH,
@@ -742,7 +742,7 @@ def _poison_cases(rec: Recorder) -> None:
     )
     clean_id = "9900"
     case = Case(
-        item=2,
+        area="live records",
         what="then a clean span lands on the next pass",
         method="POST",
         path=OTLP_PATH,
@@ -791,7 +791,7 @@ def _alert_text_and_body_cases(rec: Recorder) -> None:
     """A hostile workload's Slack text (checked here, in this process); a 3 MB acknowledge
     note answered with the API's JSON error."""
     case = Case(
-        item=6,
+        area="parameters",
         what="Slack text of an alert on a hostile workload",
         method="-",
         path="budgets.alert_text.chat_text",
@@ -806,7 +806,7 @@ def _alert_text_and_body_cases(rec: Recorder) -> None:
         "CURRENT_TIMESTAMP, '') RETURNING id"
     )
     case = Case(
-        item=10,
+        area="body size",
         what="acknowledge note of 3 MB",
         method="POST",
         path=f"/api/v1/alerts/{alert_id}/acknowledge/",

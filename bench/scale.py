@@ -10,7 +10,7 @@ Each endpoint is timed with its default filters (the 30 days ending on the last 
 over the whole year. Set BENCH_SCALE_REQUESTS to change the 50, BENCH_SCALE_DATABASE_URL to use
 another database.
 
-Then the first visitor after a data change (issue 18, target 4: <= 1 s): a new data version as
+Then the first visitor after a data change (target: <= 1 s): a new data version as
 an ingest makes, the derived refresh as the worker runs it (re-classify, re-price, then warm
 the default and quick windows), then one request to each year-long page; beside it, the
 yardstick: the same first request after a change with no warm-up (what every first visitor

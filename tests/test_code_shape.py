@@ -1,4 +1,4 @@
-"""The code's shape targets (issue 14): no function over MAX_FUNCTION_LINES lines, and a module
+"""The code's shape targets: no function over MAX_FUNCTION_LINES lines, and a module
 over MAX_MODULE_LINES lines states in its docstring the one concern it holds."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def test_the_section_carries_the_figures(tmp_path: Path) -> None:
             probe.Timing(path="/", status=200, cold_ms=900, warm_ms=[10, 20, 30], size_bytes=5)
         ],
     )
-    text = probe.markdown(figures, requests_each=3, when="1 Dec 2026")
+    text = probe.markdown(figures, requests_each=3)
     assert (
         "5,012 after the ingest, 20,000 at the limit, 15,000 after deleting the big upload "
         "(its 14,988 fill names stay), 12 after deleting the fill uploads too (back to before)"
@@ -117,7 +117,12 @@ def test_the_access_cases_refuse_the_schema_and_docs_without_a_role() -> None:
 
 def _answer(status: int, *, expected: tuple[int, ...] = (400,), problem: str = "") -> Answer:
     case = probe_hostile.Case(
-        item=6, what="NUL | byte", method="GET", path="/?team=%00", role="finops", expected=expected
+        area="parameters",
+        what="NUL | byte",
+        method="GET",
+        path="/?team=%00",
+        role="finops",
+        expected=expected,
     )
     return Answer(case=case, status=status, message="team: refused", problem=problem)
 
@@ -168,16 +173,16 @@ def test_the_chart_check_wants_the_escaped_label_and_never_the_raw_link() -> Non
 def test_the_hostile_table_and_the_result(tmp_path: Path) -> None:
     figures = probe.Figures(rows=10, workloads_before=12, workloads_after_cleanup=12)
     figures.hostile = [_answer(400)]
-    text = probe.markdown(figures, requests_each=3, when="1 Dec 2026")
+    text = probe.markdown(figures, requests_each=3)
     assert "1 of 1 passed." in text
     assert (
-        "| 6 | NUL \\| byte | GET | `/?team=%00` | finops | 400 | 400 | team: refused | PASS |"
+        "| parameters | NUL \\| byte | GET | `/?team=%00` | finops | 400 | 400 | team: refused | PASS |"
     ) in text
     assert text.endswith("\nResult: PASS\n")
     figures.hostile = [_answer(400), _answer(500, problem="")]
-    text = probe.markdown(figures, requests_each=3, when="1 Dec 2026")
+    text = probe.markdown(figures, requests_each=3)
     assert (
-        "| 6 | NUL \\| byte | GET | `/?team=%00` | finops | 400 | 500 | team: refused | FAIL |"
+        "| parameters | NUL \\| byte | GET | `/?team=%00` | finops | 400 | 500 | team: refused | FAIL |"
         in (text)
     )
     assert text.endswith("\nResult: FAIL (1 hostile request(s) not answered as expected)\n")

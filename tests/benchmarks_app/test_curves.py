@@ -1,4 +1,4 @@
-"""The gate over curves (issue 15): points matched by load and lengths, a regression at any
+"""The gate over curves: points matched by load and lengths, a regression at any
 point fails naming it, the operating point under an SLO, hosted API sides, error rate.
 
 Every expected figure is worked out by hand in the comment beside it. Unless a test says

@@ -1,4 +1,4 @@
-"""Tests for benchmarks_app.gating (DESIGN.md §3.7, §4.3); expected values are worked out by hand.
+"""Tests for benchmarks_app.gating; expected values are worked out by hand.
 
 Unless a test says otherwise both runs serve the same model, quantization, batch size and traffic
 shape on 8 GPUs at $4/GPU-hour. The baseline decodes T = 2,000 tok/s, so one replica makes

@@ -1,4 +1,4 @@
-"""Tests for benchmarks_app.metrics (DESIGN.md §4.1–4.2); expected values are worked out by hand.
+"""Tests for benchmarks_app.metrics; expected values are worked out by hand.
 
 numpy's linear interpolation: for n sorted values v[0..n−1] the q-th percentile sits at position
 k = (n − 1) × q / 100; with i = floor(k) and f = k − i it is v[i] + f × (v[i+1] − v[i]).

@@ -1,4 +1,4 @@
-"""Runs as curves through every front end (issue 15): several files imported as one run, bad
+"""Runs as curves through every front end: several files imported as one run, bad
 sweeps refused naming the file, stored runs completed (PATCH, `gate --meta` on a run id) with
 the edit audited and recorded gates unchanged, hosted sides priced from a price card, and the
 `gate` command over several files per side with an SLO.

@@ -1,4 +1,4 @@
-"""Issue 19 follow-up: a card's long-context tier applies at its own threshold (272k for the
+"""A card's long-context tier applies at its own threshold (272k for the
 GPT-5.x family, 128k, 200k, ...), not only at 200k. Ingest counts each request above its own
 card's threshold and the rollup keeps it; pricing applies a tier only to tokens counted there.
 

@@ -1,4 +1,4 @@
-"""Issue 19's "done when": an OpenTelemetry export of spans from current models of OpenAI,
+"""An OpenTelemetry export of spans from current models of OpenAI,
 Anthropic, Google, AWS Bedrock, Mistral, DeepSeek, Groq and Cohere lands with no unpriced model,
 and each model costs what its provider lists, once the price cards are synced from the
 packaged dataset. OTel spans carry no cost, so every dollar here is priced from a card.

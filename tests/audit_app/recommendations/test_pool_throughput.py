@@ -1,4 +1,4 @@
-"""Pools whose throughput the catalog does not know (issue 20 follow-up): a measured benchmark
+"""Pools whose throughput the catalog does not know: a measured benchmark
 run, else the pool's own capacity over its billed replicas, else a clear "no throughput known"
 on the pools table, the overview and the pools API. Every figure below is worked by hand.
 

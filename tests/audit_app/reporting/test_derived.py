@@ -174,7 +174,7 @@ def test_serving_the_model_from_a_pool_withdraws_the_api_recommendation(
 ) -> None:
     # Self-hosted traffic is costed from GPU bills only, and this pool has none: nothing to save.
     # The requests logged without a pool are the pool's only when no card prices their
-    # provider's model (issue 19: a model served hosted and self-hosted is told apart by
+    # provider's model (a model served hosted and self-hosted is told apart by
     # provider), so the pool serving OpenAI's model name does not take OpenAI's traffic...
     with django_capture_on_commit_callbacks(execute=True):
         _serving_pool()
