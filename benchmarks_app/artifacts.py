@@ -1,4 +1,4 @@
-"""What a benchmark converter hands over: one tool's result file, in DESIGN §4's units.
+"""What a benchmark converter hands over: one tool's result file, in the units of `docs/methods.md`.
 
 Pure module (no Django). Converters (`benchmarks_app/converters/`) read a tool's file and return
 a `BenchmarkArtifact`; `benchmarks_app/metrics.py` turns an artifact plus the run's own fields
@@ -46,7 +46,8 @@ class TelemetrySample:
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkArtifact:
     """One tool's result, converted. `reported` holds the tool's own summary statistics already
-    converted to DESIGN §4 definitions and milliseconds, under these keys (absent = not in file):
+    converted to the definitions of `docs/methods.md` and milliseconds, under these keys
+    (absent = not in file):
 
     ttft_mean_ms, ttft_p50_ms, ttft_p95_ms, ttft_p99_ms,
     tpot_mean_ms, tpot_p50_ms, tpot_p95_ms, tpot_p99_ms   (TPOT excluding the first token),

@@ -112,7 +112,7 @@ class RunFields:
 
 @dataclass(frozen=True, kw_only=True)
 class RunMetrics:
-    """DESIGN §4 metrics of one run; None = cannot be computed (see `missing`).
+    """The metrics of one run (`docs/methods.md`); None = cannot be computed (see `missing`).
 
     `sources`: metric → where its value came from. `missing`: metric → "<label>: how to supply it".
     """
@@ -332,7 +332,7 @@ def compute_metrics(
     *,
     run_window_s: tuple[float, float] | None = None,
 ) -> RunMetrics:
-    """DESIGN §4 metrics of one run.
+    """The metrics of one run (`docs/methods.md`).
 
     `run_window_s` (epoch seconds, start and end) keeps only the telemetry samples taken during
     the run; without it every attached sample is taken as the run's (the artifact itself carries

@@ -12,7 +12,7 @@ Columns of the generated frame (`REQUEST_COLUMNS`; names follow `CanonicalReques
   is set only for streamed successful requests: a non-streamed response reaches the client whole,
   so no first-token time is observed (the importers read it the same way).
 - `ttft_ms`, `tpot_ms`, `latency_ms`: floats derived from those timestamps by the definitions of
-  DESIGN 4.1 (TPOT = (latency - TTFT) / (output tokens - 1)); NaN where undefined.
+  `docs/methods.md` (TPOT = (latency - TTFT) / (output tokens - 1)); NaN where undefined.
 - `streaming` (the request asked for a stream), `batch_api`: booleans. Batch requests never
   stream and wait minutes in the provider's queue.
 - `input_tokens` (includes cached), `output_tokens`, `cached_input_tokens`: int64. Errors carry

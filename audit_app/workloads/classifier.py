@@ -1,4 +1,4 @@
-"""Real-time or asynchronous: a transparent classifier over workload features (DESIGN 3.5).
+"""Real-time or asynchronous: a transparent classifier over workload features (`docs/methods.md`).
 
 Pure module (no Django). `classify(features, slo_ms=...)` takes the `WorkloadFeatures` of
 `audit_app.workloads.features` and adds up one contribution per signal (log-odds style:

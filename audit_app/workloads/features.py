@@ -1,4 +1,5 @@
-"""Workload features: what the classifier reads about one workload (DESIGN 3.5).
+"""Workload features: what the classifier reads about one workload
+(`docs/methods.md`, "Workload classes").
 
 Pure module (numpy, no Django). The caller builds one `WorkloadSummary` per workload from what
 the product stores — hourly rollups summed per UTC hour (`HourStats`) and the per-workload-day

@@ -5,7 +5,8 @@ Every converter has the same two functions (and, when one file can hold a sweep,
 - `sniff(data: bytes, filename: str) -> bool`: does the file look like this tool's result?
   (It reads the first 64 KiB only.)
 - `convert(data: bytes, *, filename: str) -> BenchmarkArtifact`: read the whole file into the
-  contract of `benchmarks_app.artifacts` (DESIGN §4 definitions, milliseconds). A file that
+  contract of `benchmarks_app.artifacts` (the definitions of `docs/methods.md`,
+  milliseconds). A file that
   cannot be read raises `ArtifactError` with one sentence naming the field or line; a sensible
   default is taken instead when one exists, and said in `assumptions`.
 

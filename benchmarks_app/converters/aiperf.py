@@ -1,22 +1,7 @@
 """AIPerf `profile_export_aiperf.json` / `.csv` and GenAI-Perf `profile_export_genai_perf.json` /
 `.csv` (AIPerf's JSON was designed to mimic GenAI-Perf's, so one module reads both).
 
-JSON: each metric is an object `{"unit": …, "avg": …, "p50": …, "p95": …, "p99": …}`. CSV: a
-block `Metric,avg,min,max,p…` whose first cell is a display name with the unit in brackets
-("Time To First Token (ms)"), a blank line, then a `Metric,Value` block for single values
-(GenAI-Perf writes request statistics as "1,234.56"). Both become the same table, then:
-
-- `time_to_first_token` → ttft; `inter_token_latency` = (latency − TTFT) / (OSL − 1) → **tpot**
-  (DESIGN's TPOT, despite the name); `inter_chunk_latency` (chunk gaps) → itl;
-  `request_latency` → e2e; `avg` → mean.
-- Times convert by their `unit` (ms, s, us, ns); a time without a unit is read as ms (the tools'
-  display unit) with an assumption sentence; an unknown unit is an error.
-- `output_token_throughput` → output tok/s, `request_throughput` → requests/s (units must be per
-  second); `request_count`, `error_request_count`, `benchmark_duration`, `total_osl` (else
-  `total_output_tokens`), `total_isl` → the run's counts.
-- A non-streaming run has no TTFT / ITL: they stay absent, never zero.
-- GenAI-Perf's `telemetry_stats.gpu_utilization` (per GPU) becomes `gpu_utilization_pct`, the
-  mean of the GPUs' averages.
+Its rules in full: `docs/formats.md`, section "AIPerf and GenAI-Perf exports".
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
 """GuideLLM report: schema `metadata.version == 2` and the legacy `{"benchmarks": [...]}` (≤ v0.3),
 as JSON or YAML.
 
-A report holds one benchmark per strategy/rate; every benchmark is one load point
-(`convert_points`, in the report's order; `convert` gives the first). Statistics are read from
-`metrics.<metric>.successful` (a distribution with `mean`, `median`, `percentiles.p95`,
-`percentiles.p99`; legacy files have no `p50`, so the median stands in):
-
-- TTFT: `time_to_first_token_ms`.
-- TPOT: `inter_token_latency_ms` = (last − first token) / (n − 1), which is DESIGN's TPOT. Never
-  `time_per_output_token_ms`: it includes TTFT in current GuideLLM and divides by n in legacy.
-- End-to-end: `request_latency`, in **seconds**.
-- GuideLLM has no chunk-gap ITL, so the `itl_*` keys stay absent.
-- Output tok/s and requests/s follow DESIGN §4.2: successful output tokens (requests) / benchmark
-  `duration`. GuideLLM's own `output_tokens_per_second` is a time-weighted rate distribution and
-  is quoted in an assumption only.
-
-Load of a point, from its strategy (`config.strategy` in v2, `args.strategy` in legacy):
-synchronous → concurrency 1; concurrent → concurrency `streams`; throughput → an unlimited rate
-(with the user's `max_concurrency` when one was set); constant / poisson → `rate` req/s.
-Requests: `request_totals` successful → completed, errored → failed (the scheduler's
-`requests_made` when the totals are absent). The point's window is its `start_time` / `end_time`
-(epoch seconds). A synthetic data set (`config.spec.data` in v2, `request_loader.data` such as
-"prompt_tokens=256,output_tokens=128" in legacy) gives the configured input / output lengths.
-
-Per-request lists (`requests.successful`) are sampled by GuideLLM; they become `PerRequest` only
-when they hold every successful request of the point, otherwise percentiles would come from a
-sample.
+Its rules in full: `docs/formats.md`, section "GuideLLM reports".
 """
 
 from __future__ import annotations

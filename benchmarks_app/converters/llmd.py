@@ -2,28 +2,7 @@
 benchmark_report/schema_v0_2*.py`), YAML or JSON: a tool-neutral report that llm-d fills from
 vLLM bench, GuideLLM, AIPerf, inference-perf or InferenceMAX output.
 
-Read from `results.request_performance.aggregate`:
-- `latency.time_to_first_token` (ms | s) → ttft, `time_per_output_token` (ms/token | s/token) →
-  tpot, `inter_token_latency` → itl, `request_latency` (ms | s) → e2e; `mean`, `p50`, `p95`,
-  `p99` of each, converted by the metric's own `units`;
-- `throughput.output_token_rate.mean` (tokens/s) → output tok/s, `request_rate.mean`
-  (queries/s) → requests/s;
-- `requests.total` / `failures` / `incomplete` → completed = total − failures − incomplete.
-
-From `scenario`: the model and accelerators of the `inference_engine` stack components
-(`num_gpus` = Σ accelerator count × replicas), the load's `tool`/`tool_version`, `rate_qps`,
-`concurrency`, input/output sequence lengths. From `run.time.duration` (ISO 8601, `PT…S`) the
-duration. From `results.observability.components[].aggregate.gpu_utilization.mean` (percent or
-fraction) → `gpu_utilization_pct` (mean over the components that report it).
-
-llm-d copies TPOT / ITL by name from the source tool without reconciling definitions, so the
-source tool is named in an assumption.
-
-A report describes one stage of a run (`scenario.load.standardized.stage`): one load point, at
-`rate_qps` req/s and/or `concurrency` (`.inf` = no cap), labelled with its stage; `run.time.start`
-/ `end` are its window. Several reports in one file (a YAML stream of `---` documents, or a JSON
-list) give one point each, and a report that cannot be read names its place (`document 2: …`,
-`reports[1]: …`). `requests.failures` → failed requests, said in one sentence.
+Its rules in full: `docs/formats.md`, section "llm-d benchmark reports".
 """
 
 from __future__ import annotations

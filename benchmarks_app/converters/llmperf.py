@@ -2,33 +2,7 @@
 `*_individual_responses.json` of one run, and the post-processed leaderboard files of
 ray-project/llmperf pull request 42 (a `*_cur_<N>.json` row, a concurrency sweep CSV).
 
-Summary (flattened, all durations in **seconds**), one load point: `results_ttft_s_*` → ttft,
-`results_end_to_end_latency_s_*` → e2e (`_mean` and `_quantiles_p50/p95/p99`),
-`results_mean_output_throughput_token_per_s` → output tok/s (Σ output tokens / wall time),
-`results_num_completed_requests_per_min` / 60 → requests/s, `results_num_completed_requests`,
-`results_number_errors` (else `results_error_rate` × `results_num_requests_started`) → failed,
-`num_concurrent_requests` → the load, `mean_input_tokens` / `mean_output_tokens` → the
-configured lengths, `model`, `version`, and `--metadata` keys at top level. The wall time is not
-written; it is derived from the completed count and the per-minute rate, and the token totals
-from the per-request means (the means are over completed requests). `timestamp` is written when
-the results are saved, so it ends the point's window, which starts the derived wall time earlier.
-
-Individual responses: a list of `{ttft_s, end_to_end_latency_s, number_output_tokens,
-number_input_tokens, inter_token_latency_s, error_code, error_msg}` → `PerRequest` (a record
-with an `error_code` or an `error_msg` failed: it is counted and left out of the arrays, as
-LLMPerf's summary does). It has no timestamps, no wall time and no load, so no throughput.
-
-LLMPerf's `inter_token_latency_s` is Σ(gaps including TTFT) / output tokens ≈ end-to-end / n: it
-is neither DESIGN's TPOT nor a chunk-gap ITL, so it is never reported as either. With the
-individual responses, TPOT can be computed per request from TTFT, latency and token count.
-
-Leaderboard files (PR 42 tooling, one run per concurrency): the `_cur_<N>.json` row is one point;
-the sweep CSV is transposed (a metric per line, a concurrency per column; its first table is
-read, the p75-only copy after the blank line is not) and each column is a point. Per point:
-`concurrency`, TTFT p50 / p95 in **ms**, `requests_per_minute_(qpm)`,
-`results_num_completed_requests`, `results_number_errors`, and the measured mean input / output
-lengths, from which the wall time and output tok/s (= requests/s × mean output tokens, LLMPerf's
-own definition) follow. A cell that cannot be read names its column.
+Its rules in full: `docs/formats.md`, section "LLMPerf results".
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """MLPerf Inference LoadGen `mlperf_log_summary.txt`: "key : value" text lines, latencies in **ns**.
 
-Read: `Scenario`, `Mode`, the result line ("Result is : VALID/INVALID"), the headline rates
-("Completed tokens per second" / Offline "Tokens per second" → output tok/s; "Completed samples
-per second" / "Samples per second" → requests/s), and from "Additional Stats" the per-sample
-latency (→ e2e), "First Token latency" (→ TTFT) and "Time to Output Token" (→ TPOT; LoadGen's
-`(latency − TTFT) / (n − 1)`, the contract's definition), each as mean and 50/95/99 percentiles,
-ns → ms. LoadGen's latency constraint is on p99, which is kept as p99 and never used as p95; when
-a file has no 95th-percentile line the p95 keys stay absent and an assumption says so.
-
-"Test Parameters Used" gives the constraints (`ttft_latency (ns)`, `tpot_latency (ns)`,
-`target_qps`, `min_duration (ms)`), which are stated as assumptions; `target_qps` is the asked-for
-rate in the Server scenario only. The summary names no model: it is taken from the file name
-(the submission layout `<model>/<scenario>/…`, e.g. `llama2-70b-99_Server_mlperf_log_summary.txt`).
-In Offline the "latency" is that of the one query holding every sample, so it is not read as e2e.
-
-The file is one load point: Server (and Interactive, which LoadGen runs as Server) at
-`target_qps` req/s; Offline sends every sample at once (an unlimited rate); SingleStream sends
-one query at a time (concurrency 1); any other scenario, or a Server run without `target_qps`, is
-a point of unknown load. The summary counts no requests and records no wall-clock times.
+Its rules in full: `docs/formats.md`, section "MLPerf Inference LoadGen summaries".
 """
 
 from __future__ import annotations

@@ -1,46 +1,7 @@
 """Accelerator telemetry for utilization and power: nvidia-smi CSV, DCGM exporter text or
 neuron-monitor JSON.
 
-**nvidia-smi** — `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw
---format=csv -l 1`: a header with units in brackets (`timestamp, index, utilization.gpu [%],
-power.draw [W]`) and values such as `2025/03/10 14:00:01.123, 0, 45 %, 250.12 W`.
-`--format=csv,nounits` (bare values) reads the same. Other query columns are allowed; `name` and
-`driver_version` fill `gpu_type` / `driver`. `power.draw.average` / `.instant` (newer drivers)
-stand in for `power.draw`. `[N/A]` / `[Not Supported]` mean "no value". nvidia-smi writes local
-time without a zone: it is read as UTC, said in an assumption. A column without a unit in its
-header or its values is read in nvidia-smi's only unit (% or W), also said.
-
-**DCGM exporter** — the Prometheus text that dcgm-exporter serves at `/metrics`, one or more
-scrapes concatenated, **each sample with its Prometheus timestamp** (milliseconds since the
-epoch, the exposition format's optional last field):
-
-    DCGM_FI_DEV_GPU_UTIL{gpu="0",modelName="NVIDIA H100 80GB HBM3",...} 87 1741615201000
-    DCGM_FI_DEV_POWER_USAGE{gpu="0",...} 612.5 1741615201000
-
-`DCGM_FI_DEV_GPU_UTIL` (%) and `DCGM_FI_DEV_POWER_USAGE` (W) with the same `gpu` label and
-timestamp make one sample; other series and `#` lines are skipped. A sample without a timestamp
-is refused (a plain `curl …/metrics` loop loses the time of each scrape), naming its line.
-
-**neuron-monitor** (AWS Trainium / Inferentia, `aws-neuron-tools`) — one JSON report per
-period, as its user guide describes: `neuron_runtime_data[]` (one entry per Neuron application,
-e.g. the vLLM server) with `report.neuroncore_counters.neuroncores_in_use.{core}
-.neuroncore_utilization` (percent over the captured `period`), `neuron_hardware_info` and
-`instance_info`. Reports one per line (neuron-monitor's stdout), or a JSON array of reports.
-Each report gives one sample per NeuronCore (`gpu_index` = the NeuronCore index; on Trn2 the
-logical core, whose physical halves under `v3d` are not read); a core that several applications
-report in one report gets the sum of their utilizations (neuron-monitor lists every core for each
-application, 0 for the cores it does not use), capped at 100 %, said in an assumption.
-`neuron_hardware_info.neuron_device_type` fills `gpu_type`.
-
-neuron-monitor's reports carry **no time of their own** and **no power draw** (its documented
-metric groups have neither; power is only a percent of the maximum in sysfs). Each report must
-therefore be stamped when it is recorded, in a top-level `timestamp` (seconds since the epoch, or
-an ISO 8601 date-time; one without a zone is read as UTC, said):
-
-    neuron-monitor -c monitor.conf | jq -c --unbuffered '{timestamp: now} + .' > neuron.jsonl
-
-A report without it is refused, naming its line, as a DCGM sample without its time is; every
-sample's `power_w` is None.
+Its rules in full: `docs/formats.md`, section "Accelerator telemetry".
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """vLLM `vllm bench serve --save-result` JSON (and the legacy `benchmark_serving.py` file).
 
-Three shapes are read, all written by vLLM's benchmark client (InferenceX runs the same client
-against vLLM, SGLang and TensorRT-LLM servers):
-
-- **Result file**, current and legacy keys: `duration`, `completed`, `failed`,
-  `total_input_tokens`, `total_output_tokens`, `request_throughput`, `output_throughput`,
-  `request_rate` (a number or "inf"), `max_concurrency`, and per metric (ttft, tpot, itl, e2el)
-  `mean_/median_/p{P}_<metric>_ms` in milliseconds. The legacy `"request_goodput:"` key (with a
-  colon) is tolerated. `--metadata KEY=VALUE` pairs sit at top level; the run-field names are
-  copied into `metadata`.
-- **Per-request arrays**, when saved: `ttfts`, `latencies` (seconds), `itls` (a list of chunk
-  gaps per request, or already flattened; seconds), `input_lens`, `output_lens`, `start_times`
-  (perf_counter seconds). Failed requests are dropped by the `errors` list when it is aligned.
-  The seconds are checked against the file's own median when both exist.
-- **InferenceX variants**: the `token_position_decode_slo` file writes the latency statistics
-  without `_ms` (`median_ttft`, `p99_tpot`, …) in seconds; the aggregated row
-  (`agg_<name>.json`, `utils/process_result.py`) has latencies in seconds without `_ms`,
-  `output_tput_per_gpu` and the run's topology. Both are converted, with an assumption sentence.
-
-vLLM writes p95 only with `--metric-percentiles 95` (default: p99 only); a missing p95 stays
-missing (never taken from p99).
-
-Load points: a file holding several results (a JSON list of results or InferenceX rows, or
-`--append-result` lines, e.g. one per concurrency) gives one artifact per result, in the file's
-order; a result that cannot be read names its place (`results[2]: …`, `line 3: …`). The load is
-`request_rate` (a number, or "inf" = unlimited) and `max_concurrency` (InferenceX rows: `conc`);
-a result with neither is a point of unknown load. `failed` → failed requests. The point's window
-ends at `date` (written when the result was saved, local time without a zone: read as UTC) and
-starts `duration` seconds earlier (a `date` that cannot be read leaves the point without a
-window, said in the assumptions).
+Its rules in full: `docs/formats.md`, section "vLLM benchmark results".
 """
 
 from __future__ import annotations

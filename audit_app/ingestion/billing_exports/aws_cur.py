@@ -1,47 +1,6 @@
 """Importer for AWS Cost and Usage Reports: legacy CUR (`lineItem/...`) and CUR 2.0 (snake_case).
 
-Legacy CUR names its columns `lineItem/UnblendedCost`, `product/regionCode`,
-`resourceTags/user:team`; CUR 2.0 (Data Exports) and the Athena flavour of legacy CUR write
-`line_item_unblended_cost`, `product_region_code`, and keep tags in one `resource_tags` map column
-(JSON text in CSV, a map in Parquet) or in `resource_tags_user_team` columns. Both are read by
-one parser; CSV or Parquet.
-
-Fields (legacy name; the CUR 2.0 name is its snake_case form, e.g. `line_item_usage_type`):
-- provider "aws"; provider_raw: bill/BillingEntity ("AWS", "AWS Marketplace"), else "AWS".
-- service: lineItem/ProductCode (AmazonBedrock, AmazonEC2, AmazonSageMaker, ...).
-- charge_category: lineItem/LineItemType, mapped by the table below.
-- period_start / period_end: lineItem/UsageStartDate / lineItem/UsageEndDate.
-- billed_cost: lineItem/NetUnblendedCost when the column exists and the cell is not empty, else
-  lineItem/UnblendedCost.
-- effective_cost: lineItem/NetAmortizedCost, else lineItem/AmortizedCost, when the export has
-  such a column; else None (see below).
-- currency: lineItem/CurrencyCode. quantity, unit: lineItem/UsageAmount, pricing/unit.
-- resource_id: lineItem/ResourceId. account_id: lineItem/UsageAccountId.
-- region: product/regionCode, else product/region; CUR 2.0: product_region_code, else the
-  `product` map's region.
-- sku: lineItem/UsageType (parsed into `meter`). description: lineItem/LineItemDescription.
-- tags: every resourceTags/* column, keyed without the prefix (`user:team`); CUR 2.0: the
-  resource_tags map, or resource_tags_* columns (Athena).
-- billing_period_start / _end: bill/BillingPeriodStartDate / bill/BillingPeriodEndDate (end
-  exclusive); without them, the UTC calendar month of the usage start.
-- billing_account: bill/PayerAccountId, else lineItem/UsageAccountId.
-
-Effective cost: CUR has no amortised-cost column; AWS computes it from different columns per
-line item type (savingsPlan/SavingsPlanEffectiveCost, reservation/EffectiveCost, unused RI fees).
-Rebuilding that would mean adding cost columns together, so effective_cost is None unless the
-export already carries an amortised column.
-
-`lineItem/LineItemType` → charge_category (case-insensitive; any other `...Discount` type is an
-Adjustment; an unknown type rejects the row so it cannot be misfiled):
-
-| LineItemType | charge_category |
-|---|---|
-| Usage, DiscountedUsage, SavingsPlanCoveredUsage | Usage |
-| Tax | Tax |
-| Credit, Refund | Credit |
-| Fee, RIFee, SavingsPlanRecurringFee, SavingsPlanUpfrontFee | Purchase |
-| BundledDiscount, EdpDiscount, PrivateRateDiscount, DistributorDiscount, | Adjustment |
-| RiVolumeDiscount, Discount, SavingsPlanNegation (and any other ...Discount) | Adjustment |
+Its rules in full: `docs/formats.md`, section "AWS Cost and Usage Reports".
 """
 
 from __future__ import annotations

@@ -1,45 +1,6 @@
 """Importer for Azure cost details exports: EA (PascalCase) and MCA (camelCase), CSV or Parquet.
 
-Column names are matched case-insensitively, so `CostInBillingCurrency` (EA) and
-`costInBillingCurrency` (MCA) are the same column.
-
-Actual-cost and amortized-cost exports have the same columns; only their commitment rows tell
-them apart (Microsoft, "Get Enterprise Agreement and Microsoft Customer Agreement reservation
-costs and usage"): in the actual-cost export, usage a reservation or savings plan covered costs
-0 and the purchase carries the price; in the amortized one that usage carries its share of the
-purchase, unused commitment appears as `UnusedReservation` / `UnusedSavingsPlan` rows with a
-cost, and purchases are left out (or cost 0). Rows are read the same way either way;
-`CostBasisEvidence` gathers the evidence over the whole file and the ingest service decides
-(an amortized file counts as effective cost, never as billed cost: `AMORTIZED_NOTE`).
-
-Fields (the first column present wins):
-- provider "azure"; provider_raw "Microsoft".
-- service: MeterCategory, else ConsumedService.
-- charge_category: ChargeType, mapped below (no such column, or an empty cell: Usage).
-- period_start: Date (EA `9/2/2023` is M/D/YYYY; MCA `09/02/2023` or ISO), else UsageDateTime;
-  period_end = period_start + 1 day, as cost details rows are daily.
-- billed_cost: CostInBillingCurrency, else Cost, else PreTaxCost.
-- effective_cost: EffectiveCost when the export has it. Otherwise the billed cost, since in an
-  actual-cost export they agree, except on commitment rows (PricingModel Reservation or
-  SavingsPlan; ChargeType Purchase, UnusedReservation or UnusedSavingsPlan), whose amortised
-  cost the file does not hold: None.
-- currency: BillingCurrencyCode, else BillingCurrency, else Currency.
-- quantity, unit: Quantity and UnitOfMeasure as written. The quantity counts billed blocks and
-  `meter.block_size` says what one block holds (`1K` → 1000 tokens, `10K` → 10000 operations).
-- resource_id: ResourceId, else InstanceId / InstanceName. region: ResourceLocation, else
-  MeterRegion. account_id: SubscriptionId, else SubscriptionGuid.
-- sku: MeterName (parsed into `meter`). description: ProductName.
-- tags: Tags (JSON, or pairs without braces as EA writes them).
-- billing_period_start / _end: BillingPeriodStartDate / BillingPeriodEndDate; Azure writes the
-  period's last day (`9/30/2023`), read as the exclusive midnight after it. Without them, the
-  UTC calendar month of `Date`.
-- billing_account: BillingAccountId, else the subscription.
-- commitment: "used" for Usage rows priced by a Reservation or SavingsPlan, "unused" for
-  UnusedReservation / UnusedSavingsPlan, "purchase" for a Purchase of one, else "".
-
-ChargeType → charge_category: Usage, UnusedReservation, UnusedSavingsPlan → Usage; Purchase →
-Purchase; Refund, Credit → Credit; Tax → Tax; Adjustment, RoundingAdjustment → Adjustment.
-Any other value rejects the row.
+Its rules in full: `docs/formats.md`, section "Azure cost details".
 """
 
 from __future__ import annotations

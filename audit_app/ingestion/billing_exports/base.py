@@ -1,33 +1,6 @@
 """Shared pieces of the billing-export importers: the canonical line, its coercions, columns.
 
-Every billing importer (FOCUS, AWS CUR, Azure cost details) reads its file through
-`billing_exports.tables.read_table`, which streams CSV row by row (or Parquet batch by batch),
-and turns each record into a `BillingLine` or a `BillingReject`. A file that cannot be read at
-all raises `ImportFileError` with one sentence. The failures, the reject type, the chunking, the
-CSV row loop, the missing-column sentence and the years a period may fall in are shared with the
-token-log importers (`audit_app.ingestion.reading`).
-
-Conventions fixed here for all billing formats:
-- Money is `Decimal`, exactly as written (`1.81E-8` stays 1.81E-8); the sign is kept, so credits
-  and discounts stay negative. Costs are never added together: each line has the one column
-  its format calls billed and, separately, the effective (amortised) one.
-- An empty / `NULL` billed cost is 0 (the export wrote a line with no charge); text that is not
-  a finite number (`abc`, `NaN`, `Inf`) rejects the row.
-- Periods are timezone-aware UTC. Accepted: ISO 8601 with `T` or a space, with or without `Z` or
-  an offset and any fraction (`2024-09-18 22:00:00`, `2023-11-01T00:00:00.000Z`); a date alone
-  (`2023-11-01`, midnight UTC); US `M/D/YYYY` dates as Azure writes them (`9/2/2023`, with an
-  optional time of day). Bare numbers are refused: in a bill `20231101` is not an epoch.
-- Currency is the ISO code as written (upper-cased), never converted; it must be 3 letters.
-- Tags are a `dict[str, str]` from a JSON object, from JSON with doubled quotes, from pairs
-  without braces (`"a": "b","c": "d"`, Azure EA) or from a map; `NULL` is no tags. Keys are kept
-  exactly (`"org"` and `" org"` are two tags); non-text values become their JSON text.
-- `line` is the physical line where the record starts (the header is line 1); for Parquet it
-  is the row's 1-based ordinal + 1, so the first row is 2 as in the equivalent CSV.
-- Column names are matched case-insensitively (Azure MCA writes camelCase, EA PascalCase).
-- Every line names its **billing period** (start inclusive, end exclusive, UTC) and **billing
-  account**, the key under which a restated export replaces an earlier one. A file without
-  them gives the UTC calendar month of the charge's start (`billing_month`) and the
-  sub-account / subscription the line was read with ("" when none).
+Its rules in full: `docs/formats.md`, section "Billing exports: what every importer shares".
 """
 
 from __future__ import annotations

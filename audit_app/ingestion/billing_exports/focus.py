@@ -1,37 +1,6 @@
 """Importer for FOCUS 1.0–1.3 cost and usage exports (CSV or Parquet).
 
-AWS Data Exports, Microsoft FocusCost, Google's BigQuery FOCUS export, OCI and LiteLLM all
-write FOCUS. One parser reads every version: the columns below exist from 1.0 on, 1.3's
-`ServiceProviderName` is used when present and `ProviderName` (deprecated in 1.3) otherwise,
-and unknown / `x_` columns are ignored except the meter ones named here.
-
-| BillingLine | FOCUS column |
-|---|---|
-| provider, provider_raw | ServiceProviderName, else ProviderName (per row) |
-| service | ServiceName |
-| charge_category | ChargeCategory (Usage, Purchase, Tax, Credit, Adjustment; any case) |
-| charge_class | ChargeClass ("Correction" or empty) |
-| period_start / period_end | ChargePeriodStart / ChargePeriodEnd |
-| billed_cost | BilledCost (what the invoice adds up to) |
-| effective_cost | EffectiveCost (amortised; None when the column is absent) |
-| currency | BillingCurrency |
-| quantity, unit | ConsumedQuantity, ConsumedUnit (raw metered usage, e.g. tokens) |
-| resource_id | ResourceId |
-| region | RegionId, else RegionName |
-| account_id | SubAccountId, else BillingAccountId |
-| sku | x_UsageType (AWS), else SkuMeter, else x_SkuMeterName, else SkuId |
-| description | ChargeDescription |
-| tags | Tags (JSON object) |
-| billing_period_start / _end | BillingPeriodStart / BillingPeriodEnd |
-| billing_account | BillingAccountId |
-
-A file without a ConsumedQuantity column (trimmed exports) gives PricingQuantity and
-PricingUnit instead; the unit then carries the block size into `meter.block_size`.
-A file without BillingPeriodStart / BillingPeriodEnd bills each line in the UTC calendar month
-of its ChargePeriodStart, and one without BillingAccountId under its SubAccountId (or "").
-
-Required columns: BilledCost, BillingCurrency, ChargeCategory, ChargePeriodStart,
-ChargePeriodEnd and ServiceProviderName or ProviderName.
+Its rules in full: `docs/formats.md`, section "FOCUS".
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """Structured reading of billing meter strings: token meters, GPU instances, everything else.
 
-A bill says what was consumed only in a meter string: an AWS usage type
-(`USE1-Claude4Sonnet-cache-read-input-token-count`, `BoxUsage:p5.48xlarge`,
-`USE1-Host:ml.g5.2xlarge`), an Azure meter name (`gpt-4o-mini-0718-Inp-glbl Tokens`,
-`ND96isr H100 v5`) or a GCP SKU description (`Gemini 2.5 Pro Text Input`). `parse_meter`
-turns one into a `ParsedMeter` so cost attribution can tell token spend, GPU capacity and
-everything else apart. Pure module: no Django, no I/O.
-
-Kinds:
-- `token`: priced per token. `model` is the billing name from the meter (a mapping table maps
-  it to API model ids), `token_class` is input / output / cache_read / cache_write, `tier` is
-  standard (when no tier is named) / batch / flex / priority, and `block_size` says how many
-  tokens one billed unit holds (`1K` → 1000), so tokens = quantity × block_size.
-- `gpu_instance`: accelerator capacity (EC2 / SageMaker families p, g, gr, trn, inf, dl; Azure
-  N-series VMs), with `instance_type`, `instance_family` and, for SageMaker, `sagemaker_role`
-  (the component before the colon: Host, Train, AsyncInf, ...).
-- `other`: an ordinary meter of a non-AI service (S3 requests, storage, data transfer, CPU
-  instances — those still get `instance_type`).
-- `unknown`: a meter that looks AI- or accelerator-related (Bedrock, SageMaker, Azure OpenAI,
-  Vertex AI services, or the words "token" / "GPU") but matches no grammar here. It must be
-  looked at before it is priced, so it is never folded into `other`.
-`raw` always keeps the meter text as given.
-
-Cross-region: Bedrock `-cross-region-global` / `-global` / `CrossRegion` markers and Azure
-Global and Data Zone deployments all set `cross_region` (traffic may be served outside the
-caller's region, at its own price); `deployment` keeps which one (global, geo, regional,
-datazone). Suffix words this module has no field for (`long-context`, `latency-optimized`, cache
-durations such as `5m`) are left in `raw`.
+Its rules in full: `docs/formats.md`, section "Billing meters".
 """
 
 from __future__ import annotations

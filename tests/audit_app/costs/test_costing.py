@@ -1,4 +1,5 @@
-"""Tests for audit_app.costs.costing (docs/using.md, the cost model); every expected value is worked out by hand.
+"""Tests for audit_app.costs.costing (docs/methods.md); every expected value is
+worked out by hand.
 
 Unless a test says otherwise the deployment is T = 1000 tok/s, G = 8 accelerators,
 P = $4/accelerator-hour, so one replica serves T × 3600 = 3,600,000 tokens an hour for
