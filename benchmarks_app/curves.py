@@ -1,22 +1,9 @@
 """A benchmark run as a curve: its load points, how two curves' points are matched, and each
 side's operating point under a latency SLO.
 
-Pure module (no Django). A point is one load of a sweep (a concurrency, a request rate, or
-both), with its configured input / output lengths and its `RunMetrics`.
+Pure module (no Django).
 
-- **Load.** A point's load is what its file recorded (`BenchmarkArtifact.max_concurrency`,
-  `request_rate`, None = an unlimited rate); a file that records none has no load, and such a
-  point is never matched (it is listed as unmatched). A run of one point takes its load from the
-  run's fields, so `--meta concurrency=64` can state it.
-- **Matching.** Two single-point runs are compared point to point whatever their loads (a
-  different load is then a confounder, as it always was). Otherwise points are matched by equal
-  load, then by lengths: equal when both state them; a length stated on one side only still
-  matches and is reported as incomplete, naming the side to fill.
-- **Duplicates.** Two points of one run with the same load and lengths are refused, naming both.
-- **Operating point.** With an SLO (p95 TTFT and / or p95 TPOT limits), a side's operating point
-  is its highest-throughput (decode tok/s) *measured* point whose p95 TTFT and p95 TPOT meet both
-  limits; a point lacking a limited percentile does not qualify; nothing is extrapolated. Without
-  an SLO it is the highest-throughput point.
+Its rules in full: `docs/methods.md`, section "Benchmark curves and operating points".
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
 """What a gate must match to verify a recommendation: one pure rule (no Django).
 
-A gate may move a recommendation to ``verified`` (pass) or ``gate_failed`` (fail) only when
-`link_mismatches` finds nothing:
-
-1. a manager approved the recommendation for a pilot (status ``pilot_approved``); any other
-   status refuses the link, whatever the runs;
-2. it targets dedicated hardware, or consolidates pools onto one pool's hardware
-   (``pool_consolidate``). ``batch_api`` and ``cheaper_provider`` recommendations cannot be
-   gated: a benchmark run records neither the API tier nor the provider it was measured
-   against, so no run can show it measured the target (their price is published; the pilot
-   itself is their check). Right-sizing or autoscaling a pool needs no gate: its hardware
-   does not change;
-3. the baseline's model is the candidate's;
-4. the candidate's model is one the workload's traffic used in the recommendation's period
-   (any of them when it used several);
-5. the candidate's accelerator is the recommendation's target hardware.
-
-Models are compared by `model_key`: case and surrounding space ignored, and everything up to
-the last ``/`` dropped, so a routing prefix (``openai/``, ``together_ai/``) or a Hugging Face
-organisation (``meta-llama/``) does not matter. Nothing else is dropped: a quantised or renamed
-variant (``...-FP8``, ``...-Turbo``) is another model.
-
-Accelerators are compared as words: the target's hardware is the last parenthesised part of the
-recommendation's target (the recommender writes ``p5.48xlarge (NVIDIA H100 80GB), scale to
-zero``), or the whole target when it has none. The candidate's ``gpu_type`` matches when every
-word of it, vendor names aside, is a word of that hardware: ``H100``, ``h100-80gb`` and
-``NVIDIA H100 80GB`` match ``NVIDIA H100 80GB``; ``A100 80GB`` and ``H100 SXM`` do not.
+Its rules in full: `docs/methods.md`, section "What a gate must match to verify a
+recommendation".
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
-"""A benchmark run's fields and metrics (latency, throughput and efficiency as docs/using.md's
-benchmark section defines them). One concern: what one
-measured point of a run gives, from its artifact and the run's stated fields.
+"""A benchmark run's fields and metrics (latency, throughput and efficiency as
+`docs/methods.md` defines them). One concern: what one measured point of a run gives, from its
+artifact and the run's stated fields.
 
-Pure module (numpy, no Django). A converter hands over a `BenchmarkArtifact`; the run's own
-fields — what no tool records — come from a form, `--meta KEY=VALUE` or the file's metadata
-(`run_fields_from`). `compute_metrics` turns both into `RunMetrics`, saying for each number where
-it came from and, for each number it cannot give, how to supply it:
+Pure module (numpy, no Django).
 
-- Percentiles use numpy's linear interpolation over the per-request arrays when the artifact has
-  them, else the file's own p50 / p95 — never a p99 in place of a p95.
-- TPOT per request = (end-to-end − TTFT) / (output tokens − 1), over requests with more than one
-  output token; ITL is pooled over all requests.
-- Decode tok/s = total output tokens / duration (else the file's own output tok/s); per-user
-  decode tok/s = 1000 / median TPOT; output tokens per GPU-hour = decode tok/s × 3600 / GPUs.
-- GPU utilization = mean of the telemetry samples in the run (else the stated figure); tokens per
-  joule = decode tok/s / mean total power, i.e. output tokens / (W × s), when telemetry has power.
-
-`timeline` and `distribution` are small helpers for the run page's charts.
+Its rules in full: `docs/methods.md`, section "A benchmark run's fields and metrics".
 """
 
 from __future__ import annotations

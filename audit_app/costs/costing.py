@@ -1,30 +1,8 @@
 """Cost of serving a traffic shape on dedicated replicas.
 
-Pure module (no Django). Inputs: measured decode tok/s ``T`` of one replica of ``G``
-accelerators, price ``P`` $/accelerator-hour, optional mean power ``W`` watts per accelerator,
-electricity ``E`` $/kWh and grid-to-compute efficiency ``η`` (default 0.6), cold-start time ``C``
-seconds, and a traffic profile: output tokens demanded in each hour, ``D_h``.
+Pure module (no Django).
 
-- Replicas needed in hour h: ``R_h = ceil(D_h / (T × 3600))``.
-- Provisioned replicas per hour: always-on ``max_h R_h`` every hour; autoscale ``max(1, R_h)``;
-  scale-to-zero ``R_h``.
-- Each replica added from one hour to the next costs a cold start of ``C / 3600``
-  replica-hours. Only increases between consecutive hours count: the first hour's replicas are
-  taken as already warm, and the profile does not wrap around from its last hour to its first.
-  Always-on provisions the same count every hour, so it never pays a cold start.
-- Provisioned accelerator-hours ``A = G × (Σ_h provisioned_h + cold-start replica-hours)``;
-  busy accelerator-hours ``B = G × Σ_h D_h / (T × 3600)``; idle ``= A − B``;
-  utilisation ``= B / A``.
-- Cost ``= A × P + A × W / 1000 / η × E`` (the energy term only when both W and E are given).
-- Cost per 1M tokens ``= Cost / Σ_h D_h × 1e6`` (None when no token is demanded). On the
-  default, fully busy profile this is ``P × G / (T × 3600) × 1e6`` (+ energy), the busy-only
-  figure InferenceX publishes.
-- Monthly cost ``= Cost / hours in the profile × 730``: the profile is taken as a
-  representative sample of the month's hours.
-
-All arithmetic is in ``Decimal`` at the default 28 significant digits; nothing is rounded to
-cents here, callers quantize for display or storage. Float inputs (tok/s, seconds, watts, η) go
-through ``str()`` first, so ``0.6`` is ``Decimal("0.6")`` and not the binary float's expansion.
+Its rules in full: `docs/methods.md`, section "The cost model".
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The maintained price dataset (`genai-prices`, pinned in pyproject.toml) read as price cards.
 
-Pure module (no Django). The dataset ships inside the installed package
-(`genai_prices.data`), so reading it needs no network; `--file` reads a JSON file in the
-dataset's own schema (its ``prices/data.json``) for an offline update. A file that does not
-parse, or that lists a negative price anywhere, is refused whole (`DatasetError`, with the
-reason): nothing of it is used.
+Pure module (no Django).
 
-What a card takes from a dataset model (prices in USD per million tokens):
-- the price history: each price with a start date becomes a card valid from that date; a price
-  with no date is valid from `SEED_VALID_FROM` (as the shipped catalog's cards). Time-of-day
-  prices (DeepSeek's off-peak) are left out: a card has no hours;
-- ``input_mtok`` / ``output_mtok`` / ``cache_read_mtok`` / ``cache_write_mtok`` (else the
-  5-minute cache write) as input / output / cached input / cache-write prices; a tiered price
-  gives its base, and its first tier the long-context threshold and prices;
-- ``requests_kcount`` / 1000 as the per-request price; the ``processing: batch`` price
-  variant as the batch prices;
-- the model's match rule (its aliases), as the JSON the dataset writes it in.
-Models priced by neither input nor output tokens (images, audio hours, searches) are skipped.
+Its rules in full: `docs/methods.md`, section "The maintained price dataset".
 """
 
 from __future__ import annotations

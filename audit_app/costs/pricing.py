@@ -1,33 +1,8 @@
 """Token pricing: match a request's provider and model to a price card and price its tokens.
 
-Pure module (no Django). Money is Decimal. Rules:
-- Providers are normalised to the catalog's names by `audit_app.costs.providers.normalize_provider`
-  (LiteLLM's ``bedrock`` and OTel's ``aws.bedrock`` are both ``aws-bedrock``; ``vertex_ai`` and
-  ``gcp.vertex_ai`` are ``gcp-vertex``; ...).
-- Cards synced from the price dataset carry the dataset's own aliases as a match rule
-  (``{"or": [{"equals": ...}, {"starts_with": ...}]}``, see `rule_matches`). They are written
-  for the names requests send, so they are tried first, on the model as logged: the first card
-  (in creation order, the dataset's) whose rule matches is taken. That tells Bedrock's
-  ``global.`` from its regional ``us.`` / ``eu.`` prices, which differ.
-- Else models are matched case-insensitively after dropping a routing prefix (``openai/``,
-  ``bedrock/``) and a Bedrock cross-region prefix (``us.``, ``eu.``, ``apac.``, ``global.``).
-  An exact match wins; then the rules again on that name; else the longest card model that is
-  a prefix of the request's model at a ``-``, ``:``, ``@`` or ``.`` boundary
-  (``gpt-4o-mini-2024-07-18`` takes the ``gpt-4o-mini`` card, never the ``gpt-4o`` one).
-- The card used is the latest whose ``valid_from`` is on or before the request's day.
-- ``input_tokens`` includes cached input and cache-creation (cache write) input; each is priced
-  at its own price when the card has one, else as ordinary input. Batch-API requests use the
-  card's batch prices when it has them, else the ordinary prices (never a guessed discount).
-- Long-context tiers: at ingest, the unlogged tokens of requests whose input is above a
-  threshold are counted apart, and the rollup keeps that threshold. The threshold is the tier
-  start of the request's own card on its day (`counting_threshold`: 272k for GPT-5.x, 200k for
-  Anthropic and Google, 128k, ...), else `LONG_CONTEXT_THRESHOLD_TOKENS`. A card's tier prices
-  all the tokens of those requests at its long-context prices (each falling back to the
-  ordinary price it replaces) when the rollup was counted at the card's own threshold
-  (`tier_applies`); tokens counted at another threshold (ingested before the card or its tier
-  existed, or rows of different thresholds added up: `MIXED_THRESHOLDS`) are priced at the
-  ordinary prices, and `prices_sync` lists them (re-ingest to price them at the tier).
-- A per-request price is added once per priced request.
+Pure module (no Django).
+
+Its rules in full: `docs/methods.md`, section "Token pricing".
 """
 
 from __future__ import annotations

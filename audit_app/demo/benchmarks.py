@@ -1,49 +1,6 @@
 """The demo's benchmark sweep pair and the gate over it.
 
-Llama 3.3 70B Instruct, the model the demo's sales-copilot (H100 pool) and ticket-tagger
-(Trainium pool) serve, measured with `vllm bench serve` against two servers of the same model,
-bf16 weights and server batch size (`--max-num-seqs 64`):
-
-- baseline: one p5.48xlarge, 8 × NVIDIA H100 80GB (vLLM, tensor parallel 8);
-- candidate: one trn2.48xlarge, 16 × AWS Trainium2 (vLLM on Neuron).
-
-Each accelerator-hour is priced from the hardware catalog's on-demand row of its instance
-(`audit_app/costs/data/hardware-catalog.csv`): the instance's $/hour over its accelerator count.
-
-Each side is swept at concurrency 8, 16, 32 and 64 (unlimited request rate), 1024 input and 256
-output tokens a request (random dataset, `--ignore-eos`), 320 requests a point: one result file
-a point, shaped as `--save-result --save-detailed --metric-percentiles 95,99` writes it, with
-vLLM's per-request arrays (`ttfts`, `itls`, `input_lens`, `output_lens`, `start_times`,
-`errors`; the generated texts are left out). The numbers come from a small model of a batching
-server, seeded per side and concurrency, so every seed writes the same bytes:
-
-- Throughput saturates: output tok/s = peak × c / (c + c_half). The H100 server keeps gaining
-  up to 64; the Trainium2 one (1.7 × the HBM bandwidth of the H100s, so faster at a small
-  batch) levels off from 32.
-- A request's mean time per output token follows from Little's law: c requests in flight, each
-  taking TTFT + 255 TPOT, make c × 256 output tokens per that time.
-- TTFT grows with concurrency (a prompt's prefill waits for the others'), lognormal around it.
-- Each request gets a slowdown factor (lognormal, mean 1) whose spread grows with concurrency
-  (prefills interleaved with its decode steps), and each inter-token gap a little noise; the
-  Trainium2 tail grows faster, so at 64 its p95 TPOT is over the gate's SLO while the H100's
-  is not.
-- Requests run closed-loop: `--max-concurrency c` keeps c in flight, the next starting when
-  one ends; the point's duration is when the last one ends.
-
-Telemetry, each side from just before its first point to just after its last (idle between
-points):
-
-- the H100 sweep has `nvidia-smi --query-gpu=timestamp,index,name,driver_version,
-  utilization.gpu,power.draw --format=csv -l 1` for its 8 GPUs;
-- the Trainium2 sweep has neuron-monitor's reports for the vLLM server's 64 NeuronCores (16
-  chips × 4 logical cores at the default `LNC=2`), one a second, stamped as they were recorded
-  (`neuron-monitor -c monitor.conf | jq -c --unbuffered '{timestamp: now} + .'`, with only the
-  `neuroncore_counters` group: neuron-monitor writes no time of its own). neuron-monitor reports
-  no power, so that run has no power figure.
-
-Both runs are imported with `benchmarks_app`'s own import (the demo seeds both apps, so it is
-the one part of `audit_app` that imports `benchmarks_app`), then gated with an SLO and the
-tolerances in `GATE_TOLERANCES`; the verdict is whatever the gate computes.
+Its rules in full: `docs/methods.md`, section "The demo's benchmark pair".
 """
 
 from __future__ import annotations

@@ -2,22 +2,10 @@
 serving pool could make, each with the cost units of today's spend it re-prices, their price
 after the change (the cost model's), its evidence and its risk. `planning` (pure) picks the plan.
 
-Cost units come from the one read model (`reporting.spend`): a pool's whole bill (its
-workloads' GPU shares and its idle cost) is ``pool:<name>``; a workload's API spend on one
-provider and model is ``api:<workload>|<provider>|<model>``. Their sum is the window's spend.
-
-- Workload options (asynchronous and real-time workloads): the batch tier, other providers of
-  the same open model, dedicated instances. A workload that leaves a pool leaves it turned off
-  when nothing else runs on it, else right-sized always on for the rest (unless that costs more
-  than its bill). Real-time traffic moves only to instances run always on, and counts only with
-  measured evidence (`evidence.operating_point`); without it the option needs a benchmark and
-  says which gate to run.
-- Pool options (`pools.pool_plans`): right-size, autoscale, consolidate, offload. Autoscale is
-  held back when cold starts would raise a real-time workload's p95 TTFT above its own (or its
-  SLO); a consolidation moving real-time traffic to other hardware needs measured evidence.
-
 One concern, though long: reading a window's options (what each re-prices, for how much, on
 which evidence, at what risk); choosing among them is `planning`'s.
+
+Its rules in full: `docs/methods.md`, section "The savings plan's options".
 """
 
 from __future__ import annotations

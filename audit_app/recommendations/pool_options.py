@@ -1,24 +1,8 @@
 """What a serving pool could do about its idle spend, priced for a month.
 
-Pure module (no Django): a `PoolFacts` per pool in, `PoolPlan`s out. Every plan is priced by the
-same cost model as the benchmark gate (`audit_app.costs.costing`), on the pool's own demand: the
-output tokens attributed to it in each hour of the window, sized with a headroom ``h`` (default
-20 %): an hour needing ``D_h`` tokens is sized for ``ceil(D_h × (1 + h))``.
+Pure module (no Django): a `PoolFacts` per pool in, `PoolPlan`s out.
 
-- `rightsize_plan`: the fewest always-on replicas that serve the peak hour with the headroom,
-  ``N = ceil(max_h D_h × (1 + h) / (T × 3600))``.
-- `autoscale_plan`: replicas follow demand hour by hour (`ScalingMode.AUTOSCALE`, never below
-  one, and `ScalingMode.SCALE_TO_ZERO`), a cold start of ``C`` seconds per replica added; the
-  cheaper one is proposed. Every real-time workload on the pool gets its cold-start risk
-  (`cold_start_risk`), so scale to zero is never proposed without it.
-- `consolidate_plan`: two or more pools serving the same model, their demand added hour by hour,
-  on the one of their replicas that serves it cheapest, always on and right-sized.
-- `offload_plan`: a pool's asynchronous workloads move to a per-token (batch or throughput)
-  tier and the rest is right-sized for the real-time demand alone.
-
-A plan's saving is the pools' bills today less the cost model's price of the plan; the savings
-plan (`audit_app.recommendations.planning`) counts each pool once, so plans are never added.
-The figures are months: the window's amount × `HOURS_IN_MONTH` / the window's hours.
+Its rules in full: `docs/methods.md`, section "Serving pools' options".
 """
 
 from __future__ import annotations
