@@ -1,28 +1,6 @@
 """Delivering alerts: one `AlertDelivery` per recipient, by email or by webhook.
 
-The `audit_app.deliver_alert` task makes one attempt at one delivery and, when it fails, is
-retried by Celery with exponential backoff (RETRY_BASE_SECONDS × 2ⁿ) up to MAX_ATTEMPTS
-attempts in all. Every attempt is counted on the delivery with its error, if any.
-
-An attempt first *claims* the delivery with one conditional UPDATE: a delivery already sent,
-or one another attempt is sending right now (pending, tried less than CLAIM_SECONDS ago), is
-not claimed, so a redelivered or duplicate task never sends twice. A worker that dies
-mid-send leaves the claim to lapse after CLAIM_SECONDS.
-
-- Email: Django's email backend (SMTP in production; a file backend under the var directory
-  in the embedded default), subject (one line) and body in plain text (`alert_text`).
-- Webhook: a JSON POST of ``{"text": ..., "alert": {...}}`` (``text`` is what Slack shows,
-  escaped for it: `alert_text`) with ``X-Audit-Signature: sha256=<hex HMAC-SHA256 of the body,
-  keyed with ALERT_WEBHOOK_SECRET>``, through the outbound client (`audit_app.lib.outbound`:
-  public addresses only, redirects checked again, the whole request within
-  WEBHOOK_TIMEOUT_SECONDS or OUTBOUND_TIMEOUT_SECONDS, whichever is shorter); any 2xx answer is
-  delivered. A failure is kept as one sentence with the status code at most, never what the
-  peer wrote.
-
-Deliveries run on the outbound Celery queue, so a slow receiver never holds an ingest worker.
-
-A webhook is *failing* when its latest attempted delivery failed after every retry
-(`failing_webhooks`); the Budgets page shows it.
+Its rules in full: `docs/architecture.md`, section "Alert delivery".
 """
 
 from __future__ import annotations

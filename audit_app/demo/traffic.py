@@ -1,25 +1,6 @@
 """Synthetic LLM request logs for the demo, the benchmarks and the tests.
 
-`generate_requests` turns the workload archetypes (`audit_app.demo.workloads`) into one row per
-request (a pandas DataFrame, fully vectorised with numpy); `audit_app.demo.writers` puts those
-rows into the real formats the importers read.
-
-Columns of the generated frame (`REQUEST_COLUMNS`; names follow `CanonicalRequest`):
-- `request_id`: 32 hex digits, unique within a frame.
-- `workload`, `team`, `caller`, `provider`, `model`, `operation` (`chat` or `embedding`),
-  `pool` ("" for API traffic), `end_user` ("" when the workload has none): text.
-- `started_at`, `first_token_at`, `ended_at`: UTC timestamps (microseconds). `first_token_at`
-  is set only for streamed successful requests: a non-streamed response reaches the client whole,
-  so no first-token time is observed (the importers read it the same way).
-- `ttft_ms`, `tpot_ms`, `latency_ms`: floats derived from those timestamps by the definitions of
-  `docs/methods.md` (TPOT = (latency - TTFT) / (output tokens - 1)); NaN where undefined.
-- `streaming` (the request asked for a stream), `batch_api`: booleans. Batch requests never
-  stream and wait minutes in the provider's queue.
-- `input_tokens` (includes cached), `output_tokens`, `cached_input_tokens`: int64. Errors carry
-  no usage (all three 0); embeddings have 0 output tokens.
-- `cost_usd`: float USD as the gateway logged it, NaN when the workload's log carries no cost
-  (self-hosted models, a model the gateway cannot price). An error costs 0 when logged.
-- `status`: `success` or `error`.
+Its rules in full: `docs/methods.md`, section "The demo's traffic".
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """What a billing source holds, read the same way for each kind: a folder's files, one HTTP(S)
 URL, an S3-compatible bucket's keys under a prefix (`audit_app.ingestion.sources` polls them).
 
-A reader lists `SourceObject`s, each with its name (the path under the folder, the URL, the key:
-what `BillingSource.seen` and `Upload.source_object` keep), the file name an upload keeps, its
-size when known, and a cheap fingerprint that changes when the object does, read without its
-bytes: a file's size and mtime, a URL's ETag and Last-Modified (sent back in a conditional GET,
-so an unchanged URL answers 304 with no body), a key's ETag and size. `open_object` then
-streams one object's bytes.
-
-Whatever goes wrong while listing or reading becomes one clause by `cause_of` ("the bucket does
-not exist (NoSuchBucket)"); the service names the source and the object around it. A clause
-never holds what the peer wrote (its body, its status text, a store's error message): only a
-status code or an error code.
-
-Security: a folder source reads only under `settings.BILLING_SOURCE_ROOTS` (`folder_in_roots`,
-symlinks resolved), and a file that links outside them is refused. A URL source is fetched
-through the outbound client (`audit_app.lib.outbound`): http(s) only, redirects checked again,
-public addresses only unless OUTBOUND_ALLOW_PRIVATE allows a network, one deadline for the
-whole request. An S3 endpoint's host is resolved and checked the same way before each poll
-(`s3_endpoint_check`; boto3 then connects, with connect and read timeouts and S3_MAX_ATTEMPTS
-attempts). A keyless source at a custom endpoint sends unsigned requests, so the server's own
-AWS credentials never go to a store someone typed in (unless S3_AMBIENT_CREDENTIALS).
+Its rules in full: `docs/architecture.md`, section "What a billing source holds".
 """
 
 from __future__ import annotations

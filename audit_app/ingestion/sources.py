@@ -1,31 +1,6 @@
 """Billing exports pulled on a schedule: poll each billing source and ingest what is new.
 
-Celery beat runs `sources_queue_due` every BILLING_SOURCES_CHECK_EVERY_SECONDS; it queues a
-poll (on the outbound queue, one task each, so a slow or silent source holds up no other) of each
-enabled source whose interval (`poll_every_minutes`, default hourly) has passed since its last
-poll, or, after a failed poll, sooner: min(interval, 2^failures) minutes, so a source that was
-briefly unreachable is retried within minutes. Each source is polled on its own, in its own
-try: an unreachable URL or bucket is marked with its error and never blocks the others.
-
-`source_poll` lists the source's objects (`audit_app.ingestion.source_objects`) and compares
-each with what `BillingSource.seen` remembers of it: a file's size and mtime, a URL's ETag and
-Last-Modified (a conditional GET), a key's ETag and size. An object whose cheap fingerprint
-changed (or that is new) is read and hashed; bytes whose sha256 is the one remembered are only
-remembered again (a file touched, not changed). Anything else becomes a billing upload through
-the same pipeline as a file sent by hand (`upload_create`, kind billing, the source's format,
-uploaded by the source's creator), linked to the source with the object's name, and its ingest
-is queued as for any upload. A rewritten export (CUR and FOCUS restate the current month
-daily) is such an upload, and supersedes the earlier one's charges for the same billing period
-when it lands (`audit_app.ingestion.supersession`). Bytes another live upload already holds
-(`DuplicateUpload`) are just remembered.
-
-An object the pipeline refuses as it stands (too large, empty, not a billing export) is
-remembered with the reason (`refused_objects`) and tried again only once it changes. A source
-or object that could not be read (unreachable, missing, denied, out of space) is not
-remembered, so the next poll tries it again. The poll records last_polled_at, last_changed_at
-(when it took something new), last_error (one sentence naming the source, the object and the
-cause; empty after a clean poll) and consecutive_failures (polls in a row that could not read
-everything).
+Its rules in full: `docs/architecture.md`, section "Billing sources polled on a schedule".
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
 """Cutting a large token log into byte ranges that parse independently (ingest fan-out).
 
-Pure module (no Django). The ingest service (`audit_app.ingestion.fanout`) uses it to
-plan parts, and each part task reads its range through `PartStream`, which shows an importer
-the file's header (CSV) or first record (JSONL) followed by the part's bytes, so the importer
-reads the part exactly as it would read a small file of its own.
+Pure module (no Django).
 
-Record boundaries are found by counting bytes, never by parsing:
-- JSONL: every newline ends a record (the reader splits on newlines before decoding).
-- CSV: a newline ends a record only if the number of `"` bytes before it is even. RFC 4180
-  doubles a quote inside a quoted value, so the parity is right for every well-formed file.
-
-Two ways to cut:
-- By targets, with no scan (the default): each part finds its own start and end as the first
-  newline at or after an agreed target offset (`record_start`), and counts the newlines and
-  quotes of its own bytes while it reads them (`Counts`). When all parts are in, the counts
-  give each part's newlines before it and show whether every CSV cut had an even number of
-  quotes before it (`lines_before_parts`); if one did not, the cut fell inside a quoted value
-  spanning lines and the file is cut again by a scan. Files that show such values in their
-  first bytes (`quoted_newline_near_start`) are scanned from the start.
-- By a scan of the whole file (`iter_parts`), which counts quote parity up to each cut.
-
-Line numbers: every reader numbers physical lines (`\n`), so a part knows a file-global line
-number from the count of newlines before its first byte.
+Its rules in full: `docs/architecture.md`, section "Cutting a token log for fan-out".
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """The targets an asynchronous workload's traffic could move to, priced for a month.
 
-Pure module (no Django): plain frozen dataclasses in, `Option`s out. One builder per target kind
-each given one provider/model's traffic over the analysis window:
+Pure module (no Django): plain frozen dataclasses in, `Option`s out.
 
-- `batch_option`: the batch tier of the same API model, from its price card. The card's batch
-  discount on input (``1 - batch_input / input``) applies to the spend not already on batch.
-- `provider_options`: other providers listing the same open model (closed models, whose name
-  carries no size, have none), priced per 1M input and output tokens on the same token volume.
-- `dedicated_price`: dedicated instances at a throughput per replica (measured or catalogued),
-  through the traffic cost model (`audit_app.costs.costing`): scaled to zero when idle for
-  asynchronous work (nobody waits on it), always on and sized for the busiest hour plus a
-  headroom for real-time work.
-
-Every figure is a month: the window's cost x `HOURS_IN_MONTH` / the window's hours (`monthly`).
-Reading the price cards, the catalog and the throughput assumptions, and the rest of the
-workload's cost, is `audit_app.recommendations.services`'s part.
+Its rules in full: `docs/methods.md`, section "Workload options".
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """The savings plan: one feasible set of options and its after-state (pure: no Django).
 
-Each option replaces some *cost units* of today's spend (a pool's whole bill, or one
-workload's API spend on one provider and model) with what the cost model prices them at after
-the change. Options that touch the same workload or pool contradict each other (a workload moved
-twice, a pool changed twice, a pool removed that another option sends traffic to), so a plan
-holds options with disjoint touches, and its after-state is today's spend with each chosen
-option's units re-priced: ``after = spend − Σ now(units) + Σ after(option)``. The savings are
-``spend − after``; each option's share is what its own units save, so the shares add up to the
-plan.
-
-`plan_build` picks the plan that saves most: an exact search over each group of options that
-contradict one another (at most `EXACT_LIMIT` options in a group); a larger group is filled
-greedily, largest saving first, skipping contradictions. Options a manager approved (or a gate
-verified) are placed first. An option counts only when it is ``eligible``: enough saving, no
-blocking risk, and measured evidence when it moves real-time traffic; the rest say why not.
+Its rules in full: `docs/methods.md`, section "Choosing the savings plan".
 """
 
 from __future__ import annotations

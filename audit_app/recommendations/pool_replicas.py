@@ -1,21 +1,6 @@
 """What one replica of a serving pool is, what it costs and what it serves.
 
-A pool's replica is the instance type on its bill. Its price is the hardware catalog's when
-the instance is catalogued; otherwise the bill's own: its cost over its instance-hours (charges
-whose unit is hours), which also give the replicas billed each hour.
-
-Its throughput (output tokens/s), in this order, each stated with its source:
-
-1. **measured**: the newest completed benchmark run of the pool's model on the replica's
-   accelerator (models and accelerators matched as `benchmarks_app.matching` matches them),
-   its best point's output tok/s. `audit_app` never imports `benchmarks_app`: the benchmark
-   app registers where it reads runs (`measured_throughput_register`) when it loads;
-2. **catalogued**: the throughput assumption for the instance and the model's size class;
-3. **the pool's own capacity**: `ServingPool.capacity_tokens_per_hour` over its peak billed
-   replicas.
-
-With none of them the pool has no priced plan, and the pages say so (`NO_THROUGHPUT`; an
-uncatalogued instance billed without instance-hours has no price either: `NO_REPLICA_PRICE`).
+Its rules in full: `docs/methods.md`, section "A serving pool's replicas".
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Real-time or asynchronous: a transparent classifier over workload features (`docs/methods.md`).
 
-Pure module (no Django). `classify(features, slo_ms=...)` takes the `WorkloadFeatures` of
-`audit_app.workloads.features` and adds up one contribution per signal (log-odds style:
-positive points lean real-time, negative lean async), returning a `Classification` with a
-label, a confidence and the evidence as plain sentences with the numbers that drove it;
-`classify_summary(summary)` computes the features first.
+Pure module (no Django).
 
-A latency SLO, when set, decides (≥ 2 s: async candidate; < 2 s: real-time). Otherwise no single
-signal decides: every weight and threshold lives in `ClassifierConfig` (`CLASSIFIER_CONFIG`).
-
-Low volume: below `min_requests` the label is `unknown`. Between that and
-`full_confidence_requests` the label still follows the score — a low-volume internal tool used
-in office hours by several people leans real-time — but the confidence shrinks with the volume,
-and the timing signals that small counts make noisy (bursts, cron minutes, flatness) count less.
+Its rules in full: `docs/methods.md`, section "The classifier".
 """
 
 from __future__ import annotations
