@@ -95,9 +95,11 @@ def _token_refusal(exc: jwt.PyJWTError, token: str, issuer: Issuer) -> SsoRefuse
     if isinstance(exc, jwt.ExpiredSignatureError):
         return SsoRefused("The identity token has expired. Sign in again.", reason="expired")
     if isinstance(exc, jwt.InvalidAudienceError):
+        audience = unverified.get("aud")
+        named = ", ".join(audience) if isinstance(audience, list) else str(audience)
         return SsoRefused(
-            f"The identity token is meant for another application (audience "
-            f"{unverified.get('aud')!r}, not this server's client {settings.OIDC_CLIENT_ID!r}).",
+            f"The identity token is meant for another application (audience {named}, not "
+            f"this server's client {settings.OIDC_CLIENT_ID}).",
             reason="wrong_audience",
         )
     if isinstance(exc, jwt.InvalidIssuerError):

@@ -177,12 +177,14 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def authorize(authorization_url: str, sub: str) -> str:
-    """Submit the provider's authorization form as ``sub`` (what a person does in the browser);
-    the URL it sends the browser back to (the callback, with ``code`` and ``state``)."""
+def authorize(authorization_url: str, sub: str, *, deny: bool = False) -> str:
+    """Submit the provider's authorization form as ``sub`` (what a person does in the browser),
+    or press its "Deny access"; the URL it sends the browser back to (the callback, with
+    ``code`` and ``state``, or with ``error``)."""
     opener = urllib.request.build_opener(_NoRedirects)
+    form = {"action": "deny"} if deny else {"sub": sub}
     request = urllib.request.Request(
-        authorization_url, data=urlencode({"sub": sub}).encode(), method="POST"
+        authorization_url, data=urlencode(form).encode(), method="POST"
     )
     try:
         opener.open(request, timeout=10)

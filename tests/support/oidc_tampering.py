@@ -1,6 +1,7 @@
 """A proxy in front of a real OpenID provider that presents it as an issuer of its own
 address (the provider names its issuer from X-Forwarded-Host) and, in one chosen way, lies:
 
+- ``none``: it tells no lie (the sign-in passes every check);
 - ``audience``: the sign-in is made for another client, so the identity token's audience is
   that client's;
 - ``issuer``: the token endpoint is reached without the forwarded host, so the token names the
@@ -29,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 OTHER_CLIENT = "another-application"
-MODES = ("audience", "issuer", "key", "unknown_key")
+MODES = ("none", "audience", "issuer", "key", "unknown_key")
 
 
 def _foreign_jwk(kid: str) -> dict[str, Any]:
