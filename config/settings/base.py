@@ -264,12 +264,17 @@ CONTENT_SECURITY_POLICY = env_str(
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
     "frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 )
+
+
+def csp_allowing_issuer(policy: str, issuer: str) -> str:
+    """``policy`` whose form-action admits the issuer's origin: signing out of the identity
+    provider is a redirect there after the sign-out form's POST, which browsers check."""
+    origin = "/".join(issuer.split("/")[:3])
+    return policy.replace("form-action 'self'", f"form-action 'self' {origin}")
+
+
 if OIDC_ISSUER:
-    # Signing out of the identity provider is a redirect after the sign-out form's POST.
-    _issuer_origin = "/".join(OIDC_ISSUER.split("/")[:3])
-    CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY.replace(
-        "form-action 'self'", f"form-action 'self' {_issuer_origin}"
-    )
+    CONTENT_SECURITY_POLICY = csp_allowing_issuer(CONTENT_SECURITY_POLICY, OIDC_ISSUER)
 # /healthz is probed by load balancers over plain HTTP inside the network.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 
