@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import jwt
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import HttpRequest
@@ -68,7 +69,13 @@ def id_token_verify(token: str, *, issuer: Issuer, nonce: str | None) -> dict[st
             "not declare or this server does not accept.",
             reason="bad_algorithm",
         )
-    key = jwt.PyJWK(issuer_signing_key(issuer, kid=header.get("kid"), alg=alg), algorithm=alg)
+    try:
+        key = jwt.PyJWK(issuer_signing_key(issuer, kid=header.get("kid"), alg=alg), algorithm=alg)
+    except jwt.PyJWTError:
+        raise SsoRefused(
+            f"The issuer publishes its key for this token in a form that cannot be read ({alg}).",
+            reason="unreadable_key",
+        ) from None
     try:
         claims = jwt.decode(
             token,
@@ -86,7 +93,10 @@ def id_token_verify(token: str, *, issuer: Issuer, nonce: str | None) -> dict[st
 
 
 def _token_refusal(exc: jwt.PyJWTError, token: str, issuer: Issuer) -> SsoRefused:
-    unverified = jwt.decode(token, options={"verify_signature": False})
+    try:
+        unverified = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        unverified = {}
     if isinstance(exc, jwt.InvalidSignatureError):
         return SsoRefused(
             "The identity token's signature does not verify with the issuer's key.",
@@ -247,6 +257,11 @@ class SsoBackend(OIDCAuthenticationBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Built for every request that has a session; it reads no endpoint until a sign-in.
         self.UserModel = get_user_model()
+
+    def get_user(self, user_id: Any) -> User | None:
+        """The session's user, unless deactivated since (Django's check; the library's
+        ``get_user`` has none)."""
+        return ModelBackend.get_user(self, user_id)
 
     def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> User | None:
         if not sso_enabled() or request is None or "nonce" not in kwargs:

@@ -144,7 +144,7 @@ class SsoCallbackView(OIDCAuthenticationCallbackView):
 
     @property
     def success_url(self) -> str:
-        if not user_roles(self.user) and not self.user.is_staff:
+        if not user_roles(self.user):
             return reverse("sso-no-role")
         url: str = super().success_url
         return url

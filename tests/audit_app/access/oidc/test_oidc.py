@@ -72,7 +72,10 @@ def test_a_changed_groups_claim_changes_the_roles_at_the_next_sign_in(sso: Any) 
 
 def test_the_admin_group_gives_staff_and_losing_it_takes_staff_away(sso: Any) -> None:
     sso.provider.put_user("ada-sub", {"preferred_username": "ada", "groups": ["it-admins"]})
-    sso.sign_in(Client(), "ada-sub")
+    client = Client()
+    # Staff alone is no role: she lands on the page that says so, and reaches the audit trail.
+    assert sso.sign_in(client, "ada-sub")["Location"] == "/oidc/no-role/"
+    assert client.get("/audit/").status_code == 200
     user = User.objects.get(username="ada")
     assert user.is_staff and not user.is_superuser and _roles(user) == set()
     sso.provider.put_user("ada-sub", {"preferred_username": "ada", "groups": ["eng-managers"]})
@@ -186,3 +189,15 @@ def test_without_an_issuer_nothing_changes(db: Any, settings: Any) -> None:
     assert Client().get("/oidc/callback/?code=x&state=y").status_code == 404
     page = Client().get("/accounts/login/").content.decode()
     assert "Sign in with SSO" not in page and 'name="password"' in page
+
+
+def test_a_deactivated_user_s_session_ends(sso: Any) -> None:
+    sso.provider.put_user("dan-sub", {"preferred_username": "dan", "groups": ["finops-team"]})
+    client = Client()
+    sso.sign_in(client, "dan-sub")
+    assert client.get("/").status_code == 200
+    User.objects.filter(username="dan").update(is_active=False)
+    assert client.get("/")["Location"] == "/accounts/login/?next=/"
+    answer = sso.sign_in(Client(), "dan-sub")
+    assert answer.status_code == 403
+    assert "The account dan is disabled here" in answer.content.decode()
