@@ -4,11 +4,13 @@ that ends the provider's session too."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 
 from audit_app.models import ApiToken, AuditEvent, SsoIdentity
@@ -136,6 +138,11 @@ def test_an_sso_user_uses_the_api_with_a_token_from_the_tokens_page(sso: Any) ->
     assert page["Cache-Control"] == "no-store"
     me = Client().get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {key}").json()
     assert (me["username"], me["roles"], me["auth"]) == ("tom", ["engineer"], "token")
+    out = io.StringIO()
+    call_command("issue_token", "tom", stdout=out)
+    printed = out.getvalue().strip()
+    me = Client().get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {printed}").json()
+    assert (me["username"], me["roles"]) == ("tom", ["engineer"])
 
 
 def test_sign_out_ends_the_provider_session_too(sso: Any) -> None:
