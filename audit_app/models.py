@@ -6,12 +6,12 @@ write a model makes itself is ``Recommendation.move_to``, a status move with its
 checked against the one table of allowed moves. Every other write goes through the services.
 
 The tables: uploads and their contents (rollups, workload days, billing charges and period
-keys), API tokens and failed logins, price cards, serving pools, the data version that keys
-cached results and the state of derived results, workloads with their classes and overrides,
-hardware targets and throughput assumptions, recommendations with their events, and the audit
-trail. It runs past 600 lines because the app has that many tables, not because a second
-concern lives here: a models package would cut it by table, not by concern, and every caller
-imports the models from this one place.
+keys), API tokens, single sign-on identities and failed logins, price cards, serving pools,
+the data version that keys cached results and the state of derived results, workloads with
+their classes and overrides, hardware targets and throughput assumptions, recommendations
+with their events, and the audit trail. It runs past 600 lines because the app has that many
+tables, not because a second concern lives here: a models package would cut it by table, not
+by concern, and every caller imports the models from this one place.
 """
 
 from __future__ import annotations
@@ -138,6 +138,27 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class SsoIdentity(models.Model):
+    """A user's account at an OpenID Connect issuer: (issuer, subject) names them for good, so
+    each single sign-on finds the same user whatever their email or username becomes."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer} ({self.user})"
 
 
 class AuthFailureCount(models.Model):
@@ -803,6 +824,10 @@ class AuditEvent(models.Model):
         BUDGET_CHANGED = "budget_changed", "Created, changed or deleted a budget"
         ALERT_ACKNOWLEDGED = "alert_acknowledged", "Acknowledged an alert"
         SOURCE_CHANGED = "source_changed", "Created, changed or deleted a billing source"
+        SSO_SIGN_IN = "sso_sign_in", "Signed in through single sign-on"
+        SSO_ROLE_GRANTED = "sso_role_granted", "Was granted a role by the identity provider"
+        SSO_ROLE_REMOVED = "sso_role_removed", "Lost a role at the identity provider"
+        SSO_REFUSED = "sso_refused", "Was refused a single sign-on"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

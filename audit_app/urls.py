@@ -10,12 +10,19 @@ from audit_app.views import (
     pages,
     recommendations,
     sources,
+    tokens,
     uploads,
 )
 
 urlpatterns = [
     path("", pages.OverviewView.as_view(), name="overview"),
     path("audit/", audit.AuditTrailView.as_view(), name="audit-trail"),
+    path("tokens/", tokens.ApiTokenListView.as_view(), name="api-tokens"),
+    path(
+        "tokens/<int:token_id>/revoke/",
+        tokens.ApiTokenRevokeView.as_view(),
+        name="api-token-revoke",
+    ),
     path("spend.csv", pages.SpendCsvView.as_view(), name="spend-csv"),
     path("workloads/", pages.WorkloadListView.as_view(), name="workloads"),
     path(

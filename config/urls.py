@@ -4,8 +4,7 @@ traces receiver."""
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -18,6 +17,7 @@ from audit_app.api import schema  # noqa: F401
 from audit_app.api.otlp import OtlpTracesApi
 from audit_app.views.auth import LoginView
 from audit_app.views.health import healthz
+from audit_app.views.sso import SsoCallbackView, SsoNoRoleView, SsoStartView, sign_out, sso_only
 
 
 class ApiDocsView(RoleRequiredMixin, SpectacularSwaggerSplitView):
@@ -33,7 +33,19 @@ handler404 = "audit_app.api.error_pages.not_found"
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("accounts/login/", LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", sign_out, name="logout"),
+    # Single sign-on (404 while OIDC_ISSUER is unset), under mozilla-django-oidc's route names.
+    path(
+        "oidc/authenticate/",
+        login_not_required(sso_only(SsoStartView.as_view())),
+        name="oidc_authentication_init",
+    ),
+    path(
+        "oidc/callback/",
+        login_not_required(sso_only(SsoCallbackView.as_view())),
+        name="oidc_authentication_callback",
+    ),
+    path("oidc/no-role/", sso_only(SsoNoRoleView.as_view()), name="sso-no-role"),
     path("admin/", admin.site.urls),
     # OTLP/HTTP's default traces path, so a collector or SDK needs only the server's address.
     path("v1/traces", OtlpTracesApi.as_view(), name="otlp-traces"),

@@ -12,16 +12,25 @@ from audit_app.models import AuditEvent
 
 
 def audit_record(
-    *, actor: Actor, action: str, obj: Model, summary: str, details: dict[str, Any] | None = None
+    *,
+    actor: Actor,
+    action: str,
+    obj: Model | None,
+    summary: str,
+    details: dict[str, Any] | None = None,
+    actor_name: str = "",
 ) -> AuditEvent:
-    """Record that `actor` (a user, or None for the command line) did `action` to `obj`."""
+    """Record that `actor` (a user, or None for the command line) did `action` to `obj`.
+
+    ``obj`` is None for an attempt that reached no object (a refused sign-in), and
+    ``actor_name`` names an actor who is no user (the client address of that attempt)."""
     user = actor if isinstance(actor, User) else None  # the anonymous user is nobody
     return AuditEvent.objects.create(
         actor=user,
-        actor_name=user.get_username() if user else "command line",
+        actor_name=user.get_username() if user else actor_name or "command line",
         action=action,
-        object_type=type(obj).__name__,
-        object_id=str(getattr(obj, "pk", "")),
+        object_type=type(obj).__name__ if obj is not None else "",
+        object_id=str(getattr(obj, "pk", "")) if obj is not None else "",
         summary=summary[:500],
         details=details or {},
     )

@@ -138,6 +138,33 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Single sign-on (audit_app.access.oidc; docs/running.md, "Single sign-on") ------------
+# OpenID Connect through mozilla-django-oidc. With OIDC_ISSUER unset none of this is used. The
+# issuer's discovery document names every endpoint and its signing keys; both are fetched
+# through audit_app.lib.outbound, so an issuer on a private network needs OUTBOUND_ALLOW_PRIVATE.
+# OIDC_ROLE_MAP holds comma-separated group:role pairs (roles finops, engineer, manager, admin);
+# a user's roles follow OIDC_ROLES_CLAIM at every sign-in. OIDC_ONLY hides the password form.
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").strip()
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "").strip()
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")
+OIDC_ROLES_CLAIM = env_str("OIDC_ROLES_CLAIM", "groups").strip() or "groups"
+OIDC_ROLE_MAP = env_str("OIDC_ROLE_MAP", "")
+OIDC_ONLY = env_bool("OIDC_ONLY", False)
+if OIDC_ISSUER and not OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_ISSUER is set, so OIDC_CLIENT_ID must be set too")
+# The single sign-on backend answers only the callback of a sign-in (and nothing while
+# OIDC_ISSUER is unset); the password form keeps Django's.
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "audit_app.access.oidc.SsoBackend",
+]
+# mozilla-django-oidc's own settings, which its views read.
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True
+OIDC_OP_LOGOUT_URL_METHOD = "audit_app.access.oidc.provider_logout_url"
+
 # --- Internationalisation -------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -237,6 +264,17 @@ CONTENT_SECURITY_POLICY = env_str(
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
     "frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 )
+
+
+def csp_allowing_issuer(policy: str, issuer: str) -> str:
+    """``policy`` whose form-action admits the issuer's origin: signing out of the identity
+    provider is a redirect there after the sign-out form's POST, which browsers check."""
+    origin = "/".join(issuer.split("/")[:3])
+    return policy.replace("form-action 'self'", f"form-action 'self' {origin}")
+
+
+if OIDC_ISSUER:
+    CONTENT_SECURITY_POLICY = csp_allowing_issuer(CONTENT_SECURITY_POLICY, OIDC_ISSUER)
 # /healthz is probed by load balancers over plain HTTP inside the network.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
-# Reachable without signing in, on purpose.
-PUBLIC_URL_NAMES = frozenset({"login", "healthz"})
+# Reachable without signing in, on purpose (single sign-on starts and returns signed out).
+PUBLIC_URL_NAMES = frozenset(
+    {"login", "healthz", "oidc_authentication_init", "oidc_authentication_callback"}
+)
 
 
 @dataclass(frozen=True, kw_only=True)
