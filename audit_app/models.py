@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
 from audit_app.lib.encryption import EncryptedTextField
@@ -1081,6 +1082,13 @@ class AllocationRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pool or 'every pool'}: {self.method}"
+
+    def clean(self) -> None:
+        """The admin's check; the statements service refuses the same with a DomainError."""
+        if self.method == self.Method.OWNER and not self.owner_team.strip():
+            raise ValidationError({"owner_team": "The owner method needs an owner team."})
+        if self.pool and not ServingPool.objects.filter(name=self.pool).exists():
+            raise ValidationError({"pool": f"No serving pool named {self.pool!r}."})
 
 
 class Team(models.Model):

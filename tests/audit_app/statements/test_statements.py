@@ -319,3 +319,18 @@ def test_the_pages(seeded: None, client: Client, finops_user: Any) -> None:
     )
     assert saved.status_code == 302
     assert "needs an owner team" in client.get(saved["Location"]).content.decode()
+
+
+def test_the_admin_changes_the_policy_through_the_audited_service(
+    seeded: None, client: Client, admin_user: Any
+) -> None:
+    client.force_login(admin_user)
+    form = {"pool": "gpu", "method": "owner", "owner_team": ""}
+    refused = client.post("/admin/audit_app/allocationrule/add/", form)
+    assert refused.status_code == 200 and b"needs an owner team" in refused.content
+    saved = client.post("/admin/audit_app/allocationrule/add/", {**form, "owner_team": "web"})
+    assert saved.status_code == 302
+    event = AuditEvent.objects.get(action=AuditEvent.Action.ALLOCATION_CHANGED)
+    assert event.actor == admin_user and event.details["pool"] == "gpu"
+    # gpu's $10 idle to web now: web 7.90 + 10 + its share of quiet's $6 and the $0.30.
+    assert _totals()["web"] == D("7.90") + D("10.00") + D("4.25")
