@@ -12,6 +12,7 @@ get a row), and who may see which teams' statements.
 
 from __future__ import annotations
 
+import re
 from calendar import monthrange
 from collections import defaultdict
 from dataclasses import dataclass
@@ -26,6 +27,13 @@ from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role, user_roles
 from audit_app.ingestion.rollups import distinct_estimate, distinct_sketch
 from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.lib.query_params import (
+    EARLIEST_DATE,
+    LATEST_DATE,
+    ParameterError,
+    QueryParams,
+    shown,
+)
 from audit_app.lib.results_cache import cached
 from audit_app.models import AllocationRule, AuditEvent, ServingPool, Team, Upload, WorkloadDay
 from audit_app.reporting.filters import SpendFilters, last_data_day
@@ -44,6 +52,7 @@ CHART_MONTHS = 12
 # Who sees every team's statements; an engineer sees the teams whose directory lists them.
 ALL_TEAMS_ROLES = frozenset({Role.FINOPS, Role.MANAGER})
 POLICY_WRITER_ROLES = frozenset({Role.FINOPS})
+MONTH = re.compile(r"(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])")
 
 
 class StatementRefused(DomainError):
@@ -65,17 +74,28 @@ def month_is_over(first: date, *, today: date | None = None) -> bool:
     return month_bounds(first)[1] < (today or timezone.now().date())
 
 
+def month_param(params: QueryParams, name: str = "month") -> date | None:
+    """A month, YYYY-MM, within the days the app handles, as its first day; None when absent.
+    A bad value raises ParameterError naming it."""
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    found = MONTH.fullmatch(raw)
+    first = date(int(found["year"]), int(found["month"]), 1) if found else None
+    if first is None:
+        raise ParameterError(name, f"{name}={shown(raw)} is not a month (use YYYY-MM)")
+    if not EARLIEST_DATE <= first <= LATEST_DATE:
+        raise ParameterError(
+            name,
+            f"{name}={shown(raw)} is outside {EARLIEST_DATE:%Y-%m} to {LATEST_DATE:%Y-%m}, "
+            "the months we handle",
+        )
+    return first
+
+
 def parse_month(text: str | None, *, today: date | None = None) -> date:
     """``YYYY-MM`` as the month's first day; without one, `default_month`."""
-    if not text:
-        return default_month(today=today)
-    try:
-        year, month = (int(part) for part in text.split("-"))
-        return date(year, month, 1)
-    except ValueError:
-        raise StatementRefused(
-            f"month must be YYYY-MM (got {text!r})", kind=ErrorKind.INVALID, field="month"
-        ) from None
+    return month_param({"month": text or ""}) or default_month(today=today)
 
 
 def default_month(*, today: date | None = None) -> date:

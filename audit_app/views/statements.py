@@ -10,7 +10,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import (
-    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
@@ -23,6 +22,7 @@ from django.views import View
 from audit_app.access.permissions import RoleRequiredMixin, has_role
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.errors import DomainError
+from audit_app.lib.query_params import ParameterError, text_param
 from audit_app.models import AllocationRule, ServingPool, StatementDelivery
 from audit_app.statements.charts import build_team_months_figure
 from audit_app.statements.delivery import XLSX, statements_send
@@ -30,7 +30,6 @@ from audit_app.statements.rows import CSV_HEADER, csv_rows
 from audit_app.statements.services import (
     POLICY_WRITER_ROLES,
     MonthStatement,
-    StatementRefused,
     TeamStatement,
     default_month,
     month_statement,
@@ -53,7 +52,7 @@ def _month(request: HttpRequest) -> tuple[date, str]:
     """The ?month= asked for, or the default month and why the asked one was refused."""
     try:
         return parse_month(request.GET.get("month") or request.POST.get("month")), ""
-    except StatementRefused as exc:
+    except ParameterError as exc:
         return default_month(), str(exc)
 
 
@@ -141,14 +140,15 @@ class TeamStatementView(RoleRequiredMixin, View):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         first, error = _month(request)
-        name = request.GET.get("team", "")
+        try:
+            name = text_param(request.GET, "team")
+        except ParameterError as exc:
+            name, error = "", "; ".join(filter(None, [error, str(exc)]))
         teams = visible_teams(request.user)
         if teams is not None and name not in teams:
             raise PermissionDenied("You may see the statements of your own teams only.")
         statement = month_statement(first)
         team = statement.team(name)
-        if team is None and name not in team_directory():
-            raise Http404("No team of that name.")
         history = team_history(name, last=first)
         context = {
             "statement": statement,
@@ -175,7 +175,7 @@ class TeamStatementView(RoleRequiredMixin, View):
 def _download(request: HttpRequest) -> tuple[MonthStatement, tuple[TeamStatement, ...]] | str:
     try:
         first = parse_month(request.GET.get("month"))
-    except StatementRefused as exc:
+    except ParameterError as exc:
         return str(exc)
     statement = month_statement(first)
     return statement, _visible(request, statement)
