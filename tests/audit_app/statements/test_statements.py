@@ -334,3 +334,12 @@ def test_the_admin_changes_the_policy_through_the_audited_service(
     assert event.actor == admin_user and event.details["pool"] == "gpu"
     # gpu's $10 idle to web now: web 7.90 + 10 + its share of quiet's $6 and the $0.30.
     assert _totals()["web"] == D("7.90") + D("10.00") + D("4.25")
+
+
+def test_the_beat_sends_on_the_send_day(settings: Any) -> None:
+    from celery import current_app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["send-statements"]
+    assert entry["task"] == "audit_app.send_statements" in current_app.tasks
+    assert entry["schedule"].day_of_month == {settings.STATEMENTS_SEND_DAY} == {2}
+    assert settings.CELERY_TASK_ROUTES["audit_app.send_statements"] == {"queue": "outbound"}
