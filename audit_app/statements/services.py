@@ -180,11 +180,12 @@ def policy_change(*, actor: Actor, pool: str, method: str, owner: str = "") -> P
 # --- Team directory and who sees what -------------------------------------------------------
 def team_directory(names: list[str] | None = None) -> dict[str, Team]:
     """Every team's row by name; ``names`` seen in the data get a row when they have none."""
-    if names:
-        Team.objects.bulk_create(
-            [Team(name=n) for n in names if n], ignore_conflicts=True, batch_size=500
-        )
-    return {team.name: team for team in Team.objects.all()}
+    directory = {team.name: team for team in Team.objects.all()}
+    missing = sorted({n for n in names or () if n and n not in directory})
+    if missing:
+        Team.objects.bulk_create([Team(name=n) for n in missing], ignore_conflicts=True)
+        directory = {team.name: team for team in Team.objects.all()}
+    return directory
 
 
 def visible_teams(user: Actor) -> frozenset[str] | None:
