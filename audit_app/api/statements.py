@@ -17,7 +17,6 @@ from rest_framework.views import APIView
 
 from audit_app.access.permissions import ALL_ROLES, HasAnyRole
 from audit_app.api.spend import MONEY
-from audit_app.models import AllocationRule
 from audit_app.statements.allocation import Method, Policy
 from audit_app.statements.rows import statement_json
 from audit_app.statements.services import (
@@ -75,11 +74,12 @@ class PolicyInput(serializers.Serializer):
     pool = serializers.CharField(
         allow_blank=True, default="", help_text='A serving pool\'s name; "" for the global rule.'
     )
-    method = serializers.ChoiceField(
-        choices=[*AllocationRule.Method.values, ""],
+    policy = serializers.ChoiceField(
+        choices=[m.value for m in Method],
+        allow_blank=True,
         help_text='"" removes a pool\'s override (it follows the global rule again).',
     )
-    owner = serializers.CharField(allow_blank=True, default="", help_text="For owner.")
+    owner_team = serializers.CharField(allow_blank=True, default="", help_text="For owner.")
 
 
 def _policy_json(policy: Policy) -> dict[str, Any]:
@@ -142,5 +142,11 @@ class StatementPolicyApi(APIView):
     def post(self, request: Request) -> Response:
         data = PolicyInput(data=request.data)
         data.is_valid(raise_exception=True)
-        policy = policy_change(actor=request.user, **data.validated_data)
+        asked = data.validated_data
+        policy = policy_change(
+            actor=request.user,
+            pool=asked["pool"],
+            method=asked["policy"],
+            owner=asked["owner_team"],
+        )
         return Response(_policy_json(policy))

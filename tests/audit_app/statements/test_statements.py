@@ -178,7 +178,7 @@ def test_unit_costs_and_end_users(seeded: None) -> None:
 
 def test_the_policy_api_is_for_finops(seeded: None, client: Client, engineer_user: Any) -> None:
     client.force_login(engineer_user)
-    body = {"pool": "gpu", "method": "even"}
+    body = {"pool": "gpu", "policy": "even"}
     assert client.post("/api/v1/statements/policy/", body, "application/json").status_code == 403
     assert client.get("/api/v1/statements/policy/").json()["pool_policies"] == {}
 
@@ -186,13 +186,13 @@ def test_the_policy_api_is_for_finops(seeded: None, client: Client, engineer_use
 def test_the_policy_api_changes_every_month(seeded: None, client: Client, finops_user: Any) -> None:
     client.force_login(finops_user)
     answer = client.post(
-        "/api/v1/statements/policy/", {"pool": "", "method": "even"}, "application/json"
+        "/api/v1/statements/policy/", {"pool": "", "policy": "even"}, "application/json"
     )
     assert answer.status_code == 200 and answer.json()["policy"] == "even"
     body = client.get("/api/v1/statements/?month=2026-11").json()
     assert {t["team"]: t["total_usd"] for t in body["teams"]} == EXPECTED["even"]
     refused = client.post(
-        "/api/v1/statements/policy/", {"pool": "nope", "method": "even"}, "application/json"
+        "/api/v1/statements/policy/", {"pool": "nope", "policy": "even"}, "application/json"
     )
     assert refused.status_code == 400 and "nope" in refused.json()["detail"]
     assert client.get("/api/v1/statements/?month=2026-13").status_code == 400
