@@ -343,3 +343,32 @@ def test_the_beat_sends_on_the_send_day(settings: Any) -> None:
     assert entry["task"] == "audit_app.send_statements" in current_app.tasks
     assert entry["schedule"].day_of_month == {settings.STATEMENTS_SEND_DAY} == {2}
     assert settings.CELERY_TASK_ROUTES["audit_app.send_statements"] == {"queue": "outbound"}
+
+
+def test_finops_sets_the_policy_and_sends_from_the_page(
+    seeded: None,
+    client: Client,
+    finops_user: Any,
+    manager_user: Any,
+    mailoutbox: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("django.utils.timezone.now", lambda: datetime(2026, 12, 3, tzinfo=UTC))
+    month_statement(NOVEMBER, today=TODAY)
+    Team.objects.filter(name="web").update(owner_email="web-lead@example.com")
+    client.force_login(manager_user)
+    assert client.post("/statements/send/", {"month": "2026-11"}).status_code == 403
+    assert client.post("/statements/policy/", {"method": "even"}).status_code == 403
+    client.force_login(finops_user)
+    saved = client.post("/statements/policy/", {"pool": "", "method": "even", "month": "2026-11"})
+    page = client.get(saved["Location"])
+    assert [(r[0].team, r[0].bill.total_usd) for r in page.context["rows"]] == sorted(
+        ((t, D(v)) for t, v in EXPECTED["even"].items()), key=lambda r: -r[1]
+    )
+    assert "Global: even" in page.content.decode()
+    sent = client.get(client.post("/statements/send/", {"month": "2026-11"})["Location"])
+    assert "1 statement(s) sent; 0 were sent already." in sent.content.decode()
+    client.post("/statements/send/", {"month": "2026-11"})
+    assert len(mailoutbox) == 1 and "$15.00" in mailoutbox[0].subject
+    late = client.get(client.post("/statements/send/", {"month": "2026-12"})["Location"])
+    assert "not over yet" in late.content.decode()
