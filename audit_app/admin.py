@@ -13,6 +13,7 @@ from audit_app.costs.catalog import source_age_days
 from audit_app.ingestion.source_changes import FIELDS
 from audit_app.lib.masking import mask_url_credentials
 from audit_app.models import (
+    AllocationRule,
     ApiToken,
     BillingCharge,
     BillingSource,
@@ -22,6 +23,8 @@ from audit_app.models import (
     Recommendation,
     RecommendationEvent,
     ServingPool,
+    StatementDelivery,
+    Team,
     ThroughputAssumption,
     Upload,
     Workload,
@@ -29,6 +32,7 @@ from audit_app.models import (
     WorkloadDay,
     WorkloadOverride,
 )
+from audit_app.statements.services import policy_change
 
 
 @admin.register(Upload)
@@ -289,3 +293,35 @@ class BillingSourceAdmin(admin.ModelAdmin):
         if not change and obj.created_by_id is None and request.user.is_authenticated:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
+
+
+@admin.register(AllocationRule)
+class AllocationRuleAdmin(admin.ModelAdmin):
+    """Saved and deleted through the statements service, so every change is audited."""
+
+    list_display = ("__str__", "pool", "method", "owner_team", "updated_by", "updated_at")
+    fields = ("pool", "method", "owner_team")
+
+    def save_model(
+        self, request: HttpRequest, obj: AllocationRule, form: Any, change: bool
+    ) -> None:
+        policy_change(actor=request.user, pool=obj.pool, method=obj.method, owner=obj.owner_team)
+        obj.pk = AllocationRule.objects.get(pool=obj.pool).pk
+
+    def delete_model(self, request: HttpRequest, obj: AllocationRule) -> None:
+        if obj.pool:
+            policy_change(actor=request.user, pool=obj.pool, method="")
+        else:
+            policy_change(actor=request.user, pool="", method=AllocationRule.Method.PROPORTIONAL)
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "display_name", "owner_email", "cost_centre")
+    search_fields = ("name", "display_name", "owner_email", "cost_centre")
+
+
+@admin.register(StatementDelivery)
+class StatementDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ("month", "team", "target", "status", "attempts", "sent_at", "last_error")
+    list_filter = ("status", "month")

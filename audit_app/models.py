@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
 from audit_app.lib.encryption import EncryptedTextField
@@ -828,6 +829,7 @@ class AuditEvent(models.Model):
         SSO_ROLE_GRANTED = "sso_role_granted", "Was granted a role by the identity provider"
         SSO_ROLE_REMOVED = "sso_role_removed", "Lost a role at the identity provider"
         SSO_REFUSED = "sso_refused", "Was refused a single sign-on"
+        ALLOCATION_CHANGED = "allocation_changed", "Changed how shared cost is allocated"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -1078,3 +1080,85 @@ class BillingSource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_kind_display()})"
+
+
+# --- Statements (audit_app.statements) ---------------------------------------------------------
+class AllocationRule(models.Model):
+    """How shared cost (idle GPU, spend without a team) is split over teams: the global rule
+    (``pool`` "") and one override per serving pool (`audit_app.statements.allocation`)."""
+
+    class Method(models.TextChoices):
+        PROPORTIONAL = "proportional", "Proportional to direct spend"
+        EVEN = "even", "Even among the teams that used it"
+        OWNER = "owner", "All to one owner team"
+
+    pool = models.CharField(max_length=100, unique=True, blank=True)  # "" for the global rule
+    method = models.CharField(max_length=16, choices=Method.choices, default=Method.PROPORTIONAL)
+    owner_team = models.CharField(
+        max_length=200, blank=True, help_text="The team that takes it all under owner."
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool"]
+
+    def __str__(self) -> str:
+        return f"{self.pool or 'every pool'}: {self.method}"
+
+    def clean(self) -> None:
+        """The admin's check; the statements service refuses the same with a DomainError."""
+        if self.method == self.Method.OWNER and not self.owner_team.strip():
+            raise ValidationError({"owner_team": "The owner method needs an owner team."})
+        if self.pool and not ServingPool.objects.filter(name=self.pool).exists():
+            raise ValidationError({"pool": f"No serving pool named {self.pool!r}."})
+
+
+class Team(models.Model):
+    """A team as the data names it, with who owns its statement. Teams seen in the data get a
+    row of their own (`audit_app.statements.services.team_directory`)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    display_name = models.CharField(max_length=200, blank=True)
+    owner_email = models.EmailField(blank=True, help_text="Receives the monthly statement.")
+    cost_centre = models.CharField(max_length=64, blank=True)
+    members = models.JSONField(
+        default=list, blank=True, help_text="Usernames of engineers who see its statements."
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.display_name or self.name
+
+
+class StatementDelivery(models.Model):
+    """One team's statement of one month to its owner: created (claimed) before the email is
+    sent, so the month's statement goes out once whatever runs the sending again."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    team = models.CharField(max_length=200)
+    month = models.DateField()  # the month's first day
+    target = models.EmailField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-month", "team"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "month"], name="statement_once_per_team_month")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team} {self.month:%Y-%m} → {self.target}: {self.status}"

@@ -152,3 +152,13 @@ def poll_billing_source(source_id: int) -> str:
     if source is None:
         return "deleted"
     return "ok" if source_poll(source).ok else "failed"
+
+
+@shared_task(name="audit_app.send_statements")
+def send_statements() -> int:
+    """The schedule's pass (Celery beat, on STATEMENTS_SEND_DAY of each month): email each team
+    owner last month's statement, once (see audit_app.statements.delivery); how many were
+    sent. A redelivered task sends nothing twice."""
+    from audit_app.statements.delivery import statements_send
+
+    return sum(outcome.outcome == "sent" for outcome in statements_send())

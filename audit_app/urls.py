@@ -10,6 +10,7 @@ from audit_app.views import (
     pages,
     recommendations,
     sources,
+    statements,
     tokens,
     uploads,
 )
@@ -65,6 +66,12 @@ urlpatterns = [
         name="alert-acknowledge",
     ),
     path("reconciliation/", billing.ReconciliationView.as_view(), name="reconciliation"),
+    path("statements/", statements.StatementListView.as_view(), name="statements"),
+    path("statements/team/", statements.TeamStatementView.as_view(), name="statement-team"),
+    path("statements/policy/", statements.StatementPolicyView.as_view(), name="statements-policy"),
+    path("statements/send/", statements.StatementSendView.as_view(), name="statements-send"),
+    path("statements.csv", statements.StatementCsvView.as_view(), name="statements-csv"),
+    path("statements.xlsx", statements.StatementXlsxView.as_view(), name="statements-xlsx"),
     path("budgets/", budgets.BudgetListView.as_view(), name="budgets"),
     path("budgets/<int:budget_id>/", budgets.BudgetDetailView.as_view(), name="budget-detail"),
     path(

@@ -13,6 +13,7 @@ from audit_app.api import (
     recommendations,
     sources,
     spend,
+    statements,
     uploads,
     views,
 )
@@ -58,6 +59,10 @@ urlpatterns = [
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
     path("budgets/", budgets.BudgetListCreateApi.as_view(), name="api-budgets"),
     path("budgets/<int:budget_id>/", budgets.BudgetDetailApi.as_view(), name="api-budget-detail"),
+    path("statements/", statements.StatementApi.as_view(), name="api-statements"),
+    path(
+        "statements/policy/", statements.StatementPolicyApi.as_view(), name="api-statements-policy"
+    ),
     path("sources/", sources.SourceListCreateApi.as_view(), name="api-sources"),
     path("sources/<int:source_id>/", sources.SourceDetailApi.as_view(), name="api-source-detail"),
     path("sources/<int:source_id>/poll/", sources.SourcePollApi.as_view(), name="api-source-poll"),

@@ -1,7 +1,7 @@
 """The embedded default's demo: one user per role plus an administrator, a month of logs with
 one spend anomaly of each cause planted (`audit_app.demo.anomalies`) and its bill, a benchmark
 sweep pair with its gate (`audit_app.demo.benchmarks`) and a few budgets
-(`audit_app.demo.budgets`)."""
+(`audit_app.demo.budgets`), and the team directory with owner addresses (`audit_app.demo.teams`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from audit_app.demo.anomalies import PlantedAnomaly, plant_anomalies
 from audit_app.demo.benchmarks import DemoBenchmarks, demo_benchmarks_load
 from audit_app.demo.billing import DEFAULT_POOLS, PlantedDiscrepancy, write_focus_export
 from audit_app.demo.budgets import demo_budgets_ensure
+from audit_app.demo.teams import demo_teams_ensure
 from audit_app.demo.traffic import generate_requests
 from audit_app.demo.workloads import DEFAULT_WORKLOADS
 from audit_app.demo.writers import write_litellm_csv, write_otel_jsonl
@@ -94,6 +95,7 @@ def demo_data_load(
     Each part runs once: a later call finds the demo uploads (of logs and bills), the demo
     runs and budgets, and loads only what is not there yet.
     """
+    demo_teams_ensure()
     logs_loaded = (
         Upload.objects.filter(original_name__startswith=DEMO_PREFIX)
         .exclude(kind=Upload.Kind.BENCHMARK)

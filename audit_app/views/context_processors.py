@@ -30,6 +30,7 @@ NAVIGATION: tuple[tuple[str, str], ...] = (
     ("Benchmarks", "benchmarks"),
     ("Reconciliation", "reconciliation"),
     ("Budgets", "budgets"),
+    ("Statements", "statements"),
     ("API docs", "api-docs"),
 )
 

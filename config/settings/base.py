@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
@@ -365,11 +366,14 @@ CELERY_TASK_ROUTES = {
         "audit_app.poll_billing_sources",
         "audit_app.poll_billing_source",
         "audit_app.deliver_alert",
+        "audit_app.send_statements",
     )
 }
 # Alerts (audit_app.budgets.alerts) are evaluated after every ingest and by Celery beat every
 # ALERT_EVALUATE_EVERY_SECONDS; `manage.py serve` (make run) runs beat inside its worker.
 ALERT_EVALUATE_EVERY_SECONDS = env_int("ALERT_EVALUATE_EVERY_SECONDS", 15 * 60)
+# Monthly statements (audit_app.statements) are emailed to team owners on this day of the month.
+STATEMENTS_SEND_DAY = env_int("STATEMENTS_SEND_DAY", 2)
 CELERY_BEAT_SCHEDULE = {
     "evaluate-alerts": {
         "task": "audit_app.evaluate_alerts",
@@ -382,6 +386,11 @@ CELERY_BEAT_SCHEDULE = {
     "poll-billing-sources": {
         "task": "audit_app.poll_billing_sources",
         "schedule": float(env_int("BILLING_SOURCES_CHECK_EVERY_SECONDS", 60)),
+    },
+    # Each team owner gets last month's statement on this day of the month (UTC), once.
+    "send-statements": {
+        "task": "audit_app.send_statements",
+        "schedule": crontab(minute=0, hour=6, day_of_month=STATEMENTS_SEND_DAY),
     },
 }
 # Price cards from the maintained price dataset (`manage.py prices_sync`; docs/using.md "Where

@@ -73,6 +73,12 @@ AGREES = {
     "command:budgets": "budgets --json",
     "api-plan": "the savings plan: spend now, after, savings and each option's now",
     "command:plan": "plan --json: the API's answer",
+    "statements": "each team's direct, allocated and total; the month's total",
+    "statement-team": "one team's direct, allocated and total",
+    "statements-csv": "one row per team; totals add up to the month's",
+    "statements-xlsx": "the summary sheet's rows and total row",
+    "api-statements": "each team's totals, under every policy",
+    "command:statement": "statement --json: the API's answer",
 }
 # Show other money, checked by their own tests.
 OTHER_MONEY = {
@@ -126,6 +132,9 @@ NO_MONEY = {
     "recommendation-decision",
     "workload-override",
     "budget-delete",
+    "statements-policy",  # POST only: changes the allocation policy
+    "statements-send",  # POST only: sends the statements
+    "api-statements-policy",  # the allocation rules, no figures
     "command:issue_token",
     "command:serve",
     "command:prices_sync",  # prints the price cards it added (unit prices), no spend figures
@@ -612,3 +621,72 @@ def test_budgets_spent_is_the_read_models_month(
         assert close(Decimal(printed[pk]["actual_usd"]), expected), scope
         html = finops.get(f"/budgets/{pk}/").content.decode()
         assert close(by_testid(html, "actual"), expected, CENT), scope
+
+
+# Statements of November: the month's total ($480.66) given to teams. Direct: web $148.60
+# (chat $0.60, copilot's GPU share $148), ml $12.06 (evals $0.063, batch-embed $12), ops $0
+# (an unpriced model). Shared: the pool's $320 idle, allocated
+# - proportional to direct spend on the pool (148 : 12): web $296, ml $24;
+# - even between the two teams that used it: $160 each;
+# - owner (ops, which runs the pool): all $320 to ops.
+STATEMENTS = {
+    "proportional": {"web": "444.60", "ml": "36.06", "ops": "0.00"},
+    "even": {"web": "308.60", "ml": "172.06", "ops": "0.00"},
+    "owner": {"web": "148.60", "ml": "12.06", "ops": "320.00"},
+}
+
+
+def _xlsx_rows(content: bytes) -> list[dict[str, Any]]:
+    from openpyxl import load_workbook
+
+    sheet = load_workbook(io.BytesIO(content))["Summary"]
+    rows = [list(r) for r in sheet.iter_rows(values_only=True)]
+    header_at = next(i for i, r in enumerate(rows) if r and r[0] == "month")
+    header = rows[header_at]
+    return [dict(zip(header, r, strict=True)) for r in rows[header_at + 1 :]]
+
+
+@pytest.mark.parametrize("policy", list(STATEMENTS))
+def test_statements_share_the_months_total(seeded: None, finops: Client, policy: str) -> None:
+    from audit_app.statements.services import policy_change
+
+    policy_change(actor=None, pool="", method=policy, owner="ops")
+    expected = {team: Decimal(v) for team, v in STATEMENTS[policy].items()}
+    month_total = by_testid(
+        finops.get("/?start=2026-11-01&end=2026-11-30").content.decode(), "total-spend"
+    )
+    assert month_total == (API_NOVEMBER + POOL_NOVEMBER).quantize(CENT)
+    assert sum(expected.values()) == month_total
+
+    api = finops.get("/api/v1/statements/?month=2026-11").json()
+    assert api["policy"] == policy
+    assert Decimal(api["total_usd"]) == month_total
+    assert {t["team"]: Decimal(t["total_usd"]) for t in api["teams"]} == expected
+    for t in api["teams"]:
+        assert Decimal(t["total_usd"]) == Decimal(t["direct_usd"]) + Decimal(t["allocated_usd"])
+    out = io.StringIO()
+    call_command("statement", "--month", "2026-11", "--json", stdout=out)
+    assert json.loads(out.getvalue()) == api
+    out = io.StringIO()
+    call_command("statement", "--month", "2026-11", "--json", "--policy", policy, stdout=out)
+    assert {t["team"]: Decimal(t["total_usd"]) for t in json.loads(out.getvalue())["teams"]} == (
+        expected
+    )
+
+    html = finops.get("/statements/?month=2026-11").content.decode()
+    assert by_testid(html, "statements-total") == month_total
+    on_page = re.findall(
+        r'data-testid="statement-team">([^<]+)<.*?data-testid="statement-total">([^<]+)<',
+        html,
+        re.S,
+    )
+    assert {team: money(v) for team, v in on_page} == expected
+    for team, total in expected.items():
+        page = finops.get(f"/statements/team/?team={team}&month=2026-11").content.decode()
+        assert by_testid(page, "team-total") == total
+
+    rows = csv_rows(finops.get("/statements.csv?month=2026-11"))
+    assert {r["team"]: Decimal(r["total_usd"]) for r in rows} == expected
+    book = _xlsx_rows(finops.get("/statements.xlsx?month=2026-11").content)
+    assert {r["team"]: Decimal(str(r["total_usd"])).quantize(CENT) for r in book[:-1]} == expected
+    assert Decimal(str(book[-1]["total_usd"])).quantize(CENT) == month_total

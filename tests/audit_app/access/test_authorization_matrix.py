@@ -100,6 +100,16 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     # LiteLLM's callback posts here with an uploader's token: tests/audit_app/api/test_live_litellm
     "api-ingest-litellm": (401, 405, 405, 403, 405),
     "otlp-traces": TOKEN_ONLY,  # finops and engineers POST traces with a token
+    # Statements: finops and managers see every team, an engineer the teams listing them
+    # (tests/audit_app/statements/test_statement_pages.py); finops change the policy and send.
+    "statements": PAGE,
+    "statement-team": (302, 200, 403, 200, 200),  # no ?team=: not one of the engineer's
+    "statements-policy": (302, 405, 403, 403, 405),  # finops, by POST
+    "statements-send": (302, 405, 403, 403, 405),  # finops, by POST
+    "statements-csv": PAGE,
+    "statements-xlsx": PAGE,
+    "api-statements": API,
+    "api-statements-policy": API,  # finops POST
     "api-otlp-traces": TOKEN_ONLY,
     # Each user's own tokens; revoking is a POST (tests/audit_app/views/test_tokens.py).
     "api-tokens": PAGE,

@@ -368,6 +368,8 @@ NOT_LISTS = {
     "api-ingest-litellm",  # answers what one post held: counts and its first 20 rejects
     "api-otlp-traces",
     "otlp-traces",
+    "api-statements",  # a report: every team's statement of one month, listed whole
+    "api-statements-policy",
 }
 
 

@@ -76,6 +76,12 @@ ROUTE_PARAMS: dict[str, dict[str, str]] = {
     "api-budgets": PAGE,
     "api-sources": PAGE,
     "benchmark-run": {"point": "number"},
+    # A month is YYYY-MM: every hostile value is refused, as for a date.
+    "statements": {"month": "date"},
+    "statement-team": {"month": "date", "team": "text"},
+    "statements-csv": {"month": "date"},
+    "statements-xlsx": {"month": "date"},
+    "api-statements": {"month": "date", "policy": "choice"},
 }
 NO_PARAMS = {
     "healthz",
@@ -114,6 +120,9 @@ NO_PARAMS = {
     "api-ingest-litellm",
     "otlp-traces",
     "api-otlp-traces",
+    "statements-policy",
+    "statements-send",
+    "api-statements-policy",
 }
 EVERY_PARAM = sorted({name for params in ROUTE_PARAMS.values() for name in params})
 URLS = {u.name: u for u in project_urls() if not u.is_admin}
