@@ -149,6 +149,12 @@ NO_MONEY = {
     "api-ingest-litellm",  # answers record counts; what lands shows on api-uploads
     "otlp-traces",
     "api-otlp-traces",
+    # Single sign-on and API tokens: who signs in and their keys; no figures.
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
+    "sso-no-role",
+    "api-tokens",
+    "api-token-revoke",
 }
 # Routes added by other work land here until classified; keep it empty.
 SURFACE_ALIASES: dict[str, str] = {}
