@@ -3,8 +3,9 @@
 Column names are LiteLLM's own (`schema.prisma`); `metadata` is JSON text in CSV and an object
 in JSON, `request_tags` a JSON list (text in CSV).
 
-The row mapping (canonical field <- LiteLLM field) is in `litellm_rows`, shared by the row
-path here and the columnar fast path (`litellm_columnar`).
+The field table and the row mapping (canonical field <- LiteLLM field) are in
+`litellm_fields`, shared by the row path here and the fast paths (`litellm_columnar`,
+`json_columnar`).
 
 Required columns: request_id, startTime, endTime, model, prompt_tokens, completion_tokens.
 """
@@ -24,7 +25,7 @@ from audit_app.ingestion.reading import (
     row_outcome,
 )
 from audit_app.ingestion.token_logs.base import ColumnarUnsupported, ParsedChunk, chunk_outcomes
-from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
+from audit_app.ingestion.token_logs.litellm_fields import REQUIRED_COLUMNS, request_from_record
 from audit_app.ingestion.token_logs.tabular import (
     head_field_names,
     iter_tabular_records,

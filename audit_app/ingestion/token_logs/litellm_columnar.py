@@ -57,13 +57,11 @@ from audit_app.ingestion.reading import (
 from audit_app.ingestion.token_logs import columnar_blocks as blocks
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import frame as canonical
-from audit_app.ingestion.token_logs import litellm_rows
+from audit_app.ingestion.token_logs import litellm_fields as fields
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
 from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
     STATUS_ERROR,
-    first_text,
-    parse_json_object,
     parse_status,
     parse_tags,
     parse_token_count,
@@ -153,21 +151,26 @@ class _MetadataFacts:
     """What one distinct `metadata` text contributes to a row, decoded as the row path does."""
 
     tags: tuple[str, ...]
-    alias: str
-    team_alias: str
-    pool: str
-    status: str
+    texts: tuple[str, ...]  # `text()` of each of `fields.METADATA_TEXTS`
     cached_tokens: int | None  # None: the row path rejects the cached-token count
     cache_creation_tokens: int | None = 0  # None: the row path rejects this count
     batch_api: bool | None  # None: `metadata.batch_api` is unreadable
     workload: str | None  # what the metadata names as workload by itself (see `_workloads`)
 
+    def text(self, source: str) -> str:
+        return self.texts[_METADATA_TEXT_INDEX[source]]
 
-# Metadata made only of these keys, with plain values, is decoded by `_plain_metadata_facts`.
-_PLAIN_METADATA_KEYS = frozenset(
-    {"user_api_key_alias", "user_api_key_team_alias", "usage_object", "pool", "status"}
+
+_METADATA_TEXT_INDEX = {source: index for index, source in enumerate(fields.METADATA_TEXTS)}
+# Metadata made only of these keys, with plain values, is decoded by `_plain_metadata_facts`:
+# the texts at the top of `metadata`, and the first usage object.
+_TEXT_METADATA_KEYS = tuple(
+    path[0] if len(path) == 1 else "" for path in map(fields.metadata_path, fields.METADATA_TEXTS)
 )
-_TEXT_METADATA_KEYS = ("user_api_key_alias", "user_api_key_team_alias", "pool", "status")
+_PLAIN_METADATA_KEYS = frozenset({*_TEXT_METADATA_KEYS, fields.USAGE_OBJECTS[0]} - {""})
+_CACHED_TOKEN_PATHS = fields.usage_paths("cached_input_tokens")
+_CACHE_CREATION_TOKEN_PATHS = fields.usage_paths("cache_creation_input_tokens")
+_NOT_PLAIN = object()
 
 
 def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
@@ -184,39 +187,46 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
         return None
     if type(metadata) is not dict or not metadata.keys() <= _PLAIN_METADATA_KEYS:
         return None
-    for key in _TEXT_METADATA_KEYS:
-        value = metadata.get(key)
-        if value is not None and type(value) is not str:
-            return None
+    texts = [metadata.get(key) if key else None for key in _TEXT_METADATA_KEYS]
+    if any(value is not None and type(value) is not str for value in texts):
+        return None
     cached = 0
-    usage = metadata.get("usage_object")
+    usage = metadata.get(fields.USAGE_OBJECTS[0])
     if usage is not None:
         if type(usage) is not dict:
             return None
-        details = usage.get("prompt_tokens_details")
-        value = None
-        if details is not None:
-            if type(details) is not dict:
+        for path in _CACHED_TOKEN_PATHS:
+            value = _plain_usage_value(usage, path)
+            if value is _NOT_PLAIN:
                 return None
-            value = details.get("cached_tokens")
-        if value is None:
-            value = usage.get("cache_read_input_tokens")
-        if value is not None:
-            if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
-                return None
-            cached = value
-        if usage.get("cache_creation_input_tokens") is not None:
-            return None  # rare (Anthropic usage): the full decoding reads it
+            if value is not None:
+                if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
+                    return None
+                cached = value
+                break
+        for path in _CACHE_CREATION_TOKEN_PATHS:
+            if _plain_usage_value(usage, path) is not None:
+                return None  # rare (Anthropic usage): the full decoding reads it
     return _MetadataFacts(
         tags=(),
-        alias=text(metadata.get("user_api_key_alias")),
-        team_alias=text(metadata.get("user_api_key_team_alias")),
-        pool=text(metadata.get("pool")),
-        status=text(metadata.get("status")),
+        texts=tuple(map(text, texts)),
         cached_tokens=cached,
         batch_api=False,
         workload=None,
     )
+
+
+def _plain_usage_value(usage: dict[str, object], path: tuple[str, ...]) -> object:
+    """The value at `path` in a usage object, None when absent, `_NOT_PLAIN` when a level on
+    the way is not an object."""
+    value: object = usage
+    for key in path:
+        if value is None:
+            return None
+        if type(value) is not dict:
+            return _NOT_PLAIN
+        value = value.get(key)
+    return value
 
 
 # A JSON escape of a NUL character or of a surrogate: the text it decodes to may not be
@@ -236,42 +246,25 @@ def _metadata_facts(raw: str) -> _MetadataFacts | None:
 def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
     """None when the row path rejects every row carrying this metadata."""
     try:
-        metadata = parse_json_object(raw, field="metadata")
-        spend_logs_metadata = parse_json_object(
-            litellm_rows.nested(metadata, "spend_logs_metadata"),
-            field="metadata.spend_logs_metadata",
-        )
-        tags = parse_tags(metadata.get("tags"), field="metadata.tags")
+        metadata, identity = fields.decoded_metadata({fields.METADATA: raw})
+        tags = [
+            tag
+            for source in _METADATA_TAG_SOURCES
+            for tag in parse_tags(fields.source_value({}, metadata, source), field=source)
+        ]
     except RowRejected:
         return None
+    cached_tokens = _count_or_rejected(metadata, "cached_input_tokens")
+    creation_tokens = _count_or_rejected(metadata, "cache_creation_input_tokens")
     try:
-        cached = parse_token_count(
-            litellm_rows.cached_tokens(metadata),
-            field=litellm_rows.SOURCE_FIELDS.cached_input_tokens,
-        )
-        cached_tokens: int | None = 0 if cached is None else cached
-    except RowRejected:
-        cached_tokens = None
-    try:
-        creation = parse_token_count(
-            litellm_rows.cached_tokens(metadata, litellm_rows.CACHE_CREATION_TOKEN_PATHS),
-            field=litellm_rows.SOURCE_FIELDS.cache_creation_input_tokens,
-        )
-        creation_tokens: int | None = 0 if creation is None else creation
-    except RowRejected:
-        creation_tokens = None
-    try:
-        batch_api: bool | None = litellm_rows.is_batch("", metadata)
+        batch_api: bool | None = fields.is_batch("", metadata)
     except RowRejected:
         batch_api = None
-    # The row's own metadata wins over the per-request key/values the caller passed in.
-    identity = {**spend_logs_metadata, **metadata}
     return _MetadataFacts(
         tags=tuple(tags),
-        alias=text(metadata.get("user_api_key_alias")),
-        team_alias=text(metadata.get("user_api_key_team_alias")),
-        pool=first_text(metadata.get("pool"), spend_logs_metadata.get("pool")),
-        status=text(metadata.get("status")),
+        texts=tuple(
+            text(fields.source_value({}, metadata, source)) for source in fields.METADATA_TEXTS
+        ),
         cached_tokens=cached_tokens,
         cache_creation_tokens=creation_tokens,
         batch_api=batch_api,
@@ -279,11 +272,29 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
     )
 
 
+_METADATA_TAG_SOURCES = tuple(filter(fields.is_metadata, fields.FIELDS["tags"].sources))
+_COLUMN_TAG_SOURCES = tuple(
+    source for source in fields.FIELDS["tags"].sources if not fields.is_metadata(source)
+)
+
+
+def _count_or_rejected(metadata: Mapping[str, object], name: str) -> int | None:
+    """A metadata token count as the row path reads it (0 when absent); None when it rejects
+    it."""
+    try:
+        count = parse_token_count(
+            fields.value_of(name, {}, metadata), field=fields.FIELDS[name].name
+        )
+    except RowRejected:
+        return None
+    return 0 if count is None else count
+
+
 def _request_tags(raw: str) -> tuple[str, ...] | None:
     if "\\u" in raw and UNSTORABLE_ESCAPE.search(raw):
         return None  # the row path decides (see `UNSTORABLE_ESCAPE`)
     try:
-        return tuple(parse_tags(raw, field="request_tags"))
+        return tuple(parse_tags(raw, field=_COLUMN_TAG_SOURCES[0]))
     except RowRejected:
         return None
 
@@ -291,8 +302,7 @@ def _request_tags(raw: str) -> tuple[str, ...] | None:
 def _operation(raw: str) -> tuple[str, bool]:
     """(canonical operation, call type names a batch call) for one `call_type` text."""
     call_type = text(raw)
-    operation = litellm_rows.OPERATION_BY_CALL_TYPE.get(call_type.lower(), call_type)
-    return text(operation).lower(), "batch" in call_type.lower()
+    return text(fields.operation_of(call_type)).lower(), "batch" in call_type.lower()
 
 
 class _Memo(Generic[T]):
@@ -374,9 +384,9 @@ class _ChunkConverter:
 
     def convert(self, table: pa.Table, *, first_line: int, bytes_read: int) -> ParsedChunk:
         columns = _Columns(table)
-        metadata_values, metadata_codes = columns.distinct("metadata")
+        metadata_values, metadata_codes = columns.distinct(fields.METADATA)
         facts = _Facts.of(self.metadata(metadata_values), metadata_codes)
-        tag_values, tag_codes = columns.distinct("request_tags")
+        tag_values, tag_codes = columns.distinct(_COLUMN_TAG_SOURCES[0])
         tags = _Tags(self.request_tags(tag_values), tag_codes)
         timing = _timing(columns)
         usage = _usage(columns, facts)
@@ -465,11 +475,7 @@ class _Facts:
         kept: list[_MetadataFacts | None] = []
         renumber: list[int] = []
         for f in decoded:
-            key = (
-                None
-                if f is None
-                else (f.tags, f.alias, f.team_alias, f.pool, f.status, f.batch_api, f.workload)
-            )
+            key = None if f is None else (f.tags, f.texts, f.batch_api, f.workload)
             index = index_of.get(key)
             if index is None:
                 index = index_of[key] = len(kept)
@@ -481,8 +487,10 @@ class _Facts:
         unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
         return unreadable
 
-    def texts(self, pick: Callable[[_MetadataFacts], str]) -> _Texts:
-        return _Texts.of([pick(f) if f else "" for f in self.facts], self.codes)
+    def source_texts(self, source: str) -> _Texts:
+        """One of `fields.METADATA_TEXTS`, per row ("" for unreadable metadata)."""
+        index = _METADATA_TEXT_INDEX[source]
+        return _Texts.of([f.texts[index] if f else "" for f in self.facts], self.codes)
 
     def per_row(self, pick: Callable[[_MetadataFacts | None], int]) -> np.ndarray:
         per_row: np.ndarray = np.array([pick(f) for f in self.facts], np.int64)[self.codes]
@@ -515,9 +523,9 @@ class _Timing:
 def _timing(columns: _Columns) -> _Timing:
     """Timestamps, and the streaming / first-token rule."""
     rows = columns.rows
-    started, started_ok, _ = cells.timestamps(columns.plain("startTime"))
-    ended, ended_ok, _ = cells.timestamps(columns.plain("endTime"))
-    completion_column = columns.plain("completionStartTime")
+    started, started_ok, _ = cells.timestamps(columns.plain(_only_column("started_at")))
+    ended, ended_ok, _ = cells.timestamps(columns.plain(_only_column("ended_at")))
+    completion_column = columns.plain(_only_column("first_token_at"))
     if completion_column is None:
         completion = np.zeros(rows, np.int64)
         completion_ok = np.zeros(rows, bool)
@@ -551,8 +559,8 @@ class _Usage:
 
 def _usage(columns: _Columns, facts: _Facts) -> _Usage:
     """Token counts and cost."""
-    input_tokens, input_ok = cells.token_counts(columns.plain("prompt_tokens"))
-    output_tokens, output_ok = cells.token_counts(columns.plain("completion_tokens"))
+    input_tokens, input_ok = cells.token_counts(columns.plain(_only_column("input_tokens")))
+    output_tokens, output_ok = cells.token_counts(columns.plain(_only_column("output_tokens")))
     slow = ~input_ok | ~output_ok
     cached_by_metadata = facts.cached_tokens
     cached_tokens = np.maximum(cached_by_metadata, 0)
@@ -563,9 +571,9 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
         | (creation_by_metadata < 0)
         | (cached_tokens + creation_tokens > input_tokens)
     )
-    costs = cells.costs(columns.plain("spend"), columns.rows)
+    costs = cells.costs(columns.plain(_only_column("cost_usd")), columns.rows)
     slow |= ~(costs.missing | costs.readable)
-    cache_values, cache_codes = columns.distinct("cache_hit")
+    cache_values, cache_codes = columns.distinct(_only_column("cache_hit"))
     served_from_cache = np.array([text(value).lower() == "true" for value in cache_values], bool)[
         cache_codes
     ]
@@ -593,14 +601,17 @@ class _Status:
 
 def _status(columns: _Columns, facts: _Facts) -> _Status:
     """Status, operation and batch flag."""
-    status_values, status_codes = columns.distinct("status")
+    status_column, status_in_metadata = fields.FIELDS["status"].sources
+    status_values, status_codes = columns.distinct(status_column)
     status_of_column = np.array([_status_code(text(value)) for value in status_values])
     # `first_text(status, metadata.status)`; both blank reads as success.
-    status_of_metadata = facts.per_row(lambda f: _status_code(f.status) if f else STATUS_IS_SUCCESS)
+    status_of_metadata = facts.per_row(
+        lambda f: _status_code(f.text(status_in_metadata)) if f else STATUS_IS_SUCCESS
+    )
     status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
     status = status_of_column[status_codes]
     status = np.where(status == STATUS_BLANK, status_of_metadata, status)
-    call_type_values, call_type_codes = columns.distinct("call_type")
+    call_type_values, call_type_codes = columns.distinct(_only_column("operation"))
     operations = [_operation(value) for value in call_type_values]
     batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
     batch_by_metadata = facts.per_row(
@@ -630,16 +641,16 @@ class _Names:
 
 def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
     """Model, team, caller, end user, provider, pool and the workload they resolve to."""
-    model = columns.texts("model").or_else(columns.texts("model_group"))
-    team = columns.texts("team_id").or_else(facts.texts(lambda f: f.team_alias))
-    caller = facts.texts(lambda f: f.alias).or_else(columns.texts("api_key"))
+    model = _texts_of("model", columns, facts)
+    team = _texts_of("team", columns, facts)
+    caller = _texts_of("caller", columns, facts)
     return _Names(
         model=model,
         team=team,
         caller=caller,
-        end_user=columns.texts("end_user").or_else(columns.texts("user")),
-        provider=columns.texts("custom_llm_provider"),
-        pool=facts.texts(lambda f: f.pool),
+        end_user=_texts_of("end_user", columns, facts),
+        provider=_texts_of("provider", columns, facts),
+        pool=_texts_of("pool", columns, facts),
         workload=_workloads(
             facts=facts.facts,
             metadata_codes=facts.codes,
@@ -651,6 +662,24 @@ def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
         ),
         slow=model.blank(),
     )
+
+
+def _texts_of(name: str, columns: _Columns, facts: _Facts) -> _Texts:
+    """A text field per row: the first of its sources (columns or metadata texts) that is not
+    blank, as `litellm_fields.value_of`."""
+    found: _Texts | None = None
+    for source in fields.FIELDS[name].sources:
+        is_metadata = fields.is_metadata(source)
+        texts = facts.source_texts(source) if is_metadata else columns.texts(source)
+        found = texts if found is None else found.or_else(texts)
+    assert found is not None
+    return found
+
+
+def _only_column(name: str) -> str:
+    """The one column field `name` is read from."""
+    (column,) = fields.FIELDS[name].sources
+    return column
 
 
 def _canonical_frame(
@@ -774,7 +803,7 @@ def _status_code(word: str) -> int:
     if not word:
         return STATUS_BLANK
     try:
-        is_error = parse_status(word, field="status") == STATUS_ERROR
+        is_error = parse_status(word, field=fields.SOURCE_FIELDS.status) == STATUS_ERROR
     except RowRejected:
         return STATUS_UNKNOWN
     return STATUS_IS_ERROR if is_error else STATUS_IS_SUCCESS
@@ -798,7 +827,7 @@ def _convert_row_by_row(
     columns = [picked.column(name).to_pylist() for name in names]
     for position, row in enumerate(rows):
         record = {name: values[position] for name, values in zip(names, columns, strict=True)}
-        outcome = row_outcome(litellm_rows.request_from_record, record, first_line + int(row))
+        outcome = row_outcome(fields.request_from_record, record, first_line + int(row))
         if isinstance(outcome, RowReject):
             rejects.append(outcome)
         else:

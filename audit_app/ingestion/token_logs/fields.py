@@ -1,0 +1,39 @@
+"""How a format's field table is written: one `Field` per canonical field.
+
+Each importer with a fast path states its fields once, as a table of `Field`s (target field ->
+sources in priority order, kind, required or not): `litellm_fields` and `otel_fields`. Its row
+path and its columnar path both read their names, paths and types from that table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    """What a source holds, which decides how it is read and typed in a columnar schema."""
+
+    TEXT = "text"
+    TIMESTAMP = "timestamp"
+    COUNT = "count"  # a whole number of tokens
+    DECIMAL = "decimal"  # an amount of money
+    FLAG = "flag"  # a boolean
+    TEXTS = "texts"  # a list of texts
+
+
+@dataclass(frozen=True)
+class Field:
+    """Where one field comes from: `sources` in priority order (the first present one wins;
+    for a text, the first that is not blank), its kind, whether the first source must be
+    present in the file, and the name a reject gives it when not its first source."""
+
+    sources: tuple[str, ...]
+    kind: Kind
+    required: bool = False
+    named: str | None = None
+
+    @property
+    def name(self) -> str:
+        """How a reject names this field: the file's own name for it."""
+        return self.named or self.sources[0]
