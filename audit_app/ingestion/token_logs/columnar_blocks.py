@@ -100,10 +100,7 @@ def parsed_blocks(stream: BinaryIO, *, header: Header, block_bytes: int) -> Iter
 
     A block is read, checked and parsed in pieces of at most PIECE_BYTES, joined without
     copying. Buffers that size are reused by the allocator, where a 64 MiB one is mapped afresh
-    for every block and its pages faulted in again. On the 2-core test machine, reading,
-    checking and parsing the 1M-row bench export took 2.35 s in 64 MiB blocks, against
-    0.9-1.1 s in blocks of 8-21 MiB; `manage.py ingest` of it, five paired runs, every one
-    faster: median 6.84 -> 6.26 s, CPU 9.5 -> 8.1 s, peak RSS 726 -> 562 MiB. Blocks stay
+    for every block and its pages faulted in again, which costs time and memory. Blocks stay
     large because each converted chunk costs the caller a fixed amount of work.
     """
     options = _CsvOptions(header.names)

@@ -86,7 +86,8 @@ def timestamps(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     present = ~missing
     values = null_where(missing, column)
     nanos = None
-    # A failed cast costs ~30x a good one, so try first the type the first value calls for.
+    # A failed cast costs far more than a good one, so try first the type the first value
+    # calls for.
     targets = [pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")]
     first = pc.drop_null(values)
     if len(first) and _ZONED.search(first[0].as_py()):
