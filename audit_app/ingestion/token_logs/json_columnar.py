@@ -5,9 +5,9 @@ module must equal: for the same file both give the same canonical rows and the s
 (line, field, value, reason).
 
 How: the file is read in blocks of whole lines (`json_lines`), each parsed by `pyarrow.json`
-with an explicit schema of the fields `litellm_rows.request_from_record` reads, in the types
-LiteLLM writes them (text, whole numbers, a float `spend`, a `metadata` object, a list of
-`request_tags`); every other field is skipped unread. The parsed columns are put in the shape
+with an explicit schema built from `litellm_fields.FIELDS`: each source in the type its kind
+says LiteLLM writes it (text, whole numbers, a float `spend`, a `metadata` object, lists of
+tags); every other field is skipped unread. The parsed columns are put in the shape
 of a parsed CSV block (text columns) and converted by `litellm_columnar`'s own steps (timing,
 usage, status, names and the canonical frame), so the CSV and JSON fast paths share one
 conversion. `metadata` is reduced to the few keys the mapping reads and decoded once per
