@@ -7,8 +7,11 @@ path and its columnar path both read their names, paths and types from that tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from enum import Enum
+
+from audit_app.ingestion.token_logs.base import SourceFields
 
 
 class Kind(Enum):
@@ -37,3 +40,9 @@ class Field:
     def name(self) -> str:
         """How a reject names this field: the file's own name for it."""
         return self.named or self.sources[0]
+
+
+def source_fields(table: Mapping[str, Field], **names: str) -> SourceFields:
+    """The names rejects give the canonical fields: each table field's `name`, then `names`."""
+    known = {field.name for field in fields(SourceFields)}
+    return SourceFields(**{key: field.name for key, field in table.items() if key in known} | names)

@@ -39,10 +39,9 @@ from audit_app.ingestion.reading import ImportFileError, read_head, text
 from audit_app.ingestion.token_logs.base import (
     CanonicalRequest,
     ParsedChunk,
-    SourceFields,
     build_request,
 )
-from audit_app.ingestion.token_logs.fields import Field, Kind
+from audit_app.ingestion.token_logs.fields import Field, Kind, source_fields
 from audit_app.ingestion.token_logs.tabular import head_field_names, read_tabular_requests
 
 # The upload form's choice, and how a sentence names such a file (`audit_app.ingestion.formats`).
@@ -73,7 +72,7 @@ FIELDS: dict[str, Field] = {
 }
 COLUMNS = tuple(field.sources[0] for field in FIELDS.values())
 REQUIRED_COLUMNS = tuple(field.sources[0] for field in FIELDS.values() if field.required)
-SOURCE_FIELDS = SourceFields()
+SOURCE_FIELDS = source_fields(FIELDS)
 
 
 def sniff(head: bytes) -> bool:

@@ -337,7 +337,7 @@ class _MetadataParts:
         # `{**spend_logs_metadata, **metadata}`: a `workload: null` in the metadata hides the
         # spend-logs one, an absent key does not; pyarrow reads both as null.
         own_workload, spend_logs_workload = (grouped[path] for path in WORKLOAD_PATHS)
-        slow |= _bools(pc.and_(pc.is_null(own_workload), pc.is_valid(spend_logs_workload)))
+        slow |= cells.bools(pc.and_(pc.is_null(own_workload), pc.is_valid(spend_logs_workload)))
         # Slow rows are grouped apart, so none of them decodes a group of rows it may not match.
         codes.append(slow.astype(np.int64))
         return cls(
@@ -389,7 +389,7 @@ def _joined(tags: pa.Array) -> tuple[pa.Array, np.ndarray]:
     flat = pc.list_flatten(tags)
     odd = pc.or_kleene(pc.is_null(flat), pc.match_substring(flat, TAG_SEPARATOR))
     slow = np.zeros(len(tags), bool)
-    odd_rows = np.flatnonzero(_bools(odd))
+    odd_rows = np.flatnonzero(cells.bools(odd))
     if odd_rows.size:
         # `list_parent_indices` counts from the unsliced array; the lengths count from here.
         lengths = pc.fill_null(pc.list_value_length(tags), 0).to_numpy(zero_copy_only=False)
@@ -403,11 +403,6 @@ def _codes(column: pa.Array) -> np.ndarray:
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     codes: np.ndarray = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return codes
-
-
-def _bools(column: pa.Array) -> np.ndarray:
-    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
-    return values
 
 
 def _plain(table: pa.Table, name: str) -> pa.Array:
@@ -426,14 +421,11 @@ def _as_text_columns(table: pa.Table) -> pa.Table:
 
 
 def _near_cost_tie(spend: pa.Array) -> np.ndarray:
-    """Rows whose cost in nanos is within float error of a rounding tie: the float alone cannot
-    tell which way `Decimal` rounds the written amount, so the row path does it."""
+    """Rows whose cost in nanos is near a rounding tie (`columnar_cells.near_tie`): the row
+    path does those."""
     usd = pc.fill_null(spend, 0.0).to_numpy(zero_copy_only=False)
     with np.errstate(invalid="ignore", over="ignore"):
-        scaled = usd * cells.NANOS_PER_USD
-        distance_to_tie = np.abs(scaled - np.floor(scaled) - 0.5)
-        near: np.ndarray = distance_to_tie <= np.abs(scaled) * 1e-14 + 1e-9
-    return near
+        return cells.near_tie(usd * cells.NANOS_PER_USD)
 
 
 def starts_with_whole_record(stream: BinaryIO) -> bool:
@@ -475,7 +467,7 @@ def _unwritten_zeros(spend: pa.Array, *, block: BlockRun, start: int) -> np.ndar
     """Rows whose `spend` reads as 0.0 but may not be written as a zero: a float turns
     `1e-400` into 0.0 where `Decimal` keeps a tiny amount, which changes whether the row is
     unpriced. A row passes when its line has one `"spend"` key, written as a zero."""
-    zero = _bools(pc.equal(spend, 0.0))
+    zero = cells.bools(pc.equal(spend, 0.0))
     rows = np.flatnonzero(zero)
     if not rows.size:
         return zero
@@ -486,5 +478,5 @@ def _unwritten_zeros(spend: pa.Array, *, block: BlockRun, start: int) -> np.ndar
         pc.equal(pc.count_substring_regex(lines, '"spend"'), 1),
         pc.match_substring_regex(lines, WRITTEN_ZERO_SPEND),
     )
-    zero[rows] = ~_bools(written)
+    zero[rows] = ~cells.bools(written)
     return zero

@@ -28,7 +28,9 @@ line already yielded, so callers of `litellm.read` never see it.
 
 Reading and checking the blocks is `columnar_blocks`; the vectorised coercion of one column is
 `columnar_cells`. One concern here: turning a parsed block into a chunk equal to the row
-path's (decoding repeated values once, then the chunk's conversion step by step).
+path's (decoding repeated values once, then the chunk's conversion step by step); the JSON fast
+paths (`json_columnar`, `otel_columnar`) convert through the same steps (`Columns`, `Facts`,
+`timing_of`, `usage_of`, `status_of`, `names_of`, `canonical_frame`).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def _converter() -> _ChunkConverter:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _MetadataFacts:
+class MetadataFacts:
     """What one distinct `metadata` text contributes to a row, decoded as the row path does."""
 
     tags: tuple[str, ...]
@@ -173,7 +175,7 @@ _CACHE_CREATION_TOKEN_PATHS = fields.usage_paths("cache_creation_input_tokens")
 _NOT_PLAIN = object()
 
 
-def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
+def _plain_metadata_facts(raw: str) -> MetadataFacts | None:
     """The facts of the commonest metadata shape (key alias, team alias, a usage object with a
     cached-token count), decoded in a few microseconds; None sends it to the full decoding.
 
@@ -207,7 +209,7 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
         for path in _CACHE_CREATION_TOKEN_PATHS:
             if _plain_usage_value(usage, path) is not None:
                 return None  # rare (Anthropic usage): the full decoding reads it
-    return _MetadataFacts(
+    return MetadataFacts(
         tags=(),
         texts=tuple(map(text, texts)),
         cached_tokens=cached,
@@ -235,7 +237,7 @@ def _plain_usage_value(usage: dict[str, object], path: tuple[str, ...]) -> objec
 UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
-def _metadata_facts(raw: str) -> _MetadataFacts | None:
+def decode_metadata(raw: str) -> MetadataFacts | None:
     """None when the row path rejects every row carrying this metadata, or may
     (`UNSTORABLE_ESCAPE`)."""
     if "\\u" in raw and UNSTORABLE_ESCAPE.search(raw):
@@ -243,7 +245,7 @@ def _metadata_facts(raw: str) -> _MetadataFacts | None:
     return _plain_metadata_facts(raw) or _metadata_facts_full(raw)
 
 
-def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
+def _metadata_facts_full(raw: str) -> MetadataFacts | None:
     """None when the row path rejects every row carrying this metadata."""
     try:
         metadata, identity = fields.decoded_metadata({fields.METADATA: raw})
@@ -260,7 +262,7 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
         batch_api: bool | None = fields.is_batch("", metadata)
     except RowRejected:
         batch_api = None
-    return _MetadataFacts(
+    return MetadataFacts(
         tags=tuple(tags),
         texts=tuple(
             text(fields.source_value({}, metadata, source)) for source in fields.METADATA_TEXTS
@@ -305,7 +307,7 @@ def _operation(raw: str) -> tuple[str, bool]:
     return text(fields.operation_of(call_type)).lower(), "batch" in call_type.lower()
 
 
-class _Memo(Generic[T]):
+class Memo(Generic[T]):
     """Results of an expensive decoding, per distinct raw text, kept across chunks."""
 
     def __init__(self, decode: Callable[[str], T]) -> None:
@@ -327,14 +329,14 @@ class _Memo(Generic[T]):
 
 
 @dataclass(frozen=True)
-class _Texts:
+class Texts:
     """A text column as its distinct values and, per row, the index of the row's value."""
 
     texts: list[str]
     codes: np.ndarray
 
     @classmethod
-    def of(cls, values: list[str], codes: np.ndarray) -> _Texts:
+    def of(cls, values: list[str], codes: np.ndarray) -> Texts:
         """From values that may repeat: equal texts get one code, so codes compare like texts."""
         distinct: dict[str, int] = {}
         renumber = np.array([distinct.setdefault(value, len(distinct)) for value in values])
@@ -344,11 +346,11 @@ class _Texts:
         blank: np.ndarray = np.array([value == "" for value in self.texts], bool)[self.codes]
         return blank
 
-    def or_else(self, other: _Texts) -> _Texts:
+    def or_else(self, other: Texts) -> Texts:
         """Per row, this value unless it is blank, else `other`'s (as `first_text`)."""
         blank = np.array([value == "" for value in self.texts], bool)
         codes = np.where(blank[self.codes], other.codes + len(self.texts), self.codes)
-        return _Texts.of(self.texts + other.texts, codes)
+        return Texts.of(self.texts + other.texts, codes)
 
     def to_series(self, rows: np.ndarray | None) -> pd.Series:
         # Categorical: the rollups group by these columns, and grouping by codes is several
@@ -377,21 +379,19 @@ def _distinct(column: pa.ChunkedArray | None, rows: int) -> tuple[list[str], np.
 class _ChunkConverter:
     """Turns parsed blocks into chunks; holds what is worth remembering between chunks."""
 
-    metadata: _Memo[_MetadataFacts | None] = field(default_factory=lambda: _Memo(_metadata_facts))
-    request_tags: _Memo[tuple[str, ...] | None] = field(
-        default_factory=lambda: _Memo(_request_tags)
-    )
+    metadata: Memo[MetadataFacts | None] = field(default_factory=lambda: Memo(decode_metadata))
+    request_tags: Memo[tuple[str, ...] | None] = field(default_factory=lambda: Memo(_request_tags))
 
     def convert(self, table: pa.Table, *, first_line: int, bytes_read: int) -> ParsedChunk:
-        columns = _Columns(table)
+        columns = Columns(table)
         metadata_values, metadata_codes = columns.distinct(fields.METADATA)
-        facts = _Facts.of(self.metadata(metadata_values), metadata_codes)
+        facts = Facts.of(self.metadata(metadata_values), metadata_codes)
         tag_values, tag_codes = columns.distinct(_COLUMN_TAG_SOURCES[0])
-        tags = _Tags(self.request_tags(tag_values), tag_codes)
-        timing = _timing(columns)
-        usage = _usage(columns, facts)
-        status = _status(columns, facts)
-        names = _names(columns, facts, tags)
+        tags = Tags(self.request_tags(tag_values), tag_codes)
+        timing = timing_of(columns)
+        usage = usage_of(columns, facts)
+        status = status_of(columns, facts)
+        names = names_of(columns, facts, tags)
         slow = (
             facts.unreadable()
             | tags.unreadable()
@@ -402,7 +402,7 @@ class _ChunkConverter:
         )
         keep = None if not slow.any() else np.flatnonzero(~slow)
         lines = np.arange(first_line, first_line + columns.rows, dtype=np.int64)
-        frame = _canonical_frame(
+        frame = canonical_frame(
             timing=timing, usage=usage, status=status, names=names, lines=lines, keep=keep
         )
         requests, rejects = _convert_row_by_row(table, np.flatnonzero(slow), first_line)
@@ -416,7 +416,7 @@ class _ChunkConverter:
 
 
 @dataclass(frozen=True)
-class _Columns:
+class Columns:
     """A parsed block's columns; an absent column reads as empty cells, as in the row path."""
 
     table: pa.Table
@@ -435,24 +435,24 @@ class _Columns:
     def distinct(self, name: str) -> tuple[list[str], np.ndarray]:
         return _distinct(self.column(name), self.rows)
 
-    def texts(self, name: str) -> _Texts:
+    def texts(self, name: str) -> Texts:
         values, codes = self.distinct(name)
-        return _Texts.of([text(value) for value in values], codes)
+        return Texts.of([text(value) for value in values], codes)
 
 
 @dataclass(frozen=True)
-class _Facts:
+class Facts:
     """The decoded `metadata`: its facts but the cached-token and cache-creation counts, once
     per distinct combination (None: unreadable), and per row the index of its facts and the two
     counts it gives (-1: the row path rejects it, or the metadata is unreadable)."""
 
-    facts: list[_MetadataFacts | None]
+    facts: list[MetadataFacts | None]
     codes: np.ndarray
     cached_tokens: np.ndarray
     cache_creation_tokens: np.ndarray
 
     @classmethod
-    def of(cls, decoded: Sequence[_MetadataFacts | None], codes: np.ndarray) -> _Facts:
+    def of(cls, decoded: Sequence[MetadataFacts | None], codes: np.ndarray) -> Facts:
         """From the facts of each distinct metadata text (`decoded`) and, per row, the index of
         its text. LiteLLM's per-request usage object makes most texts distinct by their
         cached-token count alone (thousands per chunk), while the facts the other columns are
@@ -472,7 +472,7 @@ class _Facts:
             len(decoded),
         )
         index_of: dict[tuple[object, ...] | None, int] = {}
-        kept: list[_MetadataFacts | None] = []
+        kept: list[MetadataFacts | None] = []
         renumber: list[int] = []
         for f in decoded:
             key = None if f is None else (f.tags, f.texts, f.batch_api, f.workload)
@@ -487,18 +487,18 @@ class _Facts:
         unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
         return unreadable
 
-    def source_texts(self, source: str) -> _Texts:
+    def source_texts(self, source: str) -> Texts:
         """One of `fields.METADATA_TEXTS`, per row ("" for unreadable metadata)."""
         index = _METADATA_TEXT_INDEX[source]
-        return _Texts.of([f.texts[index] if f else "" for f in self.facts], self.codes)
+        return Texts.of([f.texts[index] if f else "" for f in self.facts], self.codes)
 
-    def per_row(self, pick: Callable[[_MetadataFacts | None], int]) -> np.ndarray:
+    def per_row(self, pick: Callable[[MetadataFacts | None], int]) -> np.ndarray:
         per_row: np.ndarray = np.array([pick(f) for f in self.facts], np.int64)[self.codes]
         return per_row
 
 
 @dataclass(frozen=True)
-class _Tags:
+class Tags:
     """The decoded `request_tags` per distinct value (None: unreadable) and, per row, its index."""
 
     tags: list[tuple[str, ...] | None]
@@ -510,7 +510,7 @@ class _Tags:
 
 
 @dataclass(frozen=True)
-class _Timing:
+class Timing:
     """Start, end and first-token instants (nanoseconds) and the streaming flag per row."""
 
     started: np.ndarray
@@ -520,7 +520,7 @@ class _Timing:
     slow: np.ndarray
 
 
-def _timing(columns: _Columns) -> _Timing:
+def timing_of(columns: Columns) -> Timing:
     """Timestamps, and the streaming / first-token rule."""
     rows = columns.rows
     started, started_ok, _ = cells.timestamps(columns.plain(_only_column("started_at")))
@@ -536,7 +536,7 @@ def _timing(columns: _Columns) -> _Timing:
     measured = completion_ok & (started <= completion) & (completion < ended)
     slow = ~started_ok | ~ended_ok | (ended < started)
     slow |= ~(completion_missing | placeholder | measured)
-    return _Timing(
+    return Timing(
         started=started,
         ended=ended,
         first_token=np.where(measured, completion, NAT),
@@ -546,7 +546,7 @@ def _timing(columns: _Columns) -> _Timing:
 
 
 @dataclass(frozen=True)
-class _Usage:
+class Usage:
     """Token counts and the cost per row (`canonical.NO_COST` where the product prices it)."""
 
     input_tokens: np.ndarray
@@ -557,7 +557,7 @@ class _Usage:
     slow: np.ndarray
 
 
-def _usage(columns: _Columns, facts: _Facts) -> _Usage:
+def usage_of(columns: Columns, facts: Facts) -> Usage:
     """Token counts and cost."""
     input_tokens, input_ok = cells.token_counts(columns.plain(_only_column("input_tokens")))
     output_tokens, output_ok = cells.token_counts(columns.plain(_only_column("output_tokens")))
@@ -579,7 +579,7 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
     ]
     # LiteLLM writes 0 when it had no price for the model: the product prices it instead.
     unpriced = costs.zero & (input_tokens + output_tokens > 0) & ~served_from_cache
-    return _Usage(
+    return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_tokens=cached_tokens,
@@ -590,16 +590,16 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
 
 
 @dataclass(frozen=True)
-class _Status:
+class Status:
     """Per row: `STATUS_IS_*` code, the canonical operation and the batch flag."""
 
     status: np.ndarray
-    operation: _Texts
+    operation: Texts
     batch_api: np.ndarray
     slow: np.ndarray
 
 
-def _status(columns: _Columns, facts: _Facts) -> _Status:
+def status_of(columns: Columns, facts: Facts) -> Status:
     """Status, operation and batch flag."""
     status_column, status_in_metadata = fields.FIELDS["status"].sources
     status_values, status_codes = columns.distinct(status_column)
@@ -617,34 +617,34 @@ def _status(columns: _Columns, facts: _Facts) -> _Status:
     batch_by_metadata = facts.per_row(
         lambda f: -1 if f is None or f.batch_api is None else int(f.batch_api)
     )
-    return _Status(
+    return Status(
         status=status,
-        operation=_Texts.of([name for name, _ in operations], call_type_codes),
+        operation=Texts.of([name for name, _ in operations], call_type_codes),
         batch_api=batch_by_call_type | (batch_by_metadata == 1),
         slow=(status == STATUS_UNKNOWN) | (~batch_by_call_type & (batch_by_metadata < 0)),
     )
 
 
 @dataclass(frozen=True)
-class _Names:
+class Names:
     """The text columns of the canonical row."""
 
-    model: _Texts
-    team: _Texts
-    caller: _Texts
-    end_user: _Texts
-    provider: _Texts
-    pool: _Texts
-    workload: _Texts
+    model: Texts
+    team: Texts
+    caller: Texts
+    end_user: Texts
+    provider: Texts
+    pool: Texts
+    workload: Texts
     slow: np.ndarray
 
 
-def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
+def names_of(columns: Columns, facts: Facts, tags: Tags) -> Names:
     """Model, team, caller, end user, provider, pool and the workload they resolve to."""
     model = _texts_of("model", columns, facts)
     team = _texts_of("team", columns, facts)
     caller = _texts_of("caller", columns, facts)
-    return _Names(
+    return Names(
         model=model,
         team=team,
         caller=caller,
@@ -664,10 +664,10 @@ def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
     )
 
 
-def _texts_of(name: str, columns: _Columns, facts: _Facts) -> _Texts:
+def _texts_of(name: str, columns: Columns, facts: Facts) -> Texts:
     """A text field per row: the first of its sources (columns or metadata texts) that is not
     blank, as `litellm_fields.value_of`."""
-    found: _Texts | None = None
+    found: Texts | None = None
     for source in fields.FIELDS[name].sources:
         is_metadata = fields.is_metadata(source)
         texts = facts.source_texts(source) if is_metadata else columns.texts(source)
@@ -682,12 +682,12 @@ def _only_column(name: str) -> str:
     return column
 
 
-def _canonical_frame(
+def canonical_frame(
     *,
-    timing: _Timing,
-    usage: _Usage,
-    status: _Status,
-    names: _Names,
+    timing: Timing,
+    usage: Usage,
+    status: Status,
+    names: Names,
     lines: np.ndarray,
     keep: np.ndarray | None,
 ) -> pd.DataFrame:
@@ -726,19 +726,19 @@ def _canonical_frame(
 
 def _workloads(
     *,
-    facts: list[_MetadataFacts | None],
+    facts: list[MetadataFacts | None],
     metadata_codes: np.ndarray,
     request_tags: list[tuple[str, ...] | None],
     tag_codes: np.ndarray,
-    caller: _Texts,
-    team: _Texts,
-    model: _Texts,
-) -> _Texts:
+    caller: Texts,
+    team: Texts,
+    model: Texts,
+) -> Texts:
     """`resolve_workload` per row, run once per distinct input.
 
     The rule takes the first step that names a workload: the tags, then the metadata, then
     caller / team / model. So it runs once per distinct tag list, once per distinct metadata
-    (kept in `_MetadataFacts`) and once per distinct (caller, team, model) among the rows the
+    (kept in `MetadataFacts`) and once per distinct (caller, team, model) among the rows the
     first two leave unnamed. Rows whose tags or metadata are unreadable may get any name: the
     row path converts them.
     """
@@ -779,7 +779,7 @@ def _workloads(
                     model=model.texts[model.codes[row]],
                 )
             )
-    return _Texts.of(values, codes)
+    return Texts.of(values, codes)
 
 
 def _workload_named_by(
@@ -833,25 +833,3 @@ def _convert_row_by_row(
         else:
             requests.append(outcome)
     return requests, rejects
-
-
-# ---------------------------------------------------------------------------------------------
-# The steps the JSON fast paths (`json_columnar`, `otel_columnar`) share
-# ---------------------------------------------------------------------------------------------
-
-Columns = _Columns
-MetadataFacts = _MetadataFacts
-Facts = _Facts
-Tags = _Tags
-Memo = _Memo
-Texts = _Texts
-Timing = _Timing
-Usage = _Usage
-Status = _Status
-Names = _Names
-decode_metadata = _metadata_facts
-timing_of = _timing
-usage_of = _usage
-status_of = _status
-names_of = _names
-canonical_frame = _canonical_frame

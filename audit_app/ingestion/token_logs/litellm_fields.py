@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from audit_app.ingestion.reading import text
-from audit_app.ingestion.token_logs.base import CanonicalRequest, SourceFields, build_request
+from audit_app.ingestion.token_logs.base import CanonicalRequest, build_request
 from audit_app.ingestion.token_logs.coerce import (
     first_text,
     parse_bool,
@@ -38,7 +38,7 @@ from audit_app.ingestion.token_logs.coerce import (
     parse_timestamp,
     parse_token_count,
 )
-from audit_app.ingestion.token_logs.fields import Field, Kind
+from audit_app.ingestion.token_logs.fields import Field, Kind, source_fields
 
 METADATA = "metadata"
 METADATA_PREFIX = METADATA + "."
@@ -102,20 +102,7 @@ METADATA_TEXTS = tuple(
     for source in field.sources
     if source.startswith(METADATA_PREFIX)
 )
-SOURCE_FIELDS = SourceFields(
-    started_at=FIELDS["started_at"].name,
-    ended_at=FIELDS["ended_at"].name,
-    first_token_at=FIELDS["first_token_at"].name,
-    model=FIELDS["model"].name,
-    input_tokens=FIELDS["input_tokens"].name,
-    output_tokens=FIELDS["output_tokens"].name,
-    cached_input_tokens=FIELDS["cached_input_tokens"].name,
-    cache_creation_input_tokens=FIELDS["cache_creation_input_tokens"].name,
-    cost_usd=FIELDS["cost_usd"].name,
-    streaming=FIELDS["first_token_at"].name,
-    batch_api=FIELDS["batch_api"].name,
-    status=FIELDS["status"].name,
-)
+SOURCE_FIELDS = source_fields(FIELDS, streaming=FIELDS["first_token_at"].name)
 OPERATION_BY_CALL_TYPE = {
     "completion": "chat",
     "acompletion": "chat",

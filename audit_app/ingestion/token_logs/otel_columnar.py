@@ -201,11 +201,6 @@ def _children(lists: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return pc.list_flatten(lists), np.repeat(np.arange(len(lists)), lengths)
 
 
-def _bools(column: pa.Array) -> np.ndarray:
-    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
-    return values
-
-
 @dataclass(frozen=True)
 class _Attributes:
     """The attributes `otel` reads, of every span (or resource), pivoted by key."""
@@ -230,7 +225,7 @@ class _Attributes:
             parents = np.zeros(1, np.int64)
         keys = pc.struct_field(entries, ["key"])
         gen_ai = np.zeros(owners, bool)
-        gen_ai[parents[_bools(pc.starts_with(keys, fields.GEN_AI_PREFIX))]] = True
+        gen_ai[parents[cells.bools(pc.starts_with(keys, fields.GEN_AI_PREFIX))]] = True
         value = pc.struct_field(entries, ["value"])
         parts = [pc.struct_field(value, [name]) for name in ANY_VALUE.names]
         valid = [pc.is_valid(part).to_numpy(zero_copy_only=False) for part in parts]
@@ -252,7 +247,7 @@ class _Attributes:
             entry=entry,
             kind=kind,
             strings=parts[0],
-            bools=_bools(parts[1]),
+            bools=cells.bools(parts[1]),
             ints=parts[2],
             doubles=pc.fill_null(parts[3], 0.0).to_numpy(zero_copy_only=False),
             gen_ai=gen_ai,
@@ -281,7 +276,7 @@ class _Attributes:
         readable = (
             (kind == INT)
             & (lengths <= MAX_TOKEN_DIGITS)
-            & _bools(pc.ascii_is_decimal(digits))
+            & cells.bools(pc.ascii_is_decimal(digits))
             & (lengths > 0)
         )
         values = pc.if_else(pa.array(readable), digits, "0").cast(pa.int64()).to_numpy()
@@ -310,7 +305,7 @@ class _BlockSpans:
     @classmethod
     def of(cls, table: pa.Table, block: BlockRun) -> _BlockSpans:
         documents = table.column("resourceSpans").combine_chunks()
-        odd_lines = ~_bools(pc.is_valid(documents))
+        odd_lines = ~cells.bools(pc.is_valid(documents))
         resources, resource_line = _children(documents)
         scopes, scope_resource = _children(pc.struct_field(resources, ["scopeSpans"]))
         spans, span_scope = _children(pc.struct_field(scopes, ["spans"]))
@@ -321,7 +316,7 @@ class _BlockSpans:
             (scopes, resource_line[scope_resource]),
             (spans, resource_line[span_resource]),
         ):
-            odd_lines[line[~_bools(pc.is_valid(items))]] = True
+            odd_lines[line[~cells.bools(pc.is_valid(items))]] = True
         return cls(
             table=table,
             block=block,
@@ -435,7 +430,7 @@ class _SpanColumns:
             undecided &= kind == ABSENT
             with np.errstate(invalid="ignore", over="ignore"):
                 micros = seconds * 1e6
-                tie = np.abs(micros - np.floor(micros) - 0.5) <= np.abs(micros) * 1e-14 + 1e-9
+                tie = cells.near_tie(micros)
                 readable = (kind == DOUBLE) & np.isfinite(micros) & (seconds >= 0) & ~tie
                 micros = np.where(readable, np.rint(micros), 0).astype(np.int64)
             moment = started + micros * NANOS_PER_MICROSECOND
@@ -480,7 +475,7 @@ class _SpanColumns:
         usd, kind = self.attributes.doubles_of(_only_attribute("cost_usd"), self.rows)
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = usd * cells.NANOS_PER_USD
-            tie = np.abs(scaled - np.floor(scaled) - 0.5) <= np.abs(scaled) * 1e-14 + 1e-9
+            tie = cells.near_tie(scaled)
             cost_ok = (
                 (kind == DOUBLE)
                 & np.isfinite(scaled)
@@ -574,7 +569,8 @@ def _unix_nanos(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     path."""
     digits = pc.fill_null(column, "")
     lengths = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
-    readable = (lengths > 0) & (lengths <= MAX_NANOS_DIGITS) & _bools(pc.ascii_is_decimal(digits))
+    readable = (lengths > 0) & (lengths <= MAX_NANOS_DIGITS)
+    readable &= cells.bools(pc.ascii_is_decimal(digits))
     values = pc.if_else(pa.array(readable), digits, "0").cast(pa.uint64()).to_numpy()
     readable &= values <= np.uint64(cells.latest_ns())
     nanos = np.where(readable, values, 0).astype(np.int64)

@@ -33,7 +33,6 @@ from audit_app.ingestion.reading import RowRejected, text
 from audit_app.ingestion.token_logs.base import (
     CanonicalRequest,
     RowOutcome,
-    SourceFields,
     build_request,
 )
 from audit_app.ingestion.token_logs.coerce import (
@@ -43,7 +42,7 @@ from audit_app.ingestion.token_logs.coerce import (
     parse_duration_seconds,
     parse_unix_nanos,
 )
-from audit_app.ingestion.token_logs.fields import Field, Kind
+from audit_app.ingestion.token_logs.fields import Field, Kind, source_fields
 from audit_app.ingestion.token_logs.tabular import parse_json_line
 
 GEN_AI_PREFIX = "gen_ai."
@@ -111,20 +110,7 @@ OPERATION_BY_NAME = {
     "text_completion": "completion",
     "generate_content": "chat",
 }
-SOURCE_FIELDS = SourceFields(
-    started_at=FIELDS["started_at"].name,
-    ended_at=FIELDS["ended_at"].name,
-    first_token_at=FIELDS["first_token_at"].name,
-    model=FIELDS["model"].name,
-    input_tokens=FIELDS["input_tokens"].name,
-    output_tokens=FIELDS["output_tokens"].name,
-    cached_input_tokens=FIELDS["cached_input_tokens"].name,
-    cache_creation_input_tokens=FIELDS["cache_creation_input_tokens"].name,
-    cost_usd=FIELDS["cost_usd"].name,
-    streaming=FIELDS["streaming"].name,
-    batch_api="batch_api",
-    status=FIELDS["status"].name,
-)
+SOURCE_FIELDS = source_fields(FIELDS)
 _SOURCE_FIELDS_BY_TTFT = {
     name: replace(SOURCE_FIELDS, first_token_at=name) for name in TTFT_ATTRIBUTES
 }
