@@ -7,11 +7,12 @@ path and its columnar path both read their names, paths and types from that tabl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 
 from audit_app.ingestion.token_logs.base import SourceFields
+from audit_app.ingestion.token_logs.coerce import first_text
 
 
 class Kind(Enum):
@@ -40,6 +41,16 @@ class Field:
     def name(self) -> str:
         """How a reject names this field: the file's own name for it."""
         return self.named or self.sources[0]
+
+    def value(self, source_value: Callable[[str], object]) -> object:
+        """This field's value, given each source's raw value: its one source's raw value, else
+        the first text that is not blank (texts) or the first value present (anything else)."""
+        if len(self.sources) == 1:
+            return source_value(self.sources[0])
+        values = [source_value(source) for source in self.sources]
+        if self.kind is Kind.TEXT:
+            return first_text(*values)
+        return next((value for value in values if value is not None), None)
 
 
 def source_fields(table: Mapping[str, Field], **names: str) -> SourceFields:

@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from audit_app.ingestion.reading import text
 from audit_app.ingestion.token_logs.base import CanonicalRequest, build_request
 from audit_app.ingestion.token_logs.coerce import (
-    first_text,
     parse_bool,
     parse_cost,
     parse_json_object,
@@ -154,15 +153,8 @@ def source_value(
 
 
 def value_of(name: str, record: Mapping[str, object], metadata: Mapping[str, object]) -> object:
-    """Field `name`'s value: its one source's raw value, else the first text that is not blank
-    (texts) or the first value present (anything else)."""
-    sources = FIELDS[name].sources
-    if len(sources) == 1:
-        return source_value(record, metadata, sources[0])
-    values = [source_value(record, metadata, source) for source in sources]
-    if FIELDS[name].kind is Kind.TEXT:
-        return first_text(*values)
-    return next((value for value in values if value is not None), None)
+    """Field `name`'s value in a record (`Field.value`)."""
+    return FIELDS[name].value(lambda source: source_value(record, metadata, source))
 
 
 def tags_of(record: Mapping[str, object], metadata: Mapping[str, object]) -> list[str]:

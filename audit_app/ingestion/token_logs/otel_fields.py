@@ -38,7 +38,6 @@ from audit_app.ingestion.token_logs.base import (
 from audit_app.ingestion.token_logs.coerce import (
     STATUS_ERROR,
     STATUS_SUCCESS,
-    first_text,
     parse_duration_seconds,
     parse_unix_nanos,
 )
@@ -119,20 +118,14 @@ _SOURCE_FIELDS_BY_TTFT = {
 def value_of(
     name: str, attributes: Mapping[str, object], resource_attributes: Mapping[str, object]
 ) -> object:
-    """Field `name`'s value from a span's and its resource's attributes: its one source's raw
-    value, else the first text that is not blank (texts) or the first value present."""
-    sources = FIELDS[name].sources
-    values = [
-        resource_attributes.get(attribute_name(source))
-        if is_resource(source)
-        else attributes.get(source)
-        for source in sources
-    ]
-    if len(values) == 1:
-        return values[0]
-    if FIELDS[name].kind is Kind.TEXT:
-        return first_text(*values)
-    return next((value for value in values if value is not None), None)
+    """Field `name`'s value from a span's and its resource's attributes (`Field.value`)."""
+    return FIELDS[name].value(
+        lambda source: (
+            resource_attributes.get(attribute_name(source))
+            if is_resource(source)
+            else attributes.get(source)
+        )
+    )
 
 
 def line_outcomes(line_number: int, line_text: str) -> list[RowOutcome]:
