@@ -172,7 +172,6 @@ _TEXT_METADATA_KEYS = tuple(
 _PLAIN_METADATA_KEYS = frozenset({*_TEXT_METADATA_KEYS, fields.USAGE_OBJECTS[0]} - {""})
 _CACHED_TOKEN_PATHS = fields.usage_paths("cached_input_tokens")
 _CACHE_CREATION_TOKEN_PATHS = fields.usage_paths("cache_creation_input_tokens")
-_NOT_PLAIN = object()
 
 
 def _plain_metadata_facts(raw: str) -> MetadataFacts | None:
@@ -189,46 +188,43 @@ def _plain_metadata_facts(raw: str) -> MetadataFacts | None:
         return None
     if type(metadata) is not dict or not metadata.keys() <= _PLAIN_METADATA_KEYS:
         return None
-    texts = [metadata.get(key) if key else None for key in _TEXT_METADATA_KEYS]
-    if any(value is not None and type(value) is not str for value in texts):
-        return None
+    texts: list[str] = []
+    for key in _TEXT_METADATA_KEYS:
+        value = metadata.get(key)
+        if value is None:
+            texts.append("")
+        elif type(value) is str:
+            texts.append(text(value))
+        else:
+            return None
     cached = 0
     usage = metadata.get(fields.USAGE_OBJECTS[0])
     if usage is not None:
         if type(usage) is not dict:
             return None
         for path in _CACHED_TOKEN_PATHS:
-            value = _plain_usage_value(usage, path)
-            if value is _NOT_PLAIN:
-                return None
+            value = usage
+            for key in path:
+                if type(value) is not dict:
+                    return None
+                value = value.get(key)
+                if value is None:
+                    break
             if value is not None:
                 if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
                     return None
                 cached = value
                 break
         for path in _CACHE_CREATION_TOKEN_PATHS:
-            if _plain_usage_value(usage, path) is not None:
+            if usage.get(path[0]) is not None:
                 return None  # rare (Anthropic usage): the full decoding reads it
     return MetadataFacts(
         tags=(),
-        texts=tuple(map(text, texts)),
+        texts=tuple(texts),
         cached_tokens=cached,
         batch_api=False,
         workload=None,
     )
-
-
-def _plain_usage_value(usage: dict[str, object], path: tuple[str, ...]) -> object:
-    """The value at `path` in a usage object, None when absent, `_NOT_PLAIN` when a level on
-    the way is not an object."""
-    value: object = usage
-    for key in path:
-        if value is None:
-            return None
-        if type(value) is not dict:
-            return _NOT_PLAIN
-        value = value.get(key)
-    return value
 
 
 # A JSON escape of a NUL character or of a surrogate: the text it decodes to may not be
