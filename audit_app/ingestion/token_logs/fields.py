@@ -42,6 +42,12 @@ class Field:
         """How a reject names this field: the file's own name for it."""
         return self.named or self.sources[0]
 
+    @property
+    def only(self) -> str:
+        """The one source of a field read from one place."""
+        (source,) = self.sources
+        return source
+
     def value(self, source_value: Callable[[str], object]) -> object:
         """This field's value, given each source's raw value: its one source's raw value, else
         the first text that is not blank (texts) or the first value present (anything else)."""

@@ -68,6 +68,7 @@ from audit_app.ingestion.token_logs.coerce import (
     parse_tags,
     parse_token_count,
 )
+from audit_app.ingestion.token_logs.litellm_fields import FIELDS
 
 # Distinct metadata / tag values remembered across chunks; past this the memo starts afresh.
 MAX_MEMO_ENTRIES = 100_000
@@ -270,9 +271,9 @@ def _metadata_facts_full(raw: str) -> MetadataFacts | None:
     )
 
 
-_METADATA_TAG_SOURCES = tuple(filter(fields.is_metadata, fields.FIELDS["tags"].sources))
+_METADATA_TAG_SOURCES = tuple(filter(fields.is_metadata, FIELDS["tags"].sources))
 _COLUMN_TAG_SOURCES = tuple(
-    source for source in fields.FIELDS["tags"].sources if not fields.is_metadata(source)
+    source for source in FIELDS["tags"].sources if not fields.is_metadata(source)
 )
 
 
@@ -280,9 +281,7 @@ def _count_or_rejected(metadata: Mapping[str, object], name: str) -> int | None:
     """A metadata token count as the row path reads it (0 when absent); None when it rejects
     it."""
     try:
-        count = parse_token_count(
-            fields.value_of(name, {}, metadata), field=fields.FIELDS[name].name
-        )
+        count = parse_token_count(fields.value_of(name, {}, metadata), field=FIELDS[name].name)
     except RowRejected:
         return None
     return 0 if count is None else count
@@ -519,9 +518,9 @@ class Timing:
 def timing_of(columns: Columns) -> Timing:
     """Timestamps, and the streaming / first-token rule."""
     rows = columns.rows
-    started, started_ok, _ = cells.timestamps(columns.plain(_only_column("started_at")))
-    ended, ended_ok, _ = cells.timestamps(columns.plain(_only_column("ended_at")))
-    completion_column = columns.plain(_only_column("first_token_at"))
+    started, started_ok, _ = cells.timestamps(columns.plain(FIELDS["started_at"].only))
+    ended, ended_ok, _ = cells.timestamps(columns.plain(FIELDS["ended_at"].only))
+    completion_column = columns.plain(FIELDS["first_token_at"].only)
     if completion_column is None:
         completion = np.zeros(rows, np.int64)
         completion_ok = np.zeros(rows, bool)
@@ -555,8 +554,8 @@ class Usage:
 
 def usage_of(columns: Columns, facts: Facts) -> Usage:
     """Token counts and cost."""
-    input_tokens, input_ok = cells.token_counts(columns.plain(_only_column("input_tokens")))
-    output_tokens, output_ok = cells.token_counts(columns.plain(_only_column("output_tokens")))
+    input_tokens, input_ok = cells.token_counts(columns.plain(FIELDS["input_tokens"].only))
+    output_tokens, output_ok = cells.token_counts(columns.plain(FIELDS["output_tokens"].only))
     slow = ~input_ok | ~output_ok
     cached_by_metadata = facts.cached_tokens
     cached_tokens = np.maximum(cached_by_metadata, 0)
@@ -567,9 +566,9 @@ def usage_of(columns: Columns, facts: Facts) -> Usage:
         | (creation_by_metadata < 0)
         | (cached_tokens + creation_tokens > input_tokens)
     )
-    costs = cells.costs(columns.plain(_only_column("cost_usd")), columns.rows)
+    costs = cells.costs(columns.plain(FIELDS["cost_usd"].only), columns.rows)
     slow |= ~(costs.missing | costs.readable)
-    cache_values, cache_codes = columns.distinct(_only_column("cache_hit"))
+    cache_values, cache_codes = columns.distinct(FIELDS["cache_hit"].only)
     served_from_cache = np.array([text(value).lower() == "true" for value in cache_values], bool)[
         cache_codes
     ]
@@ -597,7 +596,7 @@ class Status:
 
 def status_of(columns: Columns, facts: Facts) -> Status:
     """Status, operation and batch flag."""
-    status_column, status_in_metadata = fields.FIELDS["status"].sources
+    status_column, status_in_metadata = FIELDS["status"].sources
     status_values, status_codes = columns.distinct(status_column)
     status_of_column = np.array([_status_code(text(value)) for value in status_values])
     # `first_text(status, metadata.status)`; both blank reads as success.
@@ -607,7 +606,7 @@ def status_of(columns: Columns, facts: Facts) -> Status:
     status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
     status = status_of_column[status_codes]
     status = np.where(status == STATUS_BLANK, status_of_metadata, status)
-    call_type_values, call_type_codes = columns.distinct(_only_column("operation"))
+    call_type_values, call_type_codes = columns.distinct(FIELDS["operation"].only)
     operations = [_operation(value) for value in call_type_values]
     batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
     batch_by_metadata = facts.per_row(
@@ -664,18 +663,12 @@ def _texts_of(name: str, columns: Columns, facts: Facts) -> Texts:
     """A text field per row: the first of its sources (columns or metadata texts) that is not
     blank, as `litellm_fields.value_of`."""
     found: Texts | None = None
-    for source in fields.FIELDS[name].sources:
+    for source in FIELDS[name].sources:
         is_metadata = fields.is_metadata(source)
         texts = facts.source_texts(source) if is_metadata else columns.texts(source)
         found = texts if found is None else found.or_else(texts)
     assert found is not None
     return found
-
-
-def _only_column(name: str) -> str:
-    """The one column field `name` is read from."""
-    (column,) = fields.FIELDS[name].sources
-    return column
 
 
 def canonical_frame(

@@ -86,11 +86,13 @@ FIELDS: dict[str, Field] = {
 }
 
 REQUIRED_COLUMNS = tuple(field.sources[0] for field in FIELDS.values() if field.required)
-# Every source, in the table's order, each once.
-SOURCES = tuple(dict.fromkeys(source for field in FIELDS.values() for source in field.sources))
 # The file's top-level columns the mapping reads (a metadata path reads `metadata`).
 COLUMNS = tuple(
-    dict.fromkeys(METADATA if source.startswith(METADATA_PREFIX) else source for source in SOURCES)
+    dict.fromkeys(
+        METADATA if source.startswith(METADATA_PREFIX) else source
+        for field in FIELDS.values()
+        for source in field.sources
+    )
 )
 # The metadata texts the fields read, for the fast paths' decoding of metadata (the workload
 # aside: the workload rule reads the whole object).

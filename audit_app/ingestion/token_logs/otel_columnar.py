@@ -47,6 +47,7 @@ from audit_app.ingestion.token_logs import otel_fields as fields
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
 from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
 from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
+from audit_app.ingestion.token_logs.otel_fields import FIELDS
 
 ANY_VALUE = pa.struct(
     [
@@ -403,7 +404,7 @@ class _SpanColumns:
         where a source is of a type this path does not read as text."""
         found: columnar.Texts | None = None
         odd = np.zeros(len(self.rows), bool)
-        for source in fields.FIELDS[name].sources:
+        for source in FIELDS[name].sources:
             if fields.is_resource(source):
                 texts, unread = self.resource_attributes.texts(
                     fields.attribute_name(source), self.resource_of_row
@@ -436,7 +437,7 @@ class _SpanColumns:
             moment = started + micros * NANOS_PER_MICROSECOND
             slow |= here & (~readable | (moment > ended))
             first_token = np.where(here, moment, first_token)
-        (stream,) = fields.FIELDS["streaming"].sources
+        stream = FIELDS["streaming"].only
         streaming_kind = self.attributes.kind[stream][self.rows]
         streamed = self.attributes.bools[np.maximum(self.attributes.entry[stream][self.rows], 0)]
         slow |= (streaming_kind != ABSENT) & (streaming_kind != BOOL)
@@ -462,17 +463,17 @@ class _SpanColumns:
         return values, readable
 
     def _usage(self) -> columnar.Usage:
-        input_tokens, input_ok = self._first_count(fields.FIELDS["input_tokens"].sources)
-        output_tokens, output_ok = self._first_count(fields.FIELDS["output_tokens"].sources)
+        input_tokens, input_ok = self._first_count(FIELDS["input_tokens"].sources)
+        output_tokens, output_ok = self._first_count(FIELDS["output_tokens"].sources)
         cached, cached_ok, cached_absent = self.attributes.counts(
-            _only_attribute("cached_input_tokens"), self.rows
+            FIELDS["cached_input_tokens"].only, self.rows
         )
         cached = np.where(cached_absent, 0, cached)
         creation, creation_ok, creation_absent = self.attributes.counts(
-            _only_attribute("cache_creation_input_tokens"), self.rows
+            FIELDS["cache_creation_input_tokens"].only, self.rows
         )
         creation = np.where(creation_absent, 0, creation)
-        usd, kind = self.attributes.doubles_of(_only_attribute("cost_usd"), self.rows)
+        usd, kind = self.attributes.doubles_of(FIELDS["cost_usd"].only, self.rows)
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = usd * cells.NANOS_PER_USD
             tie = cells.near_tie(scaled)
@@ -499,9 +500,9 @@ class _SpanColumns:
 
     def _status(self) -> columnar.Status:
         code = pc.fill_null(self._span_field("status", "code"), 0).to_numpy(zero_copy_only=False)
-        error_type, error_type_odd = self.attributes.texts(_only_attribute("error_type"), self.rows)
+        error_type, error_type_odd = self.attributes.texts(FIELDS["error_type"].only, self.rows)
         is_error = (code == 2) | ~error_type.blank()
-        operation, operation_odd = self.attributes.texts(_only_attribute("operation"), self.rows)
+        operation, operation_odd = self.attributes.texts(FIELDS["operation"].only, self.rows)
         names = [
             text(fields.OPERATION_BY_NAME.get(v.lower(), v.lower())).lower()
             for v in operation.texts
@@ -530,12 +531,6 @@ class _SpanColumns:
             workload=_workloads(texts["workload"][0], caller=caller, team=team, model=model),
             slow=odd | model.blank(),
         )
-
-
-def _only_attribute(name: str) -> str:
-    """The one span attribute field `name` is read from."""
-    (attribute,) = fields.FIELDS[name].sources
-    return attribute
 
 
 def _workloads(
