@@ -1,4 +1,5 @@
-"""JSON ingest speed: LiteLLM JSONL and OTel JSONL through the columnar paths.
+"""Token-log parse speed: LiteLLM JSONL, JSON array and CSV, and OTel JSONL, through the
+columnar paths.
 
 Writes the same 1M requests (BENCH_JSON_ROWS) as a LiteLLM JSONL export, the same records as
 one LiteLLM JSON array document (what LiteLLM's spend-log API returns), an OTel JSONL export
@@ -8,10 +9,11 @@ one LiteLLM JSON array document (what LiteLLM's spend-log API returns), an OTel 
   2-core machine one run moves by 10-30% from the next), beside the row path (`read_rows`,
   the yardstick) on the first 100k rows and a bare
   `pyarrow.json.read_json` of the file with the same schema (the floor of the columnar path;
-  pyarrow reads no JSON array, so the array has the row path alone as its yardstick);
-- `manage.py ingest` end to end (store, parse, land, refresh) of the LiteLLM JSONL, the JSON
-  array and the same rows as CSV, on PostgreSQL (BENCH_DATABASE_URL, default a database
-  `audit_bench_json` on the local server, else SQLite).
+  the array and the CSV have the row path alone as their yardstick);
+- unless BENCH_JSON_PARSE_ONLY is set (the columnar reads alone, no yardsticks),
+  `manage.py ingest` end to end (store, parse, land, refresh) of the LiteLLM JSONL, the JSON
+  array and the CSV, on PostgreSQL (BENCH_DATABASE_URL, default a database `audit_bench_json`
+  on the local server, else SQLite).
 Target: >= 200k rows/s parse + map for both formats. The machine's load average is printed:
 rows/s on a shared 2-core machine moves with it, CPU seconds less so.
 """
@@ -61,7 +63,7 @@ rows, in_frame, seconds, cpu = timed(module.read, path)
 row_rows = row_seconds = bare = None
 if subset != "-":  # "-": the columnar read alone (a repeat)
     row_rows, _, row_seconds, _ = timed(module.read_rows, subset)
-if subset != "-" and not path.endswith(".json"):  # pyarrow reads JSON lines, not an array
+if subset != "-" and path.endswith(".jsonl"):  # the schemas are for JSON lines
     wall = time.perf_counter()
     pa_json.read_json(path, parse_options=pa_json.ParseOptions(
         explicit_schema=schema, unexpected_field_behavior="ignore"))
@@ -117,7 +119,7 @@ def _head_lines(source: Path, target: Path, lines: int) -> Path:
 
 def _exports(rows: int) -> Iterator[tuple[str, str, Path, Path]]:
     """(label, kind, file, its first 100k rows) for LiteLLM JSONL, the same as a JSON array,
-    and OTel JSONL."""
+    OTel JSONL and the same requests as a LiteLLM CSV."""
     from audit_app.demo.writers import write_litellm_jsonl, write_otel_jsonl
 
     def otel_day(frame: pd.DataFrame, part: Path) -> None:
@@ -147,6 +149,13 @@ def _exports(rows: int) -> Iterator[tuple[str, str, Path, Path]]:
         "otel",
         otel_path,
         _head_lines(otel_path, BENCH_DIR / f"otel-{rows}-head.jsonl", documents),
+    )
+    csv_path = _csv_export(rows)
+    yield (
+        "LiteLLM CSV",
+        "litellm",
+        csv_path,
+        _head_lines(csv_path, BENCH_DIR / f"litellm-{rows}-head.csv", ROW_PATH_ROWS + 1),
     )
 
 
@@ -189,29 +198,39 @@ def run() -> list[str]:
         f"on {os.cpu_count()} CPUs):"
     ]
     repeat = max(1, int(os.environ.get("BENCH_JSON_REPEAT", DEFAULT_REPEAT)))
+    parse_only = bool(os.environ.get("BENCH_JSON_PARSE_ONLY"))
     for label, kind, path, head in _exports(rows):
-        result = run_child(CHILD_PARSE, kind, str(path), str(head), env=env)
+        # "-": the columnar read alone, without the yardsticks.
+        subset = "-" if parse_only else str(head)
+        result = run_child(CHILD_PARSE, kind, str(path), subset, env=env)
         runs = [result] + [
             run_child(CHILD_PARSE, kind, str(path), "-", env=env) for _ in range(repeat - 1)
         ]
         median = sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
         rate = median["rows"] / median["seconds"]
-        row_rate = result["row_rows"] / result["row_seconds"]
         each = " / ".join(f"{run['seconds']:.2f}" for run in runs)
+        cpu_each = " / ".join(f"{run['cpu']:.2f}" for run in runs)
         lines += [
             f"  {label}: columnar {median['rows']:,} rows in {median['seconds']:.2f} s = "
             f"{rate:,.0f} rows/s, the median of {len(runs)} runs ({each} s; CPU "
             f"{median['cpu']:.1f} s = {median['rows'] / median['cpu']:,.0f} rows per "
             f"CPU-second; {median['in_frame'] / max(median['rows'], 1):.0%} in the frame)",
-            f"    yardsticks: row path {row_rate:,.0f} rows/s on {result['row_rows']:,} rows "
-            f"(columnar {rate / row_rate:.1f}x); bare pyarrow.json read of the file "
-            + (
-                "(none: pyarrow reads no JSON array)"
-                if result["bare_seconds"] is None
-                else f"{result['bare_seconds']:.1f} s"
-            ),
-            f"    {_verdict(rate)}",
+            f"    CPU seconds of each run: {cpu_each}",
         ]
+        if not parse_only:
+            row_rate = result["row_rows"] / result["row_seconds"]
+            lines.append(
+                f"    yardsticks: row path {row_rate:,.0f} rows/s on {result['row_rows']:,} "
+                f"rows (columnar {rate / row_rate:.1f}x); bare pyarrow.json read of the file "
+                + (
+                    "(none: not JSON lines)"
+                    if result["bare_seconds"] is None
+                    else f"{result['bare_seconds']:.1f} s"
+                )
+            )
+        lines.append(f"    {_verdict(rate)}")
+    if parse_only:
+        return lines
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True
     )

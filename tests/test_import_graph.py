@@ -270,13 +270,13 @@ def cycle_path(component: frozenset[str], edges: dict[str, set[str]]) -> list[st
 def test_the_walk_finds_the_project_and_its_imports() -> None:
     """A walk that found nothing would pass everything: check it sees known edges."""
     edges, everything, _ = import_graph()
-    assert "audit_app.ingestion.token_logs.litellm_rows" in edges
+    assert "audit_app.ingestion.token_logs.litellm_fields" in edges
     assert (
-        "audit_app.ingestion.token_logs.litellm_rows"
+        "audit_app.ingestion.token_logs.litellm_fields"
         in edges["audit_app.ingestion.token_logs.litellm"]
     )
     assert (
-        "audit_app.ingestion.token_logs.litellm_rows"
+        "audit_app.ingestion.token_logs.litellm_fields"
         in edges["audit_app.ingestion.token_logs.litellm_columnar"]
     )
     assert "audit_app.ingestion.reading" in edges["audit_app.ingestion.billing_exports.base"]

@@ -38,7 +38,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from audit_app.ingestion.reading import RowReject, RowRejected, quoted
 from audit_app.ingestion.token_logs.base import CanonicalRequest, RowOutcome
-from audit_app.ingestion.token_logs.otel import (
+from audit_app.ingestion.token_logs.otel_fields import (
     GEN_AI_PREFIX,
     RESOURCE_ATTRIBUTES,
     SPAN_ATTRIBUTES,

@@ -26,31 +26,11 @@ from audit_app.ingestion.reading import (
     iter_text_lines,
     missing_message,
 )
-from audit_app.ingestion.token_logs import litellm_rows
+from audit_app.ingestion.token_logs import litellm_fields
 from audit_app.ingestion.token_logs.base import ColumnarUnsupported
 
-# The columns `litellm_rows.request_from_record` reads; nothing else is converted.
-MAPPED_COLUMNS = (
-    "request_id",
-    "call_type",
-    "api_key",
-    "spend",
-    "prompt_tokens",
-    "completion_tokens",
-    "startTime",
-    "endTime",
-    "completionStartTime",
-    "model",
-    "model_group",
-    "custom_llm_provider",
-    "user",
-    "metadata",
-    "cache_hit",
-    "request_tags",
-    "team_id",
-    "end_user",
-    "status",
-)
+# The columns the mapping reads (`litellm_fields.COLUMNS`); nothing else is converted.
+MAPPED_COLUMNS = litellm_fields.COLUMNS
 MIN_BLOCK_BYTES = 1 << 20
 MAX_BLOCK_BYTES = 64 << 20
 # A block is read, checked and parsed in pieces of at most this many bytes (see `parsed_blocks`).
@@ -95,7 +75,7 @@ def read_header(stream: BinaryIO) -> Header:
     if reader.line_num != 1:
         raise ColumnarUnsupported("the header spans more than one line")
     names = [name.strip() for name in row]
-    missing = [name for name in litellm_rows.REQUIRED_COLUMNS if name not in names]
+    missing = [name for name in litellm_fields.REQUIRED_COLUMNS if name not in names]
     if missing:
         raise ImportFileError(missing_message("line 1", noun="column", names=in_backticks(missing)))
     if len(set(names)) != len(names):
@@ -120,10 +100,7 @@ def parsed_blocks(stream: BinaryIO, *, header: Header, block_bytes: int) -> Iter
 
     A block is read, checked and parsed in pieces of at most PIECE_BYTES, joined without
     copying. Buffers that size are reused by the allocator, where a 64 MiB one is mapped afresh
-    for every block and its pages faulted in again. On the 2-core test machine, reading,
-    checking and parsing the 1M-row bench export took 2.35 s in 64 MiB blocks, against
-    0.9-1.1 s in blocks of 8-21 MiB; `manage.py ingest` of it, five paired runs, every one
-    faster: median 6.84 -> 6.26 s, CPU 9.5 -> 8.1 s, peak RSS 726 -> 562 MiB. Blocks stay
+    for every block and its pages faulted in again, which costs time and memory. Blocks stay
     large because each converted chunk costs the caller a fixed amount of work.
     """
     options = _CsvOptions(header.names)

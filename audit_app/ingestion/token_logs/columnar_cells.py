@@ -86,7 +86,8 @@ def timestamps(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     present = ~missing
     values = null_where(missing, column)
     nanos = None
-    # A failed cast costs ~30x a good one, so try first the type the first value calls for.
+    # A failed cast costs far more than a good one, so try first the type the first value
+    # calls for.
     targets = [pa.timestamp("ns"), pa.timestamp("ns", tz="UTC")]
     first = pc.drop_null(values)
     if len(first) and _ZONED.search(first[0].as_py()):
@@ -196,8 +197,7 @@ def costs(column: pa.Array | None, rows: int) -> Costs:
             & (usd <= float(MAX_COST_PER_REQUEST))
         )
         nanos = np.rint(np.where(readable, scaled, 0.0))
-        distance_to_tie = np.abs(scaled - np.floor(scaled) - 0.5)
-        exact = readable & (distance_to_tie <= np.abs(scaled) * 1e-14 + 1e-9)
+        exact = readable & near_tie(scaled)
     zero = readable & (usd == 0)
     if zero.any():
         written_zero = pc.match_substring_regex(column, ZERO_PATTERN).to_numpy(zero_copy_only=False)
@@ -233,3 +233,17 @@ def group_rows(codes: Sequence[np.ndarray], rows: int) -> tuple[np.ndarray, np.n
     representative = np.empty(len(distinct), np.intp)
     representative[group] = np.arange(rows)
     return group, representative
+
+
+def near_tie(scaled: np.ndarray) -> np.ndarray:
+    """Where a float, in the unit it is rounded to, is within float error of a rounding tie:
+    the float alone cannot tell which way `Decimal` rounds the written amount."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        near: np.ndarray = np.abs(scaled - np.floor(scaled) - 0.5) <= np.abs(scaled) * 1e-14 + 1e-9
+    return near
+
+
+def bools(column: pa.Array) -> np.ndarray:
+    """A boolean column as numpy, null read as False."""
+    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
+    return values

@@ -98,8 +98,8 @@ def requests_to_frame(requests: Sequence[CanonicalRequest]) -> pd.DataFrame:
 
 def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Coerce a frame to the canonical dtypes (UTC timestamps, str, int64, bool)."""
-    # The columns are gathered and the frame built once, without copying them again: setting
-    # twenty columns one by one cost 4.3 ms per 20,000-row chunk, this 1.4 ms.
+    # The columns are gathered and the frame built once, without copying them again (cheaper
+    # than setting twenty columns one by one).
     out: dict[str, pd.Series] = {}
     for name in (STARTED_AT, ENDED_AT, FIRST_TOKEN_AT):
         out[name] = pd.to_datetime(frame[name], utc=True).astype("datetime64[ns, UTC]")

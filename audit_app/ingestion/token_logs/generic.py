@@ -33,44 +33,46 @@ zone means UTC) or epoch seconds / ms / µs / ns. Booleans: true/false, yes/no, 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from audit_app.ingestion.reading import ImportFileError, read_head, text
 from audit_app.ingestion.token_logs.base import (
     CanonicalRequest,
     ParsedChunk,
-    SourceFields,
     build_request,
 )
+from audit_app.ingestion.token_logs.fields import Field, Kind, source_fields
 from audit_app.ingestion.token_logs.tabular import head_field_names, read_tabular_requests
 
 # The upload form's choice, and how a sentence names such a file (`audit_app.ingestion.formats`).
 LABEL = "Generic CSV / JSONL (canonical columns)"
 DESCRIPTION = "a generic request log"
-COLUMNS = (
-    "started_at",
-    "ended_at",
-    "first_token_at",
-    "workload",
-    "team",
-    "end_user",
-    "caller",
-    "provider",
-    "model",
-    "operation",
-    "streaming",
-    "batch_api",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "cache_creation_input_tokens",
-    "cost_usd",
-    "status",
-    "request_id",
-    "pool",
-)
-REQUIRED_COLUMNS = ("started_at", "ended_at", "model", "input_tokens", "output_tokens")
-SOURCE_FIELDS = SourceFields()
+# The canonical columns, each its own one source (the table above).
+FIELDS: dict[str, Field] = {
+    "started_at": Field(("started_at",), Kind.TIMESTAMP, required=True),
+    "ended_at": Field(("ended_at",), Kind.TIMESTAMP, required=True),
+    "first_token_at": Field(("first_token_at",), Kind.TIMESTAMP),
+    "workload": Field(("workload",), Kind.TEXT),
+    "team": Field(("team",), Kind.TEXT),
+    "end_user": Field(("end_user",), Kind.TEXT),
+    "caller": Field(("caller",), Kind.TEXT),
+    "provider": Field(("provider",), Kind.TEXT),
+    "model": Field(("model",), Kind.TEXT, required=True),
+    "operation": Field(("operation",), Kind.TEXT),
+    "streaming": Field(("streaming",), Kind.FLAG),
+    "batch_api": Field(("batch_api",), Kind.FLAG),
+    "input_tokens": Field(("input_tokens",), Kind.COUNT, required=True),
+    "output_tokens": Field(("output_tokens",), Kind.COUNT, required=True),
+    "cached_input_tokens": Field(("cached_input_tokens",), Kind.COUNT),
+    "cache_creation_input_tokens": Field(("cache_creation_input_tokens",), Kind.COUNT),
+    "cost_usd": Field(("cost_usd",), Kind.DECIMAL),
+    "status": Field(("status",), Kind.TEXT),
+    "request_id": Field(("request_id",), Kind.TEXT),
+    "pool": Field(("pool",), Kind.TEXT),
+}
+COLUMNS = tuple(field.sources[0] for field in FIELDS.values())
+REQUIRED_COLUMNS = tuple(field.sources[0] for field in FIELDS.values() if field.required)
+SOURCE_FIELDS = source_fields(FIELDS)
 
 
 def sniff(head: bytes) -> bool:
@@ -94,29 +96,9 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
 
 
 def _request_from_record(record: Mapping[str, object], line: int) -> CanonicalRequest:
-    return build_request(
-        line=line,
-        names=SOURCE_FIELDS,
-        started_at=record.get("started_at"),
-        ended_at=record.get("ended_at"),
-        first_token_at=record.get("first_token_at"),
-        model=record.get("model"),
-        input_tokens=record.get("input_tokens"),
-        output_tokens=record.get("output_tokens"),
-        cached_input_tokens=record.get("cached_input_tokens"),
-        cache_creation_input_tokens=record.get("cache_creation_input_tokens"),
-        cost_usd=record.get("cost_usd"),
-        streaming=record.get("streaming"),
-        batch_api=record.get("batch_api"),
-        status=record.get("status"),
-        provider=record.get("provider"),
-        operation=record.get("operation"),
-        team=record.get("team"),
-        end_user=record.get("end_user"),
-        caller=record.get("caller"),
-        request_id=record.get("request_id"),
-        pool=record.get("pool"),
-        # The explicit workload column is step 2 of the identity rule (a metadata `workload`),
-        # so an empty cell still falls back to the caller and then team/model.
-        metadata={"workload": text(record.get("workload"))},
-    )
+    # Any: each value goes to the keyword of `build_request` named after its field.
+    values: dict[str, Any] = {name: record.get(field.sources[0]) for name, field in FIELDS.items()}
+    # The explicit workload column is step 2 of the identity rule (a metadata `workload`), so
+    # an empty cell still falls back to the caller and then team/model.
+    workload = text(values.pop("workload"))
+    return build_request(line=line, names=SOURCE_FIELDS, metadata={"workload": workload}, **values)

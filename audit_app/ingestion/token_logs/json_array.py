@@ -14,11 +14,10 @@ Python object per record): the quotes that are not escaped tell what is inside a
 brackets outside strings give the depth; a comma at depth 1 ends a record, and the next byte
 that is not whitespace starts the next. The first record is found before anything is read;
 then a thread of its own scans the rest, a window (32 MiB) at a time, ahead of the laid-out
-stream, which waits only where the scan has not reached yet (1M records: 5.9 -> 5.3 s against
-scanning in the reader's own turn). In a slice with no backslash nothing is escaped, and the
-quotes before each structural byte are counted as bits, 64 to a word, instead of listed (the
-scan of a 758 MB array 2.4 -> 2.0 s by counting, 2.0 -> 1.46 s by bits). A document of any
-size costs a few windows and 16 to 32 bytes a record. The scan lists the line breaks it finds
+stream, which waits only where the scan has not reached yet. In a slice with no backslash
+nothing is escaped, and the quotes before each structural byte are counted as bits, 64 to a
+word, instead of listed, which is cheaper. A document of any size costs a few windows and 16
+to 32 bytes a record. The scan lists the line breaks it finds
 where there are at most two a record, so the laid-out stream blanks them from the list instead
 of comparing every byte (pretty-printed windows are still compared).
 
@@ -62,8 +61,7 @@ _WHITESPACE[[SPACE, TAB, LF, CR]] = True
 # The bits below bit n of a 64-bit word, for n in 0..63.
 _LOW_BITS = ((np.uint64(1) << np.arange(64, dtype=np.uint64)) - np.uint64(1)).astype("<u8")
 # The bytes the scanner reads at once, and the slice it scans at a time within them: a slice's
-# temporary arrays stay in the processor's cache (measured on a 758 MB array: 2.2 s in 256 KiB
-# slices, 3.9 s in 32 MiB ones).
+# temporary arrays stay in the processor's cache.
 WINDOW_BYTES = 32 * 1024 * 1024
 SLICE_BYTES = 256 * 1024
 
@@ -225,8 +223,8 @@ class _Structure:
         """Scan the next window; False when the file ended sooner than its size (it shrank
         while read)."""
         if self._window is None:
-            # One buffer for every window: a fresh 32 MiB of memory per window cost its page
-            # faults each time (reading the 758 MB array: 0.53 -> 0.16 s of CPU).
+            # One buffer for every window: a fresh 32 MiB of memory per window costs its page
+            # faults each time.
             self._window = bytearray(self.window_bytes)
         wanted = min(self.window_bytes, self.size - self.scanned)
         with self.stream_lock, memoryview(self._window) as whole, whole[:wanted] as part:
@@ -308,13 +306,13 @@ class _Structure:
 
         A slice without a backslash (and not right after one) escapes nothing and ends with
         none: its quotes are counted as bits, without listing where each is (a tenth of a
-        record's bytes are quotes: listing them took half the scan). Otherwise each quote is
-        found and checked."""
+        record's bytes are quotes: listing them is costly). Otherwise each quote is found and
+        checked."""
         if self.backslashes == 0 and not (raw == BACKSLASH).any():
             # One bit per byte, set for a quote, 64 to a word (byte i is bit i % 64 of word
             # i // 64): the quotes before a mark are those of the words before its word, plus
-            # those of its own word below its bit (0.74 -> 0.29 s for 758 MB against a
-            # reduceat over the bytes between marks).
+            # those of its own word below its bit (cheaper than a reduceat over the bytes
+            # between marks).
             words = bit_words(raw == QUOTE)
             before = np.concatenate(([0], np.cumsum(np.bitwise_count(words), dtype=np.int64)))
             word = marks >> 6

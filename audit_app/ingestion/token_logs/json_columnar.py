@@ -5,9 +5,9 @@ module must equal: for the same file both give the same canonical rows and the s
 (line, field, value, reason).
 
 How: the file is read in blocks of whole lines (`json_lines`), each parsed by `pyarrow.json`
-with an explicit schema of the fields `litellm_rows.request_from_record` reads, in the types
-LiteLLM writes them (text, whole numbers, a float `spend`, a `metadata` object, a list of
-`request_tags`); every other field is skipped unread. The parsed columns are put in the shape
+with an explicit schema built from `litellm_fields.FIELDS`: each source in the type its kind
+says LiteLLM writes it (text, whole numbers, a float `spend`, a `metadata` object, lists of
+tags); every other field is skipped unread. The parsed columns are put in the shape
 of a parsed CSV block (text columns) and converted by `litellm_columnar`'s own steps (timing,
 usage, status, names and the canonical frame), so the CSV and JSON fast paths share one
 conversion. `metadata` is reduced to the few keys the mapping reads and decoded once per
@@ -39,77 +39,76 @@ from audit_app.ingestion.reading import RowReject, read_head, row_outcome
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
+from audit_app.ingestion.token_logs import litellm_fields as fields
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
 from audit_app.ingestion.token_logs.coerce import MAX_TOKENS_PER_REQUEST
+from audit_app.ingestion.token_logs.fields import Kind
 from audit_app.ingestion.token_logs.json_array import ArrayInvalid
 from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
-from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
+from audit_app.ingestion.token_logs.litellm_fields import REQUIRED_COLUMNS, request_from_record
 from audit_app.ingestion.token_logs.tabular import jsonl_record, not_an_object
 
-TEXT_FIELDS = (
-    "call_type",
-    "api_key",
-    "startTime",
-    "endTime",
-    "completionStartTime",
-    "model",
-    "model_group",
-    "custom_llm_provider",
-    "user",
-    "cache_hit",
-    "team_id",
-    "end_user",
-    "status",
+# Fields the canonical frame has no column for are left unread: a record's id may be any
+# JSON value without sending its block to the row path.
+UNREAD = frozenset({"request_id"})
+ARROW_TYPES = {
+    Kind.TEXT: pa.string(),
+    Kind.TIMESTAMP: pa.string(),
+    Kind.COUNT: pa.int64(),
+    Kind.DECIMAL: pa.float64(),
+    Kind.FLAG: pa.bool_(),
+    Kind.TEXTS: pa.list_(pa.string()),
+}
+# (source, kind) of every source read, in the table's order.
+READ = tuple(
+    dict.fromkeys(
+        (source, field.kind)
+        for name, field in fields.FIELDS.items()
+        if name not in UNREAD
+        for source in field.sources
+    )
 )
-COUNT_FIELDS = ("prompt_tokens", "completion_tokens")
-TAGS = pa.list_(pa.string())
-CACHED_TOKENS = pa.struct(
-    [
-        ("prompt_tokens_details", pa.struct([("cached_tokens", pa.int64())])),
-        ("cache_read_input_tokens", pa.int64()),
-        ("cache_creation_input_tokens", pa.int64()),
-    ]
+COLUMNS = tuple((source, kind) for source, kind in READ if not fields.is_metadata(source))
+TEXT_FIELDS = tuple(source for source, kind in COLUMNS if kind in (Kind.TEXT, Kind.TIMESTAMP))
+NUMBER_FIELDS = tuple(source for source, kind in COLUMNS if kind in (Kind.COUNT, Kind.DECIMAL))
+(REQUEST_TAGS,) = (source for source, kind in COLUMNS if kind is Kind.TEXTS)
+(SPEND,) = fields.FIELDS["cost_usd"].sources
+# (path under `metadata`, kind) of the metadata sources read.
+METADATA_SOURCES = tuple(
+    (fields.metadata_path(source), kind) for source, kind in READ if fields.is_metadata(source)
 )
-METADATA = pa.struct(
-    [
-        ("user_api_key_alias", pa.string()),
-        ("user_api_key_team_alias", pa.string()),
-        ("pool", pa.string()),
-        ("status", pa.string()),
-        ("workload", pa.string()),
-        ("tags", TAGS),
-        ("batch_api", pa.bool_()),
-        ("batch_models", TAGS),
-        ("usage_object", CACHED_TOKENS),
-        ("additional_usage_values", CACHED_TOKENS),
-        ("spend_logs_metadata", pa.struct([("pool", pa.string()), ("workload", pa.string())])),
-    ]
-)
+
+
+def _struct(sources: tuple[tuple[tuple[str, ...], Kind], ...]) -> pa.StructType:
+    """The struct type holding every (path, kind), nested as the paths say."""
+    children: dict[str, list[tuple[tuple[str, ...], Kind]]] = {}
+    for path, kind in sources:
+        children.setdefault(path[0], []).append((path[1:], kind))
+    return pa.struct(
+        [
+            (key, ARROW_TYPES[inner[0][1]] if not inner[0][0] else _struct(tuple(inner)))
+            for key, inner in children.items()
+        ]
+    )
+
+
+METADATA = _struct(METADATA_SOURCES)
 SCHEMA = pa.schema(
     [
-        *[(name, pa.string()) for name in TEXT_FIELDS],
-        *[(name, pa.int64()) for name in COUNT_FIELDS],
-        ("spend", pa.float64()),
-        ("request_tags", TAGS),
-        ("metadata", METADATA),
+        *[(source, ARROW_TYPES[kind]) for source, kind in COLUMNS],
+        (fields.METADATA, METADATA),
     ]
 )
 # Blocks holding these bytes take the row path: an escaped NUL character, which the row path
 # refuses in any field a record keeps (an escaped lone surrogate pyarrow refuses by itself).
 UNSUPPORTED_BYTES = (b"\\u0000",)
-# The metadata keys the mapping reads, with where each sits in `METADATA`.
-METADATA_TEXT_KEYS = ("user_api_key_alias", "user_api_key_team_alias", "pool", "status")
-CACHED_TOKEN_PATHS = (
-    ("usage_object", "prompt_tokens_details", "cached_tokens"),
-    ("usage_object", "cache_read_input_tokens"),
-    ("additional_usage_values", "prompt_tokens_details", "cached_tokens"),
-    ("additional_usage_values", "cache_read_input_tokens"),
+# The metadata values rows are grouped by (all but the token counts, read per row).
+GROUPED_METADATA = tuple((path, kind) for path, kind in METADATA_SOURCES if kind is not Kind.COUNT)
+CACHED_TOKEN_PATHS = tuple(map(fields.metadata_path, fields.FIELDS["cached_input_tokens"].sources))
+CACHE_CREATION_TOKEN_PATHS = tuple(
+    map(fields.metadata_path, fields.FIELDS["cache_creation_input_tokens"].sources)
 )
-# `litellm_rows.CACHE_CREATION_TOKEN_PATHS` under each usage key, in the row path's order.
-CACHE_CREATION_TOKEN_PATHS = (
-    ("usage_object", "cache_creation_input_tokens"),
-    ("additional_usage_values", "cache_creation_input_tokens"),
-)
+WORKLOAD_PATHS = tuple(map(fields.metadata_path, fields.FIELDS["workload"].sources))
 # `"spend": 0`, `"spend": -0.0e5`: the JSON spellings of a zero amount.
 WRITTEN_ZERO_SPEND = r'"spend"[ \t\r\n]*:[ \t\r\n]*-?0(\.0+)?([eE][+-]?[0-9]+)?[ \t\r\n]*[,}]'
 # Tags are compared joined by this character; a tag holding it takes the row path.
@@ -246,11 +245,11 @@ class _JsonConverter:
     def convert(self, table: pa.Table, *, block: BlockRun, start: int) -> ParsedChunk:
         rows = table.num_rows
         columns = columnar.Columns(_as_text_columns(table))
-        facts, metadata_counts, metadata_slow = self._facts(_plain(table, "metadata"))
-        tags, tags_slow = _request_tags(_plain(table, "request_tags"))
+        facts, metadata_counts, metadata_slow = self._facts(_plain(table, fields.METADATA))
+        tags, tags_slow = _request_tags(_plain(table, REQUEST_TAGS))
         timing = columnar.timing_of(columns)
         usage = _with_cached_tokens(columnar.usage_of(columns, facts), *metadata_counts)
-        spend = _plain(table, "spend")
+        spend = _plain(table, SPEND)
         status = columnar.status_of(columns, facts)
         names = columnar.names_of(columns, facts, tags)
         slow = (
@@ -313,76 +312,51 @@ class _JsonConverter:
 
 @dataclass(frozen=True)
 class _MetadataParts:
-    """The metadata keys the mapping reads, as columns."""
+    """The metadata values the mapping reads, as columns."""
 
-    texts: dict[str, pa.Array]
-    tags: pa.Array
-    batch_api: pa.Array
-    batch_models: pa.Array
+    grouped: dict[tuple[str, ...], pa.Array]  # `GROUPED_METADATA`'s values, by path
     cached_tokens: pa.Array
     cache_creation_tokens: pa.Array
-    spend_logs_pool: pa.Array
-    spend_logs_workload: pa.Array
     codes: list[np.ndarray]
     slow: np.ndarray
 
     @classmethod
     def of(cls, metadata: pa.StructArray) -> _MetadataParts:
-        def part(*path: str) -> pa.Array:
+        def part(path: tuple[str, ...]) -> pa.Array:
             return pc.struct_field(metadata, list(path))
 
-        texts = {key: part(key) for key in (*METADATA_TEXT_KEYS, "workload")}
-        tags = part("tags")
-        batch_api = part("batch_api")
-        batch_models = part("batch_models")
-        cached_tokens = pc.coalesce(*[part(*path) for path in CACHED_TOKEN_PATHS])
-        cache_creation_tokens = pc.coalesce(*[part(*path) for path in CACHE_CREATION_TOKEN_PATHS])
-        spend_logs_pool = part("spend_logs_metadata", "pool")
-        spend_logs_workload = part("spend_logs_metadata", "workload")
-        joined_tags, tags_slow = _joined(tags)
-        codes = [
-            _codes(column)
-            for column in (
-                *texts.values(),
-                joined_tags,
-                batch_api,
-                pc.greater(pc.list_value_length(batch_models), 0),
-                spend_logs_pool,
-                spend_logs_workload,
-            )
-        ]
+        grouped = {path: part(path) for path, _ in GROUPED_METADATA}
+        slow = np.zeros(len(metadata), bool)
+        codes = []
+        for path, kind in GROUPED_METADATA:
+            column = grouped[path]
+            if kind is Kind.TEXTS:
+                column, odd = _joined(column)
+                slow |= odd
+            codes.append(_codes(column))
         # `{**spend_logs_metadata, **metadata}`: a `workload: null` in the metadata hides the
         # spend-logs one, an absent key does not; pyarrow reads both as null.
-        hidden = pc.and_(pc.is_null(texts["workload"]), pc.is_valid(spend_logs_workload))
-        slow = tags_slow | _bools(hidden)
+        own_workload, spend_logs_workload = (grouped[path] for path in WORKLOAD_PATHS)
+        slow |= cells.bools(pc.and_(pc.is_null(own_workload), pc.is_valid(spend_logs_workload)))
         # Slow rows are grouped apart, so none of them decodes a group of rows it may not match.
         codes.append(slow.astype(np.int64))
         return cls(
-            texts=texts,
-            tags=tags,
-            batch_api=batch_api,
-            batch_models=batch_models,
-            cached_tokens=cached_tokens,
-            cache_creation_tokens=cache_creation_tokens,
-            spend_logs_pool=spend_logs_pool,
-            spend_logs_workload=spend_logs_workload,
+            grouped=grouped,
+            cached_tokens=pc.coalesce(*map(part, CACHED_TOKEN_PATHS)),
+            cache_creation_tokens=pc.coalesce(*map(part, CACHE_CREATION_TOKEN_PATHS)),
             codes=codes,
             slow=slow,
         )
 
     def keys_of(self, row: int) -> dict[str, object]:
-        """The keys the mapping reads, as row `row`'s metadata has them (nulls left out), but
-        for the cached-token count: the decoded facts count 0 cached tokens."""
+        """The values the mapping reads, as row `row`'s metadata has them (nulls left out), but
+        for the token counts: the decoded facts count none."""
         keys: dict[str, object] = {}
-        for key, column in self.texts.items():
-            keys[key] = column[row].as_py()
-        keys["tags"] = self.tags[row].as_py()
-        keys["batch_api"] = self.batch_api[row].as_py()
-        keys["batch_models"] = self.batch_models[row].as_py()
-        keys["spend_logs_metadata"] = {
-            "pool": self.spend_logs_pool[row].as_py(),
-            "workload": self.spend_logs_workload[row].as_py(),
-        }
+        for path, column in self.grouped.items():
+            level = keys
+            for key in path[:-1]:
+                level = level.setdefault(key, {})  # type: ignore[assignment]
+            level[path[-1]] = column[row].as_py()
         return _without_nulls(keys)
 
 
@@ -415,7 +389,7 @@ def _joined(tags: pa.Array) -> tuple[pa.Array, np.ndarray]:
     flat = pc.list_flatten(tags)
     odd = pc.or_kleene(pc.is_null(flat), pc.match_substring(flat, TAG_SEPARATOR))
     slow = np.zeros(len(tags), bool)
-    odd_rows = np.flatnonzero(_bools(odd))
+    odd_rows = np.flatnonzero(cells.bools(odd))
     if odd_rows.size:
         # `list_parent_indices` counts from the unsliced array; the lengths count from here.
         lengths = pc.fill_null(pc.list_value_length(tags), 0).to_numpy(zero_copy_only=False)
@@ -431,11 +405,6 @@ def _codes(column: pa.Array) -> np.ndarray:
     return codes
 
 
-def _bools(column: pa.Array) -> np.ndarray:
-    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
-    return values
-
-
 def _plain(table: pa.Table, name: str) -> pa.Array:
     column = table.column(name)
     return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
@@ -446,20 +415,17 @@ def _as_text_columns(table: pa.Table) -> pa.Table:
     missing. Whole numbers are written in digits and `spend` in the shortest text that reads
     back as the same float."""
     columns = {name: pc.fill_null(_plain(table, name), "") for name in TEXT_FIELDS}
-    for name in (*COUNT_FIELDS, "spend"):
+    for name in NUMBER_FIELDS:
         columns[name] = pc.fill_null(pc.cast(_plain(table, name), pa.string()), "")
     return pa.table(columns)
 
 
 def _near_cost_tie(spend: pa.Array) -> np.ndarray:
-    """Rows whose cost in nanos is within float error of a rounding tie: the float alone cannot
-    tell which way `Decimal` rounds the written amount, so the row path does it."""
+    """Rows whose cost in nanos is near a rounding tie (`columnar_cells.near_tie`): the row
+    path does those."""
     usd = pc.fill_null(spend, 0.0).to_numpy(zero_copy_only=False)
     with np.errstate(invalid="ignore", over="ignore"):
-        scaled = usd * cells.NANOS_PER_USD
-        distance_to_tie = np.abs(scaled - np.floor(scaled) - 0.5)
-        near: np.ndarray = distance_to_tie <= np.abs(scaled) * 1e-14 + 1e-9
-    return near
+        return cells.near_tie(usd * cells.NANOS_PER_USD)
 
 
 def starts_with_whole_record(stream: BinaryIO) -> bool:
@@ -501,16 +467,16 @@ def _unwritten_zeros(spend: pa.Array, *, block: BlockRun, start: int) -> np.ndar
     """Rows whose `spend` reads as 0.0 but may not be written as a zero: a float turns
     `1e-400` into 0.0 where `Decimal` keeps a tiny amount, which changes whether the row is
     unpriced. A row passes when its line has one `"spend"` key, written as a zero."""
-    zero = _bools(pc.equal(spend, 0.0))
+    zero = cells.bools(pc.equal(spend, 0.0))
     rows = np.flatnonzero(zero)
     if not rows.size:
         return zero
     lines = block.line_texts(rows + start)
-    # RE2 counts a literal about 2.5x faster than `count_substring` (208k lines: 0.11 against
-    # 0.28 s); both count occurrences that do not overlap.
+    # RE2 counts a literal faster than `count_substring`; both count occurrences that do not
+    # overlap.
     written = pc.and_(
         pc.equal(pc.count_substring_regex(lines, '"spend"'), 1),
         pc.match_substring_regex(lines, WRITTEN_ZERO_SPEND),
     )
-    zero[rows] = ~_bools(written)
+    zero[rows] = ~cells.bools(written)
     return zero

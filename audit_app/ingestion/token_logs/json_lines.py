@@ -35,28 +35,24 @@ from audit_app.ingestion.token_logs.columnar_blocks import (
 )
 
 MIN_BLOCK_BYTES = 1 << 20
-# Blocks of 8-16 MiB keep the parsing thread and the converting one both busy (measured on a
-# 200k-row export: 64 MiB blocks took 15-25% longer); `BlockRun` joins them into whole chunks.
+# Blocks of 8-16 MiB keep the parsing thread and the converting one both busy (larger ones
+# leave one waiting); `BlockRun` joins them into whole chunks.
 MAX_BLOCK_BYTES = 16 << 20
 # Blocks parsed ahead of the one being converted (the converter joins several into a chunk).
 PREFETCH_BLOCKS = 4
 # Parsed blocks a reader converts together at most (LiteLLM `json_columnar`, `otel_columnar`):
-# no more than are parsed ahead, or the parsing threads wait while a long join converts. With
-# `manage.py ingest`'s 200,000-row chunks LiteLLM JSONL joined ten: 1M rows, five paired reads,
-# median 5.02 -> 3.84 s (every pair faster) and CPU 8.4 -> 7.2 s; eight blocks parsed ahead
-# instead of four gained nothing.
+# no more than are parsed ahead, or the parsing threads wait while a long join converts;
+# fewer, larger chunks are cheaper for the caller to aggregate.
 JOINED_BLOCKS = PREFETCH_BLOCKS
 # Threads that check and parse blocks while the caller converts (`parsed_blocks`).
 BLOCK_WORKERS = 2
-# What pyarrow parses at a time: about 1 MiB is cheapest per byte here (measured 0.5-16 MiB).
+# What pyarrow parses at a time: about 1 MiB is cheapest per byte.
 PARSE_BLOCK_BYTES = 1 << 20
 # ... unless the lines are long. pyarrow refuses a line longer than its block (the whole block
 # then went to the row path: an OTel collector writes one export request of up to thousands of
 # spans a line), and copies every line that straddles two of its blocks. Its blocks hold at
 # least this many lines of the block's mean length, and twice its longest line (`parse_bytes`;
-# the CSV reader does the same for a row with a long prompt). Four pairs of reads of 1M
-# OTel spans in documents of 500 (~0.5 MB lines), all faster: 5.09-5.45 -> 4.73-4.93 s, CPU
-# 9.4-10.1 -> 8.7-9.1 s; 200k spans in documents of 4,000 (~4 MB): 12.4-12.7 -> 1.6-1.7 s.
+# the CSV reader does the same for a row with a long prompt).
 PARSE_BLOCK_LINES = 16
 LF = 0x0A
 OPEN_BRACE = 0x7B
@@ -182,8 +178,7 @@ def line_blocks(stream: BinaryIO, *, block_bytes: int) -> Iterator[LineBlock]:
 
 # `newline_positions` finds newlines one `bytes.find` at a time (a memchr skip per line) while
 # the lines are long, and the rest in one numpy pass once its first PROBE_LINES lines average
-# less than FIND_LINE_BYTES: a 15 MiB block of 0.5 MB OTel lines took 1.7 ms against numpy's
-# 6.5 ms, one of 700-byte LiteLLM lines 5.3 ms against 8 ms.
+# less than FIND_LINE_BYTES: memchr wins on long lines (OTel documents), numpy on short ones.
 PROBE_LINES = 64
 FIND_LINE_BYTES = 256
 
@@ -234,8 +229,7 @@ def check_block(block: LineBlock, *, refuse: tuple[bytes, ...] = ()) -> None:
 def _refusal_patterns(refuse: tuple[bytes, ...]) -> list[tuple[str, tuple[bytes, ...]]]:
     """One RE2 pattern per first byte of the literals `refuse`, each an alternation of the
     literals starting with that byte, with them. RE2 skips to a pattern's one first byte with
-    memchr; an alternation of several first bytes is read byte by byte (OTel's five literals:
-    0.61 s for 988 MB one at a time, 1.6 s as one alternation, 0.38 s in two)."""
+    memchr; an alternation of several first bytes is read byte by byte, which is slower."""
     groups: dict[int, list[bytes]] = {}
     for literal in refuse:
         groups.setdefault(literal[0], []).append(literal)
@@ -284,9 +278,8 @@ def _depth_range_bound(raw: np.ndarray) -> int:
     The bytes are taken 64 at a time, as bits (one word for the opening brackets, one for the
     closing ones): within a word, the depth is at most its depth before the word plus the
     word's opening brackets, and at least that minus its closing ones. Counting bits instead
-    of listing the brackets halves this pass over an OTel block (0.50 -> 0.24 s for 788 MiB)
-    and takes a third off a LiteLLM one; a slice at a time keeps the temporary arrays in the
-    processor's cache."""
+    of listing the brackets makes this pass cheaper; a slice at a time keeps the temporary
+    arrays in the processor's cache."""
     depth = lowest = highest = 0
     step = max(64, _NESTING_SLICE // 64 * 64)  # whole words: word k holds bytes 64k to 64k+63
     for begin in range(0, len(raw), step):
@@ -358,11 +351,8 @@ def parsed_blocks(
     pyarrow releases the GIL, so the next blocks are read, checked and parsed in the
     background while the caller converts the current ones, by `BLOCK_WORKERS` threads, each
     checking and parsing its own block on its own, without pyarrow's threads (one block is
-    read at a time, numbered as it is read, and the blocks are handed over by their numbers).
-    Against one thread parsing with pyarrow's threads: OTel, 1M spans 5.6 -> 5.0 s (pyarrow's
-    threads beside the two: 5.17-5.19 s against 4.92-5.04 s); a LiteLLM JSON array, 1M
-    records 6.1-6.3 -> 5.9 s; LiteLLM JSONL, 1M rows in seven paired runs, median 4.74 ->
-    4.14 s and CPU 8.6 -> 7.8 s (a block parsed on one thread costs less CPU than on pyarrow's).
+    read at a time, numbered as it is read, and the blocks are handed over by their numbers):
+    a block parsed on one thread costs less CPU than on pyarrow's.
     """
     blocks = line_blocks(stream, block_bytes=block_bytes)
     reading = threading.Lock()

@@ -3,8 +3,9 @@
 Column names are LiteLLM's own (`schema.prisma`); `metadata` is JSON text in CSV and an object
 in JSON, `request_tags` a JSON list (text in CSV).
 
-The row mapping (canonical field <- LiteLLM field) is in `litellm_rows`, shared by the row
-path here and the columnar fast path (`litellm_columnar`).
+The field table and the row mapping (canonical field <- LiteLLM field) are in
+`litellm_fields`, shared by the row path here and the fast paths (`litellm_columnar`,
+`json_columnar`).
 
 Required columns: request_id, startTime, endTime, model, prompt_tokens, completion_tokens.
 """
@@ -24,7 +25,7 @@ from audit_app.ingestion.reading import (
     row_outcome,
 )
 from audit_app.ingestion.token_logs.base import ColumnarUnsupported, ParsedChunk, chunk_outcomes
-from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS, request_from_record
+from audit_app.ingestion.token_logs.litellm_fields import REQUIRED_COLUMNS, request_from_record
 from audit_app.ingestion.token_logs.tabular import (
     head_field_names,
     iter_tabular_records,
@@ -49,8 +50,8 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     CSV goes through the columnar fast path (`litellm_columnar`) and JSONL through its JSON
     twin (`json_columnar`), whose chunks carry most rows in `ParsedChunk.frame`; a JSON array
     document is laid out as JSON lines (`json_array`) and read as those. Files that fit in the
-    64 KiB head are read row by row (`read_rows`): below about 100 rows the fast path's fixed
-    cost (some 8 ms) is more than the row path takes.
+    64 KiB head are read row by row (`read_rows`): for so few rows the fast path's fixed cost
+    is more than the row path takes.
     The JSONL path reads a block it cannot vouch for by rows itself. When the CSV fast path
     meets a file it cannot number lines in, what it yielded is exact and the row path carries
     on after the last line yielded, so callers never see `ColumnarUnsupported`.
@@ -59,7 +60,7 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     until the end, as the ingest does, and drop it when this raises.
     """
     # Imported here: the columnar paths bring numpy, pandas and pyarrow, which nothing else
-    # needs at start-up (every manage.py command, worker and web process would pay ~1 s).
+    # needs at start-up (every manage.py command, worker and web process would pay for them).
     from audit_app.ingestion.token_logs import json_columnar, litellm_columnar
 
     head = read_head(stream)

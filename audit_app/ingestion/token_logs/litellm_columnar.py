@@ -28,7 +28,9 @@ line already yielded, so callers of `litellm.read` never see it.
 
 Reading and checking the blocks is `columnar_blocks`; the vectorised coercion of one column is
 `columnar_cells`. One concern here: turning a parsed block into a chunk equal to the row
-path's (decoding repeated values once, then the chunk's conversion step by step).
+path's (decoding repeated values once, then the chunk's conversion step by step); the JSON fast
+paths (`json_columnar`, `otel_columnar`) convert through the same steps (`Columns`, `Facts`,
+`timing_of`, `usage_of`, `status_of`, `names_of`, `canonical_frame`).
 """
 
 from __future__ import annotations
@@ -57,17 +59,16 @@ from audit_app.ingestion.reading import (
 from audit_app.ingestion.token_logs import columnar_blocks as blocks
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import frame as canonical
-from audit_app.ingestion.token_logs import litellm_rows
+from audit_app.ingestion.token_logs import litellm_fields as fields
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk
 from audit_app.ingestion.token_logs.coerce import (
     MAX_TOKENS_PER_REQUEST,
     STATUS_ERROR,
-    first_text,
-    parse_json_object,
     parse_status,
     parse_tags,
     parse_token_count,
 )
+from audit_app.ingestion.token_logs.litellm_fields import FIELDS
 
 # Distinct metadata / tag values remembered across chunks; past this the memo starts afresh.
 MAX_MEMO_ENTRIES = 100_000
@@ -149,28 +150,32 @@ def _converter() -> _ChunkConverter:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _MetadataFacts:
+class MetadataFacts:
     """What one distinct `metadata` text contributes to a row, decoded as the row path does."""
 
     tags: tuple[str, ...]
-    alias: str
-    team_alias: str
-    pool: str
-    status: str
+    texts: tuple[str, ...]  # `text()` of each of `fields.METADATA_TEXTS`
     cached_tokens: int | None  # None: the row path rejects the cached-token count
     cache_creation_tokens: int | None = 0  # None: the row path rejects this count
     batch_api: bool | None  # None: `metadata.batch_api` is unreadable
     workload: str | None  # what the metadata names as workload by itself (see `_workloads`)
 
+    def text(self, source: str) -> str:
+        return self.texts[_METADATA_TEXT_INDEX[source]]
 
-# Metadata made only of these keys, with plain values, is decoded by `_plain_metadata_facts`.
-_PLAIN_METADATA_KEYS = frozenset(
-    {"user_api_key_alias", "user_api_key_team_alias", "usage_object", "pool", "status"}
+
+_METADATA_TEXT_INDEX = {source: index for index, source in enumerate(fields.METADATA_TEXTS)}
+# Metadata made only of these keys, with plain values, is decoded by `_plain_metadata_facts`:
+# the texts at the top of `metadata`, and the first usage object.
+_TEXT_METADATA_KEYS = tuple(
+    path[0] if len(path) == 1 else "" for path in map(fields.metadata_path, fields.METADATA_TEXTS)
 )
-_TEXT_METADATA_KEYS = ("user_api_key_alias", "user_api_key_team_alias", "pool", "status")
+_PLAIN_METADATA_KEYS = frozenset({*_TEXT_METADATA_KEYS, fields.USAGE_OBJECTS[0]} - {""})
+_CACHED_TOKEN_PATHS = fields.usage_paths("cached_input_tokens")
+_CACHE_CREATION_TOKEN_PATHS = fields.usage_paths("cache_creation_input_tokens")
 
 
-def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
+def _plain_metadata_facts(raw: str) -> MetadataFacts | None:
     """The facts of the commonest metadata shape (key alias, team alias, a usage object with a
     cached-token count), decoded in a few microseconds; None sends it to the full decoding.
 
@@ -184,35 +189,39 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
         return None
     if type(metadata) is not dict or not metadata.keys() <= _PLAIN_METADATA_KEYS:
         return None
+    texts: list[str] = []
     for key in _TEXT_METADATA_KEYS:
         value = metadata.get(key)
-        if value is not None and type(value) is not str:
+        if value is None:
+            texts.append("")
+        elif type(value) is str:
+            texts.append(text(value))
+        else:
             return None
     cached = 0
-    usage = metadata.get("usage_object")
+    usage = metadata.get(fields.USAGE_OBJECTS[0])
     if usage is not None:
         if type(usage) is not dict:
             return None
-        details = usage.get("prompt_tokens_details")
-        value = None
-        if details is not None:
-            if type(details) is not dict:
-                return None
-            value = details.get("cached_tokens")
-        if value is None:
-            value = usage.get("cache_read_input_tokens")
-        if value is not None:
-            if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
-                return None
-            cached = value
-        if usage.get("cache_creation_input_tokens") is not None:
-            return None  # rare (Anthropic usage): the full decoding reads it
-    return _MetadataFacts(
+        for path in _CACHED_TOKEN_PATHS:
+            value = usage
+            for key in path:
+                if type(value) is not dict:
+                    return None
+                value = value.get(key)
+                if value is None:
+                    break
+            if value is not None:
+                if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_REQUEST:
+                    return None
+                cached = value
+                break
+        for path in _CACHE_CREATION_TOKEN_PATHS:
+            if usage.get(path[0]) is not None:
+                return None  # rare (Anthropic usage): the full decoding reads it
+    return MetadataFacts(
         tags=(),
-        alias=text(metadata.get("user_api_key_alias")),
-        team_alias=text(metadata.get("user_api_key_team_alias")),
-        pool=text(metadata.get("pool")),
-        status=text(metadata.get("status")),
+        texts=tuple(texts),
         cached_tokens=cached,
         batch_api=False,
         workload=None,
@@ -225,7 +234,7 @@ def _plain_metadata_facts(raw: str) -> _MetadataFacts | None:
 UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
-def _metadata_facts(raw: str) -> _MetadataFacts | None:
+def decode_metadata(raw: str) -> MetadataFacts | None:
     """None when the row path rejects every row carrying this metadata, or may
     (`UNSTORABLE_ESCAPE`)."""
     if "\\u" in raw and UNSTORABLE_ESCAPE.search(raw):
@@ -233,45 +242,28 @@ def _metadata_facts(raw: str) -> _MetadataFacts | None:
     return _plain_metadata_facts(raw) or _metadata_facts_full(raw)
 
 
-def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
+def _metadata_facts_full(raw: str) -> MetadataFacts | None:
     """None when the row path rejects every row carrying this metadata."""
     try:
-        metadata = parse_json_object(raw, field="metadata")
-        spend_logs_metadata = parse_json_object(
-            litellm_rows.nested(metadata, "spend_logs_metadata"),
-            field="metadata.spend_logs_metadata",
-        )
-        tags = parse_tags(metadata.get("tags"), field="metadata.tags")
+        metadata, identity = fields.decoded_metadata({fields.METADATA: raw})
+        tags = [
+            tag
+            for source in _METADATA_TAG_SOURCES
+            for tag in parse_tags(fields.source_value({}, metadata, source), field=source)
+        ]
     except RowRejected:
         return None
+    cached_tokens = _count_or_rejected(metadata, "cached_input_tokens")
+    creation_tokens = _count_or_rejected(metadata, "cache_creation_input_tokens")
     try:
-        cached = parse_token_count(
-            litellm_rows.cached_tokens(metadata),
-            field=litellm_rows.SOURCE_FIELDS.cached_input_tokens,
-        )
-        cached_tokens: int | None = 0 if cached is None else cached
-    except RowRejected:
-        cached_tokens = None
-    try:
-        creation = parse_token_count(
-            litellm_rows.cached_tokens(metadata, litellm_rows.CACHE_CREATION_TOKEN_PATHS),
-            field=litellm_rows.SOURCE_FIELDS.cache_creation_input_tokens,
-        )
-        creation_tokens: int | None = 0 if creation is None else creation
-    except RowRejected:
-        creation_tokens = None
-    try:
-        batch_api: bool | None = litellm_rows.is_batch("", metadata)
+        batch_api: bool | None = fields.is_batch("", metadata)
     except RowRejected:
         batch_api = None
-    # The row's own metadata wins over the per-request key/values the caller passed in.
-    identity = {**spend_logs_metadata, **metadata}
-    return _MetadataFacts(
+    return MetadataFacts(
         tags=tuple(tags),
-        alias=text(metadata.get("user_api_key_alias")),
-        team_alias=text(metadata.get("user_api_key_team_alias")),
-        pool=first_text(metadata.get("pool"), spend_logs_metadata.get("pool")),
-        status=text(metadata.get("status")),
+        texts=tuple(
+            text(fields.source_value({}, metadata, source)) for source in fields.METADATA_TEXTS
+        ),
         cached_tokens=cached_tokens,
         cache_creation_tokens=creation_tokens,
         batch_api=batch_api,
@@ -279,11 +271,27 @@ def _metadata_facts_full(raw: str) -> _MetadataFacts | None:
     )
 
 
+_METADATA_TAG_SOURCES = tuple(filter(fields.is_metadata, FIELDS["tags"].sources))
+_COLUMN_TAG_SOURCES = tuple(
+    source for source in FIELDS["tags"].sources if not fields.is_metadata(source)
+)
+
+
+def _count_or_rejected(metadata: Mapping[str, object], name: str) -> int | None:
+    """A metadata token count as the row path reads it (0 when absent); None when it rejects
+    it."""
+    try:
+        count = parse_token_count(fields.value_of(name, {}, metadata), field=FIELDS[name].name)
+    except RowRejected:
+        return None
+    return 0 if count is None else count
+
+
 def _request_tags(raw: str) -> tuple[str, ...] | None:
     if "\\u" in raw and UNSTORABLE_ESCAPE.search(raw):
         return None  # the row path decides (see `UNSTORABLE_ESCAPE`)
     try:
-        return tuple(parse_tags(raw, field="request_tags"))
+        return tuple(parse_tags(raw, field=_COLUMN_TAG_SOURCES[0]))
     except RowRejected:
         return None
 
@@ -291,11 +299,10 @@ def _request_tags(raw: str) -> tuple[str, ...] | None:
 def _operation(raw: str) -> tuple[str, bool]:
     """(canonical operation, call type names a batch call) for one `call_type` text."""
     call_type = text(raw)
-    operation = litellm_rows.OPERATION_BY_CALL_TYPE.get(call_type.lower(), call_type)
-    return text(operation).lower(), "batch" in call_type.lower()
+    return text(fields.operation_of(call_type)).lower(), "batch" in call_type.lower()
 
 
-class _Memo(Generic[T]):
+class Memo(Generic[T]):
     """Results of an expensive decoding, per distinct raw text, kept across chunks."""
 
     def __init__(self, decode: Callable[[str], T]) -> None:
@@ -317,14 +324,14 @@ class _Memo(Generic[T]):
 
 
 @dataclass(frozen=True)
-class _Texts:
+class Texts:
     """A text column as its distinct values and, per row, the index of the row's value."""
 
     texts: list[str]
     codes: np.ndarray
 
     @classmethod
-    def of(cls, values: list[str], codes: np.ndarray) -> _Texts:
+    def of(cls, values: list[str], codes: np.ndarray) -> Texts:
         """From values that may repeat: equal texts get one code, so codes compare like texts."""
         distinct: dict[str, int] = {}
         renumber = np.array([distinct.setdefault(value, len(distinct)) for value in values])
@@ -334,11 +341,11 @@ class _Texts:
         blank: np.ndarray = np.array([value == "" for value in self.texts], bool)[self.codes]
         return blank
 
-    def or_else(self, other: _Texts) -> _Texts:
+    def or_else(self, other: Texts) -> Texts:
         """Per row, this value unless it is blank, else `other`'s (as `first_text`)."""
         blank = np.array([value == "" for value in self.texts], bool)
         codes = np.where(blank[self.codes], other.codes + len(self.texts), self.codes)
-        return _Texts.of(self.texts + other.texts, codes)
+        return Texts.of(self.texts + other.texts, codes)
 
     def to_series(self, rows: np.ndarray | None) -> pd.Series:
         # Categorical: the rollups group by these columns, and grouping by codes is several
@@ -367,21 +374,19 @@ def _distinct(column: pa.ChunkedArray | None, rows: int) -> tuple[list[str], np.
 class _ChunkConverter:
     """Turns parsed blocks into chunks; holds what is worth remembering between chunks."""
 
-    metadata: _Memo[_MetadataFacts | None] = field(default_factory=lambda: _Memo(_metadata_facts))
-    request_tags: _Memo[tuple[str, ...] | None] = field(
-        default_factory=lambda: _Memo(_request_tags)
-    )
+    metadata: Memo[MetadataFacts | None] = field(default_factory=lambda: Memo(decode_metadata))
+    request_tags: Memo[tuple[str, ...] | None] = field(default_factory=lambda: Memo(_request_tags))
 
     def convert(self, table: pa.Table, *, first_line: int, bytes_read: int) -> ParsedChunk:
-        columns = _Columns(table)
-        metadata_values, metadata_codes = columns.distinct("metadata")
-        facts = _Facts.of(self.metadata(metadata_values), metadata_codes)
-        tag_values, tag_codes = columns.distinct("request_tags")
-        tags = _Tags(self.request_tags(tag_values), tag_codes)
-        timing = _timing(columns)
-        usage = _usage(columns, facts)
-        status = _status(columns, facts)
-        names = _names(columns, facts, tags)
+        columns = Columns(table)
+        metadata_values, metadata_codes = columns.distinct(fields.METADATA)
+        facts = Facts.of(self.metadata(metadata_values), metadata_codes)
+        tag_values, tag_codes = columns.distinct(_COLUMN_TAG_SOURCES[0])
+        tags = Tags(self.request_tags(tag_values), tag_codes)
+        timing = timing_of(columns)
+        usage = usage_of(columns, facts)
+        status = status_of(columns, facts)
+        names = names_of(columns, facts, tags)
         slow = (
             facts.unreadable()
             | tags.unreadable()
@@ -392,7 +397,7 @@ class _ChunkConverter:
         )
         keep = None if not slow.any() else np.flatnonzero(~slow)
         lines = np.arange(first_line, first_line + columns.rows, dtype=np.int64)
-        frame = _canonical_frame(
+        frame = canonical_frame(
             timing=timing, usage=usage, status=status, names=names, lines=lines, keep=keep
         )
         requests, rejects = _convert_row_by_row(table, np.flatnonzero(slow), first_line)
@@ -406,7 +411,7 @@ class _ChunkConverter:
 
 
 @dataclass(frozen=True)
-class _Columns:
+class Columns:
     """A parsed block's columns; an absent column reads as empty cells, as in the row path."""
 
     table: pa.Table
@@ -425,24 +430,24 @@ class _Columns:
     def distinct(self, name: str) -> tuple[list[str], np.ndarray]:
         return _distinct(self.column(name), self.rows)
 
-    def texts(self, name: str) -> _Texts:
+    def texts(self, name: str) -> Texts:
         values, codes = self.distinct(name)
-        return _Texts.of([text(value) for value in values], codes)
+        return Texts.of([text(value) for value in values], codes)
 
 
 @dataclass(frozen=True)
-class _Facts:
+class Facts:
     """The decoded `metadata`: its facts but the cached-token and cache-creation counts, once
     per distinct combination (None: unreadable), and per row the index of its facts and the two
     counts it gives (-1: the row path rejects it, or the metadata is unreadable)."""
 
-    facts: list[_MetadataFacts | None]
+    facts: list[MetadataFacts | None]
     codes: np.ndarray
     cached_tokens: np.ndarray
     cache_creation_tokens: np.ndarray
 
     @classmethod
-    def of(cls, decoded: Sequence[_MetadataFacts | None], codes: np.ndarray) -> _Facts:
+    def of(cls, decoded: Sequence[MetadataFacts | None], codes: np.ndarray) -> Facts:
         """From the facts of each distinct metadata text (`decoded`) and, per row, the index of
         its text. LiteLLM's per-request usage object makes most texts distinct by their
         cached-token count alone (thousands per chunk), while the facts the other columns are
@@ -462,14 +467,10 @@ class _Facts:
             len(decoded),
         )
         index_of: dict[tuple[object, ...] | None, int] = {}
-        kept: list[_MetadataFacts | None] = []
+        kept: list[MetadataFacts | None] = []
         renumber: list[int] = []
         for f in decoded:
-            key = (
-                None
-                if f is None
-                else (f.tags, f.alias, f.team_alias, f.pool, f.status, f.batch_api, f.workload)
-            )
+            key = None if f is None else (f.tags, f.texts, f.batch_api, f.workload)
             index = index_of.get(key)
             if index is None:
                 index = index_of[key] = len(kept)
@@ -481,16 +482,18 @@ class _Facts:
         unreadable: np.ndarray = ~np.array([f is not None for f in self.facts], bool)[self.codes]
         return unreadable
 
-    def texts(self, pick: Callable[[_MetadataFacts], str]) -> _Texts:
-        return _Texts.of([pick(f) if f else "" for f in self.facts], self.codes)
+    def source_texts(self, source: str) -> Texts:
+        """One of `fields.METADATA_TEXTS`, per row ("" for unreadable metadata)."""
+        index = _METADATA_TEXT_INDEX[source]
+        return Texts.of([f.texts[index] if f else "" for f in self.facts], self.codes)
 
-    def per_row(self, pick: Callable[[_MetadataFacts | None], int]) -> np.ndarray:
+    def per_row(self, pick: Callable[[MetadataFacts | None], int]) -> np.ndarray:
         per_row: np.ndarray = np.array([pick(f) for f in self.facts], np.int64)[self.codes]
         return per_row
 
 
 @dataclass(frozen=True)
-class _Tags:
+class Tags:
     """The decoded `request_tags` per distinct value (None: unreadable) and, per row, its index."""
 
     tags: list[tuple[str, ...] | None]
@@ -502,7 +505,7 @@ class _Tags:
 
 
 @dataclass(frozen=True)
-class _Timing:
+class Timing:
     """Start, end and first-token instants (nanoseconds) and the streaming flag per row."""
 
     started: np.ndarray
@@ -512,12 +515,12 @@ class _Timing:
     slow: np.ndarray
 
 
-def _timing(columns: _Columns) -> _Timing:
+def timing_of(columns: Columns) -> Timing:
     """Timestamps, and the streaming / first-token rule."""
     rows = columns.rows
-    started, started_ok, _ = cells.timestamps(columns.plain("startTime"))
-    ended, ended_ok, _ = cells.timestamps(columns.plain("endTime"))
-    completion_column = columns.plain("completionStartTime")
+    started, started_ok, _ = cells.timestamps(columns.plain(FIELDS["started_at"].only))
+    ended, ended_ok, _ = cells.timestamps(columns.plain(FIELDS["ended_at"].only))
+    completion_column = columns.plain(FIELDS["first_token_at"].only)
     if completion_column is None:
         completion = np.zeros(rows, np.int64)
         completion_ok = np.zeros(rows, bool)
@@ -528,7 +531,7 @@ def _timing(columns: _Columns) -> _Timing:
     measured = completion_ok & (started <= completion) & (completion < ended)
     slow = ~started_ok | ~ended_ok | (ended < started)
     slow |= ~(completion_missing | placeholder | measured)
-    return _Timing(
+    return Timing(
         started=started,
         ended=ended,
         first_token=np.where(measured, completion, NAT),
@@ -538,7 +541,7 @@ def _timing(columns: _Columns) -> _Timing:
 
 
 @dataclass(frozen=True)
-class _Usage:
+class Usage:
     """Token counts and the cost per row (`canonical.NO_COST` where the product prices it)."""
 
     input_tokens: np.ndarray
@@ -549,10 +552,10 @@ class _Usage:
     slow: np.ndarray
 
 
-def _usage(columns: _Columns, facts: _Facts) -> _Usage:
+def usage_of(columns: Columns, facts: Facts) -> Usage:
     """Token counts and cost."""
-    input_tokens, input_ok = cells.token_counts(columns.plain("prompt_tokens"))
-    output_tokens, output_ok = cells.token_counts(columns.plain("completion_tokens"))
+    input_tokens, input_ok = cells.token_counts(columns.plain(FIELDS["input_tokens"].only))
+    output_tokens, output_ok = cells.token_counts(columns.plain(FIELDS["output_tokens"].only))
     slow = ~input_ok | ~output_ok
     cached_by_metadata = facts.cached_tokens
     cached_tokens = np.maximum(cached_by_metadata, 0)
@@ -563,15 +566,15 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
         | (creation_by_metadata < 0)
         | (cached_tokens + creation_tokens > input_tokens)
     )
-    costs = cells.costs(columns.plain("spend"), columns.rows)
+    costs = cells.costs(columns.plain(FIELDS["cost_usd"].only), columns.rows)
     slow |= ~(costs.missing | costs.readable)
-    cache_values, cache_codes = columns.distinct("cache_hit")
+    cache_values, cache_codes = columns.distinct(FIELDS["cache_hit"].only)
     served_from_cache = np.array([text(value).lower() == "true" for value in cache_values], bool)[
         cache_codes
     ]
     # LiteLLM writes 0 when it had no price for the model: the product prices it instead.
     unpriced = costs.zero & (input_tokens + output_tokens > 0) & ~served_from_cache
-    return _Usage(
+    return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cached_tokens=cached_tokens,
@@ -582,64 +585,67 @@ def _usage(columns: _Columns, facts: _Facts) -> _Usage:
 
 
 @dataclass(frozen=True)
-class _Status:
+class Status:
     """Per row: `STATUS_IS_*` code, the canonical operation and the batch flag."""
 
     status: np.ndarray
-    operation: _Texts
+    operation: Texts
     batch_api: np.ndarray
     slow: np.ndarray
 
 
-def _status(columns: _Columns, facts: _Facts) -> _Status:
+def status_of(columns: Columns, facts: Facts) -> Status:
     """Status, operation and batch flag."""
-    status_values, status_codes = columns.distinct("status")
+    status_column, status_in_metadata = FIELDS["status"].sources
+    status_values, status_codes = columns.distinct(status_column)
     status_of_column = np.array([_status_code(text(value)) for value in status_values])
     # `first_text(status, metadata.status)`; both blank reads as success.
-    status_of_metadata = facts.per_row(lambda f: _status_code(f.status) if f else STATUS_IS_SUCCESS)
+    status_of_metadata = facts.per_row(
+        lambda f: _status_code(f.text(status_in_metadata)) if f else STATUS_IS_SUCCESS
+    )
     status_of_metadata[status_of_metadata == STATUS_BLANK] = STATUS_IS_SUCCESS
     status = status_of_column[status_codes]
     status = np.where(status == STATUS_BLANK, status_of_metadata, status)
-    call_type_values, call_type_codes = columns.distinct("call_type")
+    call_type_values, call_type_codes = columns.distinct(FIELDS["operation"].only)
     operations = [_operation(value) for value in call_type_values]
     batch_by_call_type = np.array([batch for _, batch in operations], bool)[call_type_codes]
     batch_by_metadata = facts.per_row(
         lambda f: -1 if f is None or f.batch_api is None else int(f.batch_api)
     )
-    return _Status(
+    return Status(
         status=status,
-        operation=_Texts.of([name for name, _ in operations], call_type_codes),
+        operation=Texts.of([name for name, _ in operations], call_type_codes),
         batch_api=batch_by_call_type | (batch_by_metadata == 1),
         slow=(status == STATUS_UNKNOWN) | (~batch_by_call_type & (batch_by_metadata < 0)),
     )
 
 
 @dataclass(frozen=True)
-class _Names:
+class Names:
     """The text columns of the canonical row."""
 
-    model: _Texts
-    team: _Texts
-    caller: _Texts
-    end_user: _Texts
-    provider: _Texts
-    pool: _Texts
-    workload: _Texts
+    model: Texts
+    team: Texts
+    caller: Texts
+    end_user: Texts
+    provider: Texts
+    pool: Texts
+    workload: Texts
     slow: np.ndarray
 
 
-def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
+def names_of(columns: Columns, facts: Facts, tags: Tags) -> Names:
     """Model, team, caller, end user, provider, pool and the workload they resolve to."""
-    model = columns.texts("model").or_else(columns.texts("model_group"))
-    team = columns.texts("team_id").or_else(facts.texts(lambda f: f.team_alias))
-    caller = facts.texts(lambda f: f.alias).or_else(columns.texts("api_key"))
-    return _Names(
+    model = _texts_of("model", columns, facts)
+    team = _texts_of("team", columns, facts)
+    caller = _texts_of("caller", columns, facts)
+    return Names(
         model=model,
         team=team,
         caller=caller,
-        end_user=columns.texts("end_user").or_else(columns.texts("user")),
-        provider=columns.texts("custom_llm_provider"),
-        pool=facts.texts(lambda f: f.pool),
+        end_user=_texts_of("end_user", columns, facts),
+        provider=_texts_of("provider", columns, facts),
+        pool=_texts_of("pool", columns, facts),
         workload=_workloads(
             facts=facts.facts,
             metadata_codes=facts.codes,
@@ -653,12 +659,24 @@ def _names(columns: _Columns, facts: _Facts, tags: _Tags) -> _Names:
     )
 
 
-def _canonical_frame(
+def _texts_of(name: str, columns: Columns, facts: Facts) -> Texts:
+    """A text field per row: the first of its sources (columns or metadata texts) that is not
+    blank, as `litellm_fields.value_of`."""
+    found: Texts | None = None
+    for source in FIELDS[name].sources:
+        is_metadata = fields.is_metadata(source)
+        texts = facts.source_texts(source) if is_metadata else columns.texts(source)
+        found = texts if found is None else found.or_else(texts)
+    assert found is not None
+    return found
+
+
+def canonical_frame(
     *,
-    timing: _Timing,
-    usage: _Usage,
-    status: _Status,
-    names: _Names,
+    timing: Timing,
+    usage: Usage,
+    status: Status,
+    names: Names,
     lines: np.ndarray,
     keep: np.ndarray | None,
 ) -> pd.DataFrame:
@@ -697,19 +715,19 @@ def _canonical_frame(
 
 def _workloads(
     *,
-    facts: list[_MetadataFacts | None],
+    facts: list[MetadataFacts | None],
     metadata_codes: np.ndarray,
     request_tags: list[tuple[str, ...] | None],
     tag_codes: np.ndarray,
-    caller: _Texts,
-    team: _Texts,
-    model: _Texts,
-) -> _Texts:
+    caller: Texts,
+    team: Texts,
+    model: Texts,
+) -> Texts:
     """`resolve_workload` per row, run once per distinct input.
 
     The rule takes the first step that names a workload: the tags, then the metadata, then
     caller / team / model. So it runs once per distinct tag list, once per distinct metadata
-    (kept in `_MetadataFacts`) and once per distinct (caller, team, model) among the rows the
+    (kept in `MetadataFacts`) and once per distinct (caller, team, model) among the rows the
     first two leave unnamed. Rows whose tags or metadata are unreadable may get any name: the
     row path converts them.
     """
@@ -750,7 +768,7 @@ def _workloads(
                     model=model.texts[model.codes[row]],
                 )
             )
-    return _Texts.of(values, codes)
+    return Texts.of(values, codes)
 
 
 def _workload_named_by(
@@ -774,7 +792,7 @@ def _status_code(word: str) -> int:
     if not word:
         return STATUS_BLANK
     try:
-        is_error = parse_status(word, field="status") == STATUS_ERROR
+        is_error = parse_status(word, field=fields.SOURCE_FIELDS.status) == STATUS_ERROR
     except RowRejected:
         return STATUS_UNKNOWN
     return STATUS_IS_ERROR if is_error else STATUS_IS_SUCCESS
@@ -798,31 +816,9 @@ def _convert_row_by_row(
     columns = [picked.column(name).to_pylist() for name in names]
     for position, row in enumerate(rows):
         record = {name: values[position] for name, values in zip(names, columns, strict=True)}
-        outcome = row_outcome(litellm_rows.request_from_record, record, first_line + int(row))
+        outcome = row_outcome(fields.request_from_record, record, first_line + int(row))
         if isinstance(outcome, RowReject):
             rejects.append(outcome)
         else:
             requests.append(outcome)
     return requests, rejects
-
-
-# ---------------------------------------------------------------------------------------------
-# The steps the JSON fast paths (`json_columnar`, `otel_columnar`) share
-# ---------------------------------------------------------------------------------------------
-
-Columns = _Columns
-MetadataFacts = _MetadataFacts
-Facts = _Facts
-Tags = _Tags
-Memo = _Memo
-Texts = _Texts
-Timing = _Timing
-Usage = _Usage
-Status = _Status
-Names = _Names
-decode_metadata = _metadata_facts
-timing_of = _timing
-usage_of = _usage
-status_of = _status
-names_of = _names
-canonical_frame = _canonical_frame

@@ -13,7 +13,7 @@ record that parses but cannot be used becomes a `RowReject` (its `line` is its l
 and its 1-based position in an array, as for a JSON array file).
 
 Mapping (canonical field <- payload field), in the vocabulary of the spend-log importer
-(`litellm_rows`), so a call counts the same whether it arrives live or in a spend-log export:
+(`litellm_fields`), so a call counts the same whether it arrives live or in a spend-log export:
 - request_id <- `id` (LiteLLM's call id; required: it is the key that tells a re-sent record
   from a new one).
 - started_at / ended_at <- `startTime` / `endTime` (epoch seconds as floats; older payloads and
@@ -22,7 +22,7 @@ Mapping (canonical field <- payload field), in the vocabulary of the spend-log i
 - first_token_at <- `completionStartTime` for a streamed call when strictly before `endTime`:
   LiteLLM writes `completionStartTime == endTime` when it measured no first token.
 - model <- `model`, else `model_group`. provider <- `custom_llm_provider`.
-- operation <- `call_type` without a `litellm.` prefix, as `litellm_rows.OPERATION_BY_CALL_TYPE`
+- operation <- `call_type` without a `litellm.` prefix, as `litellm_fields.OPERATION_BY_CALL_TYPE`
   names it ((a)completion -> chat, (a)embedding -> embedding, (a)text_completion -> completion),
   anything else kept as written.
 - input_tokens / output_tokens <- `prompt_tokens` / `completion_tokens`.
@@ -93,13 +93,12 @@ from audit_app.ingestion.token_logs.coerce import (
     parse_timestamp,
     parse_token_count,
 )
-from audit_app.ingestion.token_logs.litellm_rows import (
-    CACHE_CREATION_TOKEN_PATHS,
-    CACHED_TOKEN_PATHS,
-    OPERATION_BY_CALL_TYPE,
-    cached_tokens,
+from audit_app.ingestion.token_logs.litellm_fields import (
     is_batch,
     nested,
+    operation_of,
+    usage_paths,
+    value_of,
 )
 from audit_app.ingestion.token_logs.tabular import head_field_names, read_tabular_requests
 
@@ -287,11 +286,12 @@ def usage_cached_tokens(
     record: Mapping[str, object],
     metadata: Mapping[str, object],
     hidden_params: Mapping[str, object],
-    paths: tuple[tuple[str, ...], ...] = CACHED_TOKEN_PATHS,
+    name: str = "cached_input_tokens",
 ) -> object:
     """Cached input tokens from the usage LiteLLM logged (see the module docstring); with
-    ``paths=CACHE_CREATION_TOKEN_PATHS`` the cache-creation ones."""
-    value = cached_tokens(metadata, paths)
+    ``name="cache_creation_input_tokens"`` the cache-creation ones."""
+    value = value_of(name, {}, metadata)
+    paths = usage_paths(name)
     usages = (nested(hidden_params, "usage_object"), nested(record, "response", "usage"))
     for usage in usages:
         if value is not None:
@@ -379,7 +379,7 @@ def request_from_payload(record: Mapping[str, object], line: int) -> CanonicalRe
         output_tokens=output_tokens,
         cached_input_tokens=usage_cached_tokens(record, metadata, hidden_params),
         cache_creation_input_tokens=usage_cached_tokens(
-            record, metadata, hidden_params, CACHE_CREATION_TOKEN_PATHS
+            record, metadata, hidden_params, "cache_creation_input_tokens"
         ),
         cost_usd=logged_cost(record, input_tokens=input_tokens, output_tokens=output_tokens),
         streaming=streaming,
@@ -387,7 +387,7 @@ def request_from_payload(record: Mapping[str, object], line: int) -> CanonicalRe
         or (isinstance(batch_models, list) and bool(batch_models)),
         status=record.get("status"),
         provider=record.get("custom_llm_provider"),
-        operation=OPERATION_BY_CALL_TYPE.get(call_type.lower(), call_type),
+        operation=operation_of(call_type),
         team=first_text(
             metadata.get("user_api_key_team_id"), metadata.get("user_api_key_team_alias")
         ),

@@ -5,14 +5,14 @@ what the collector's file exporter writes); its row path is the reader this modu
 for the same file both give the same canonical rows and the same rejects.
 
 How: blocks of whole lines (`json_lines`) are parsed by `pyarrow.json` with an explicit schema
-of the OTLP/JSON fields `otel.span_outcome` reads, in lowerCamelCase with int64 values as text
-and the status code as a number. The nested lists (resource spans, scope spans, spans) are
+of the OTLP/JSON fields `otel_fields.span_outcome` reads, in lowerCamelCase with int64 values as
+text and the status code as a number. The nested lists (resource spans, scope spans, spans) are
 flattened with their parent indices, and the attribute lists pivoted by key: for every
 attribute the mapping reads, each span (or resource) gets the index of its entry. Each field
 is then coerced for all spans at once, and the text fields (model, team, caller, ...) are
 decoded once per distinct value; the canonical frame is built by `litellm_columnar`'s step.
 
-What falls back to the row path (`otel.line_outcomes`), exactly as `otel.read` reads it:
+What falls back to the row path (`otel_fields.line_outcomes`), exactly as `otel.read` reads it:
 - a whole block, when `json_lines` or pyarrow cannot read it in this schema, or when its bytes
   hold snake_case field names or a value field written as null (which the schema would read
   differently);
@@ -20,7 +20,7 @@ What falls back to the row path (`otel.line_outcomes`), exactly as `otel.read` r
 - one span, when a vectorised check cannot vouch for it (every span that will be rejected, an
   attribute of an unexpected value type or given twice, a float within float error of a
   rounding tie). Its line is parsed again with `json` and the span converted by
-  `otel.json_span_outcome`.
+  `otel_fields.json_span_outcome`.
 """
 
 from __future__ import annotations
@@ -41,11 +41,13 @@ from audit_app.ingestion.identity import resolve_workload
 from audit_app.ingestion.reading import RowReject, read_head, text
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import frame as canonical
-from audit_app.ingestion.token_logs import json_lines, otel
+from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
+from audit_app.ingestion.token_logs import otel_fields as fields
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
 from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
 from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
+from audit_app.ingestion.token_logs.otel_fields import FIELDS
 
 ANY_VALUE = pa.struct(
     [
@@ -90,7 +92,7 @@ UNSUPPORTED_BYTES = (
     # A NUL character: the row path refuses the span when a field it keeps holds one.
     b"\\u0000",
 )
-# Value kinds, in the order `otel.any_value` looks for them.
+# Value kinds, in the order `otel_fields.any_value` looks for them.
 ABSENT, NO_SCALAR, STRING, BOOL, INT, DOUBLE = -1, 0, 1, 2, 3, 4
 NANOS_PER_MICROSECOND = 1_000
 MAX_NANOS_DIGITS = 19
@@ -185,7 +187,7 @@ def _block_by_rows(block: BlockRun, indexes: Iterable[int]) -> _Outcomes:
     for index in indexes:
         line_text = block.line_text(index)
         if line_text.strip():
-            others.extend(otel.line_outcomes(block.first_line + int(index), line_text))
+            others.extend(fields.line_outcomes(block.first_line + int(index), line_text))
     return _Outcomes(frame=None, frame_lines=np.zeros(0, np.int64), others=others)
 
 
@@ -198,11 +200,6 @@ def _children(lists: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """The items of a list column and, per item, the index of the row holding it."""
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
     return pc.list_flatten(lists), np.repeat(np.arange(len(lists)), lengths)
-
-
-def _bools(column: pa.Array) -> np.ndarray:
-    values: np.ndarray = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
-    return values
 
 
 @dataclass(frozen=True)
@@ -229,7 +226,7 @@ class _Attributes:
             parents = np.zeros(1, np.int64)
         keys = pc.struct_field(entries, ["key"])
         gen_ai = np.zeros(owners, bool)
-        gen_ai[parents[_bools(pc.starts_with(keys, otel.GEN_AI_PREFIX))]] = True
+        gen_ai[parents[cells.bools(pc.starts_with(keys, fields.GEN_AI_PREFIX))]] = True
         value = pc.struct_field(entries, ["value"])
         parts = [pc.struct_field(value, [name]) for name in ANY_VALUE.names]
         valid = [pc.is_valid(part).to_numpy(zero_copy_only=False) for part in parts]
@@ -251,7 +248,7 @@ class _Attributes:
             entry=entry,
             kind=kind,
             strings=parts[0],
-            bools=_bools(parts[1]),
+            bools=cells.bools(parts[1]),
             ints=parts[2],
             doubles=pc.fill_null(parts[3], 0.0).to_numpy(zero_copy_only=False),
             gen_ai=gen_ai,
@@ -280,7 +277,7 @@ class _Attributes:
         readable = (
             (kind == INT)
             & (lengths <= MAX_TOKEN_DIGITS)
-            & _bools(pc.ascii_is_decimal(digits))
+            & cells.bools(pc.ascii_is_decimal(digits))
             & (lengths > 0)
         )
         values = pc.if_else(pa.array(readable), digits, "0").cast(pa.int64()).to_numpy()
@@ -309,7 +306,7 @@ class _BlockSpans:
     @classmethod
     def of(cls, table: pa.Table, block: BlockRun) -> _BlockSpans:
         documents = table.column("resourceSpans").combine_chunks()
-        odd_lines = ~_bools(pc.is_valid(documents))
+        odd_lines = ~cells.bools(pc.is_valid(documents))
         resources, resource_line = _children(documents)
         scopes, scope_resource = _children(pc.struct_field(resources, ["scopeSpans"]))
         spans, span_scope = _children(pc.struct_field(scopes, ["spans"]))
@@ -320,7 +317,7 @@ class _BlockSpans:
             (scopes, resource_line[scope_resource]),
             (spans, resource_line[span_resource]),
         ):
-            odd_lines[line[~_bools(pc.is_valid(items))]] = True
+            odd_lines[line[~cells.bools(pc.is_valid(items))]] = True
         return cls(
             table=table,
             block=block,
@@ -333,11 +330,11 @@ class _BlockSpans:
 
     def outcomes(self) -> _Outcomes:
         attributes = _Attributes.of(
-            pc.struct_field(self.spans, ["attributes"]), sorted(otel.SPAN_ATTRIBUTES)
+            pc.struct_field(self.spans, ["attributes"]), sorted(fields.SPAN_ATTRIBUTES)
         )
         resource_attributes = _Attributes.of(
             pc.struct_field(self.resources, ["resource", "attributes"]),
-            sorted(otel.RESOURCE_ATTRIBUTES),
+            sorted(fields.RESOURCE_ATTRIBUTES),
         )
         rows = np.flatnonzero(attributes.gen_ai & ~self.odd_lines[self.span_line])
         spans = _SpanColumns(
@@ -358,14 +355,14 @@ class _BlockSpans:
         position among the line's spans."""
         outcomes: list[RowOutcome] = []
         first_span_of_line = np.searchsorted(self.span_line, np.arange(self.block.lines))
-        documents: dict[int, list[otel.JsonSpan]] = {}
+        documents: dict[int, list[fields.JsonSpan]] = {}
         for span_index in span_indexes:
             line_index = int(self.span_line[span_index])
             if line_index not in documents:
                 document = json.loads(self.block.line_text(line_index), parse_float=Decimal)
-                documents[line_index] = list(otel.iter_document_spans(document))
+                documents[line_index] = list(fields.iter_document_spans(document))
             span = documents[line_index][int(span_index - first_span_of_line[line_index])]
-            outcomes.append(otel.json_span_outcome(span, line=self.block.first_line + line_index))
+            outcomes.append(fields.json_span_outcome(span, line=self.block.first_line + line_index))
         return outcomes
 
 
@@ -402,6 +399,23 @@ class _SpanColumns:
         )
         return frame, slow
 
+    def _texts_of(self, name: str) -> tuple[columnar.Texts, np.ndarray]:
+        """A text field per span: the first of its sources that is not blank, and the spans
+        where a source is of a type this path does not read as text."""
+        found: columnar.Texts | None = None
+        odd = np.zeros(len(self.rows), bool)
+        for source in FIELDS[name].sources:
+            if fields.is_resource(source):
+                texts, unread = self.resource_attributes.texts(
+                    fields.attribute_name(source), self.resource_of_row
+                )
+            else:
+                texts, unread = self.attributes.texts(source, self.rows)
+            odd |= unread
+            found = texts if found is None else found.or_else(texts)
+        assert found is not None
+        return found, odd
+
     def _span_field(self, *path: str) -> pa.Array:
         return pc.struct_field(self.spans, list(path)).take(pa.array(self.rows))
 
@@ -411,22 +425,21 @@ class _SpanColumns:
         slow = ~started_ok | ~ended_ok | (ended < started)
         first_token = np.full(len(self.rows), columnar.NAT, np.int64)
         undecided = np.ones(len(self.rows), bool)
-        for name in otel.TTFT_ATTRIBUTES:
+        for name in fields.TTFT_ATTRIBUTES:
             seconds, kind = self.attributes.doubles_of(name, self.rows)
             here = undecided & (kind != ABSENT)
             undecided &= kind == ABSENT
             with np.errstate(invalid="ignore", over="ignore"):
                 micros = seconds * 1e6
-                tie = np.abs(micros - np.floor(micros) - 0.5) <= np.abs(micros) * 1e-14 + 1e-9
+                tie = cells.near_tie(micros)
                 readable = (kind == DOUBLE) & np.isfinite(micros) & (seconds >= 0) & ~tie
                 micros = np.where(readable, np.rint(micros), 0).astype(np.int64)
             moment = started + micros * NANOS_PER_MICROSECOND
             slow |= here & (~readable | (moment > ended))
             first_token = np.where(here, moment, first_token)
-        streaming_kind = self.attributes.kind["gen_ai.request.stream"][self.rows]
-        streamed = self.attributes.bools[
-            np.maximum(self.attributes.entry["gen_ai.request.stream"][self.rows], 0)
-        ]
+        stream = FIELDS["streaming"].only
+        streaming_kind = self.attributes.kind[stream][self.rows]
+        streamed = self.attributes.bools[np.maximum(self.attributes.entry[stream][self.rows], 0)]
         slow |= (streaming_kind != ABSENT) & (streaming_kind != BOOL)
         return columnar.Timing(
             started=started,
@@ -437,7 +450,7 @@ class _SpanColumns:
         )
 
     def _first_count(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """`otel._first_attribute` of token counts: (count, readable)."""
+        """The first of the attributes present, of token counts: (count, readable)."""
         values = np.zeros(len(self.rows), np.int64)
         readable = np.zeros(len(self.rows), bool)
         undecided = np.ones(len(self.rows), bool)
@@ -450,20 +463,20 @@ class _SpanColumns:
         return values, readable
 
     def _usage(self) -> columnar.Usage:
-        input_tokens, input_ok = self._first_count(otel.INPUT_TOKEN_ATTRIBUTES)
-        output_tokens, output_ok = self._first_count(otel.OUTPUT_TOKEN_ATTRIBUTES)
+        input_tokens, input_ok = self._first_count(FIELDS["input_tokens"].sources)
+        output_tokens, output_ok = self._first_count(FIELDS["output_tokens"].sources)
         cached, cached_ok, cached_absent = self.attributes.counts(
-            "gen_ai.usage.cache_read.input_tokens", self.rows
+            FIELDS["cached_input_tokens"].only, self.rows
         )
         cached = np.where(cached_absent, 0, cached)
         creation, creation_ok, creation_absent = self.attributes.counts(
-            "gen_ai.usage.cache_creation.input_tokens", self.rows
+            FIELDS["cache_creation_input_tokens"].only, self.rows
         )
         creation = np.where(creation_absent, 0, creation)
-        usd, kind = self.attributes.doubles_of("gen_ai.usage.cost", self.rows)
+        usd, kind = self.attributes.doubles_of(FIELDS["cost_usd"].only, self.rows)
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = usd * cells.NANOS_PER_USD
-            tie = np.abs(scaled - np.floor(scaled) - 0.5) <= np.abs(scaled) * 1e-14 + 1e-9
+            tie = cells.near_tie(scaled)
             cost_ok = (
                 (kind == DOUBLE)
                 & np.isfinite(scaled)
@@ -487,11 +500,12 @@ class _SpanColumns:
 
     def _status(self) -> columnar.Status:
         code = pc.fill_null(self._span_field("status", "code"), 0).to_numpy(zero_copy_only=False)
-        error_type, error_type_odd = self.attributes.texts("error.type", self.rows)
+        error_type, error_type_odd = self.attributes.texts(FIELDS["error_type"].only, self.rows)
         is_error = (code == 2) | ~error_type.blank()
-        operation, operation_odd = self.attributes.texts("gen_ai.operation.name", self.rows)
+        operation, operation_odd = self.attributes.texts(FIELDS["operation"].only, self.rows)
         names = [
-            text(otel.OPERATION_BY_NAME.get(v.lower(), v.lower())).lower() for v in operation.texts
+            text(fields.OPERATION_BY_NAME.get(v.lower(), v.lower())).lower()
+            for v in operation.texts
         ]
         return columnar.Status(
             status=np.where(is_error, columnar.STATUS_IS_ERROR, columnar.STATUS_IS_SUCCESS),
@@ -501,32 +515,20 @@ class _SpanColumns:
         )
 
     def _names(self) -> columnar.Names:
-        odd = np.zeros(len(self.rows), bool)
-
-        def span_text(name: str) -> columnar.Texts:
-            nonlocal odd
-            texts, unread = self.attributes.texts(name, self.rows)
-            odd |= unread
-            return texts
-
-        def resource_text(name: str) -> columnar.Texts:
-            nonlocal odd
-            texts, unread = self.resource_attributes.texts(name, self.resource_of_row)
-            odd |= unread
-            return texts
-
-        model = span_text("gen_ai.response.model").or_else(span_text("gen_ai.request.model"))
-        team = span_text("team").or_else(resource_text("team"))
-        caller = resource_text("service.name")
-        workload_named = span_text("workload").or_else(resource_text("workload"))
+        texts = {
+            name: self._texts_of(name)
+            for name in ("model", "team", "caller", "workload", "end_user", "provider", "pool")
+        }
+        odd = np.logical_or.reduce([unread for _, unread in texts.values()])
+        model, team, caller = texts["model"][0], texts["team"][0], texts["caller"][0]
         return columnar.Names(
             model=model,
             team=team,
             caller=caller,
-            end_user=span_text("user.id").or_else(span_text("enduser.id")),
-            provider=span_text("gen_ai.provider.name").or_else(span_text("gen_ai.system")),
-            pool=span_text("pool").or_else(resource_text("pool")),
-            workload=_workloads(workload_named, caller=caller, team=team, model=model),
+            end_user=texts["end_user"][0],
+            provider=texts["provider"][0],
+            pool=texts["pool"][0],
+            workload=_workloads(texts["workload"][0], caller=caller, team=team, model=model),
             slow=odd | model.blank(),
         )
 
@@ -562,7 +564,8 @@ def _unix_nanos(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     path."""
     digits = pc.fill_null(column, "")
     lengths = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
-    readable = (lengths > 0) & (lengths <= MAX_NANOS_DIGITS) & _bools(pc.ascii_is_decimal(digits))
+    readable = (lengths > 0) & (lengths <= MAX_NANOS_DIGITS)
+    readable &= cells.bools(pc.ascii_is_decimal(digits))
     values = pc.if_else(pa.array(readable), digits, "0").cast(pa.uint64()).to_numpy()
     readable &= values <= np.uint64(cells.latest_ns())
     nanos = np.where(readable, values, 0).astype(np.int64)

@@ -23,7 +23,7 @@ import pytest
 from audit_app.ingestion.reading import ImportFileError, RowReject
 from audit_app.ingestion.token_logs import json_array, litellm
 from audit_app.ingestion.token_logs.base import ParsedChunk
-from audit_app.ingestion.token_logs.litellm_rows import REQUIRED_COLUMNS
+from audit_app.ingestion.token_logs.litellm_fields import REQUIRED_COLUMNS
 from tests.audit_app.ingestion.token_logs.test_json_columnar import (
     BLOCK_MUTATIONS,
     ROW_MUTATIONS,

@@ -30,6 +30,7 @@ from audit_app.ingestion.token_logs import (
     litellm_payload,
     otel,
     otel_columnar,
+    otel_fields,
     read_requests,
 )
 from audit_app.ingestion.token_logs.json_columnar import read_jsonl_columnar
@@ -229,7 +230,7 @@ def _any(value: Any) -> dict[str, Any]:
 
 
 OTEL_VARIANTS: list[tuple[str, dict[str, Any], dict[str, str], str]] = [
-    ("nul-model", {"gen_ai.request.model": NUL}, {}, otel.SOURCE_FIELDS.model),
+    ("nul-model", {"gen_ai.request.model": NUL}, {}, otel_fields.SOURCE_FIELDS.model),
     ("nul-workload", {"workload": NUL}, {}, "workload"),
     ("nul-service-name", {}, {"service.name": NUL}, "caller"),
     ("nul-end-user", {"user.id": NUL}, {}, "end_user"),
