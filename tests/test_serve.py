@@ -18,11 +18,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import brotli
 import pytest
 
 from audit_app.management.commands import serve
+from config.processes import web_command
 from config.staticfiles import PLOTLY_STATIC_PATH
 from tests.support.processes import REPO_ROOT, run_manage, stop_process_group
 
@@ -303,3 +305,26 @@ def test_the_dashboard_url_reaches_a_wildcard_address_on_loopback() -> None:
     assert serve.dashboard_url("0.0.0.0", 8000) == "http://127.0.0.1:8000/"
     assert serve.dashboard_url("::", 8001) == "http://[::1]:8001/"
     assert serve.dashboard_url("192.0.2.1", 80) == "http://192.0.2.1:80/"
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_the_web_server_is_runserver_under_debug_and_gunicorn_otherwise(
+    debug: bool, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.DEBUG = debug
+    started: list[list[str]] = []
+    forked: list[tuple[str, int]] = []
+    monkeypatch.setattr(serve.subprocess, "Popen", lambda command, **_: started.append(command))
+    monkeypatch.setattr(serve, "_fork_web_server", lambda host, port: forked.append((host, port)))
+    options = {"concurrency": 2, "outbound_concurrency": 1}
+    serve.Command()._start_children("127.0.0.1", 8123, options)
+    workers = [command for command in started if "celery" in command]
+    assert [command[command.index("--queues") + 1] for command in workers] == [
+        "celery",
+        "outbound",
+    ]
+    if debug:
+        assert forked == [("127.0.0.1", 8123)] and len(started) == 2
+    else:
+        assert forked == []
+        assert web_command("127.0.0.1:8123") in started
