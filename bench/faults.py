@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config.processes import web_command, worker_command
+
 REPO = Path(__file__).resolve().parent.parent
 FAULTS_DIR = REPO / "var" / "faults"
 # The local PostgreSQL 15 cluster "main" (FAULTS_PG_CLUSTER="15 other" FAULTS_PG_PORT=5433 point
@@ -193,24 +195,7 @@ class Worker:
         Worker.count += 1
         self.log = FAULTS_DIR / f"worker-{Worker.count}.log"
         self.log.write_text("")
-        command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "INFO",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            "1",
-            "--hostname",
-            f"faults-{Worker.count}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ]
+        command = worker_command(concurrency=1, hostname=f"faults-{Worker.count}@%h")
         self.process = _spawn(command, env=env, log=self.log)
         _wait_log(self.log, " ready.", self.process, 90)
 
@@ -234,26 +219,14 @@ class Worker:
 
 
 class Web:
-    """gunicorn (`config.wsgi`, DEBUG off) on loopback, plain HTTP."""
+    """The web server as production runs it (`config.processes.web_command`, DEBUG off) on
+    loopback, plain HTTP."""
 
     def __init__(self, env: dict[str, str], *, port: int, name: str) -> None:
         self.base = f"http://127.0.0.1:{port}"
         self.log = FAULTS_DIR / f"{name}.log"
         self.log.write_text("")
-        command = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "config.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-            "--threads",
-            "4",
-            "--timeout",
-            "120",
-        ]
+        command = web_command(f"127.0.0.1:{port}")
         self.process = _spawn(command, env=env, log=self.log)
         _wait_until(lambda: _port_open(port), 60, f"gunicorn on port {port}")
 

@@ -5,10 +5,9 @@ What it does, with a timeout on every child process:
 
 1. recreates the PostgreSQL database ``audit_bench_live`` (SQLite when PostgreSQL does not
    answer, said in the output) and migrates it; one engineer account with an API token;
-2. starts gunicorn (production settings, 2 sync workers: one per core; with 4 threads each the
-   workers fought over the GIL and accepted 17,000-21,000 spans/s instead of 21,000-24,000) and
-   a Celery worker with beat
-   on Redis (the embedded broker without it) landing every LIVE_LAND_EVERY_SECONDS (10);
+2. starts the web server as production runs it (`config.processes.web_command`, production
+   settings) and a Celery worker with beat (`config.processes.worker_command`) on Redis (the
+   embedded broker without it) landing every LIVE_LAND_EVERY_SECONDS (10);
 3. starts 8 client processes. Each builds its spans first (GenAI attributes, unique trace and
    span ids, 512 per export as `BatchSpanProcessor` sends them), then, all released together,
    hands them to the real `OTLPSpanExporter` (protobuf over HTTP, uncompressed as the SDK's
@@ -22,8 +21,8 @@ What it does, with a timeout on every child process:
 6. the size limit: a body one byte over LIVE_MAX_REQUEST_BYTES answers 413.
 
 Knobs (environment): LIVE_BENCH_CLIENTS (8), LIVE_BENCH_EXPORTS (25 per client),
-LIVE_BENCH_SPANS (512 per export), LIVE_BENCH_WORKERS (2), LIVE_BENCH_THREADS (1),
-LIVE_BENCH_GZIP=1.
+LIVE_BENCH_SPANS (512 per export), LIVE_BENCH_WORKERS and LIVE_BENCH_THREADS (gunicorn's
+workers and threads; by default `config.gunicorn_conf`'s), LIVE_BENCH_GZIP=1.
 """
 
 from __future__ import annotations
@@ -46,6 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from config.processes import web_command, worker_command
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -196,6 +197,15 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpgid(process.pid), signal.SIGKILL)
         process.wait(timeout=10)
+
+
+def _server_overrides() -> list[str]:
+    """gunicorn flags for the LIVE_BENCH_WORKERS and LIVE_BENCH_THREADS knobs that are set."""
+    flags = []
+    for knob, flag in (("LIVE_BENCH_WORKERS", "--workers"), ("LIVE_BENCH_THREADS", "--threads")):
+        if os.environ.get(knob):
+            flags += [flag, os.environ[knob]]
+    return flags
 
 
 def _wait_healthy(base: str, server: subprocess.Popen[bytes]) -> None:
@@ -403,43 +413,17 @@ def measure() -> Figures:
     server = worker = None
     try:
         server = _spawn(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                os.environ.get("LIVE_BENCH_WORKERS", "2"),
-                "--threads",
-                os.environ.get("LIVE_BENCH_THREADS", "1"),
-                "--worker-class",
-                "gthread",
-                "--timeout",
-                "60",
-                "--log-level",
-                "warning",
-            ],
+            web_command(f"127.0.0.1:{port}", *_server_overrides(), "--log-level", "warning"),
             env,
             BENCH_DIR / "gunicorn.log",
         )
         worker = _spawn(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-B",
-                "--concurrency",
-                "1",
-                "--loglevel",
-                "WARNING",
-                "--schedule",
-                str(BENCH_DIR / "beat-schedule"),
-            ],
+            worker_command(
+                concurrency=1,
+                hostname="live-bench@%h",
+                loglevel="WARNING",
+                beat_schedule=BENCH_DIR / "beat-schedule",
+            ),
             env,
             BENCH_DIR / "worker.log",
         )

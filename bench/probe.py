@@ -8,10 +8,10 @@ What it does, in order, with a timeout on every wait:
 2. writes a generic CSV of PROBE_ROWS rows (default 1,000,000), every row its own workload
    (``probe-0000000`` ...), on the last 7 days of the demo data, so the pages' default window
    holds it;
-3. starts gunicorn (3 sync workers, DEBUG off, 120 s timeout), a Celery worker (prefork,
-   2 processes) for the default queue and another for the outbound queue, on a private Redis
-   database, and samples the worker's memory (the largest
-   resident set of any of its processes) every 0.2 s;
+3. starts the web server as production runs it (`config.processes.web_command`, DEBUG off),
+   a Celery worker (prefork, 2 processes) for the default queue and another for the outbound
+   queue (`config.processes.worker_command`), on a private Redis database, and samples the
+   worker's memory (the largest resident set of any of its processes) every 0.2 s;
 4. uploads the file through ``POST /api/v1/uploads/``, waits for the ingest, then for the
    post-ingest refresh (classification, recommendations, cache warm-up: the worker's log
    line for ``audit_app.refresh_derived``), and records both durations;
@@ -50,6 +50,7 @@ from pathlib import Path
 
 from bench.probe_hostile import Answer, Probe, hostile_markdown, run_hostile
 from bench.probe_outbound import OutboundCase, outbound_cases
+from config.processes import web_command, web_setup, worker_command
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE_DIR = REPO / "var" / "probe"
@@ -238,9 +239,9 @@ def markdown(figures: Figures, *, requests_each: int) -> str:
         "",
         "Written by `make probe` (`bench/probe.py`).",
         "",
-        "Setup: gunicorn `config.wsgi` with 3 sync workers (DEBUG off, 120 s timeout), a Celery "
-        "worker (prefork, 2 processes), PostgreSQL and Redis on one 2-core machine, default "
-        "limits (`MAX_WORKLOADS_PER_UPLOAD` 5,000, `MAX_WORKLOADS_TOTAL` 20,000). Data: "
+        f"Setup: gunicorn `config.wsgi` with {web_setup()} (`config.gunicorn_conf`, DEBUG off), "
+        "a Celery worker (prefork, 2 processes), PostgreSQL and Redis on one 2-core machine, "
+        "default limits (`MAX_WORKLOADS_PER_UPLOAD` 5,000, `MAX_WORKLOADS_TOTAL` 20,000). Data: "
         f"`seed_demo` ({figures.workloads_before} workloads), then one generic CSV of "
         f"{figures.rows:,} rows ({figures.size_bytes / 1024**2:,.0f} MiB), every row its own "
         "workload, uploaded through `POST /api/v1/uploads/`.",
@@ -551,22 +552,7 @@ def run_probe(config: Config) -> Figures:  # noqa: PLR0915 (one flat sequence of
     web = worker = outbound_worker = sampler = None
     worker_log = PROBE_DIR / "worker.log"
     try:
-        web = _spawn(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "3",
-                "--timeout",
-                "120",
-            ],
-            env,
-            PROBE_DIR / "gunicorn.log",
-        )
+        web = _spawn(web_command(f"127.0.0.1:{port}"), env, PROBE_DIR / "gunicorn.log")
         worker = _celery_worker("celery", "probe@%h", env, worker_log)
         outbound_worker = _celery_worker(
             "outbound", "probe-outbound@%h", env, PROBE_DIR / "worker-outbound.log"
@@ -647,30 +633,7 @@ def _celery_worker(
     queue: str, hostname: str, env: dict[str, str], log: Path
 ) -> subprocess.Popen[bytes]:
     """A Celery worker (prefork, 2 processes) consuming ``queue``."""
-    return _spawn(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "INFO",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            "2",
-            "--queues",
-            queue,
-            "--hostname",
-            hostname,
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        env,
-        log,
-    )
+    return _spawn(worker_command(queues=[queue], concurrency=2, hostname=hostname), env, log)
 
 
 def main() -> int:

@@ -208,7 +208,7 @@ from audit_app.models import DailyRollup, Workload
 from audit_app.access.tokens import api_token_issue
 from audit_app.reporting.selectors import data_date_range
 from audit_app.lib.results_cache import data_changed
-import config.wsgi  # noqa: F401  (loads every view and freezes the GC, as gunicorn does)
+import config.wsgi  # noqa: F401  (the WSGI application, as gunicorn loads it)
 
 requests_per, cold_per = int(sys.argv[1]), int(sys.argv[2])
 User = get_user_model()

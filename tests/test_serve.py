@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import gzip
 import http.cookiejar
+import http.server
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import brotli
 import pytest
 
+from audit_app.management.commands import serve
+from config.processes import web_command
 from config.staticfiles import PLOTLY_STATIC_PATH
 from tests.support.processes import REPO_ROOT, run_manage, stop_process_group
 
@@ -100,7 +105,7 @@ def test_embedded_serve_logs_in_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     log_path = tmp_path / "serve.log"
     serve = start_serve(port=port, env=env, log_path=log_path)
     try:
-        health = _wait_for_health(base, serve, log_path)
+        health = _wait_for_dashboard(base, serve, log_path)
         assert health == '{"database": "ok", "broker": "ok"}'
         assert "sqla+sqlite" in log_path.read_text()
 
@@ -152,6 +157,18 @@ def _wait_for_health(base: str, serve: subprocess.Popen[bytes], log_path: Path) 
         except OSError:
             time.sleep(0.3)
     raise AssertionError(f"server did not answer:\n{log_path.read_text()}")
+
+
+def _wait_for_dashboard(base: str, serve: subprocess.Popen[bytes], log_path: Path) -> str:
+    """Wait for the "Dashboard:" line; the server must answer the moment it is printed (one
+    request, no retry)."""
+    deadline = time.monotonic() + 60
+    while f"Dashboard: {base}/" not in log_path.read_text():
+        if serve.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"no dashboard line:\n{log_path.read_text()}")
+        time.sleep(0.05)
+    with urllib.request.urlopen(f"{base}/healthz", timeout=10) as response:
+        return response.read().decode()
 
 
 def _log_in(base: str, username: str, password: str) -> str:
@@ -227,3 +244,87 @@ def test_make_run_serves_hashed_static_files_compressed_and_cached_for_a_year(
                 assert "Static files already collected." in log_text
         finally:
             stop_process_group(serve)
+
+
+class _Running:
+    """A child that has not exited (what `wait_until_answering` polls beside the URL)."""
+
+    returncode = None
+
+    def __init__(self) -> None:
+        self.exit_code: int | None = None
+
+    def poll(self) -> int | None:
+        return self.exit_code
+
+
+def _serve_later(port: int, delay_s: float, status: int, served: list[float]) -> threading.Thread:
+    """An HTTP server on `port` from `delay_s` on, answering `status` to one request."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            served.append(time.monotonic())
+            self.send_response(status)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    def run() -> None:
+        time.sleep(delay_s)
+        with http.server.HTTPServer(("127.0.0.1", port), Handler) as server:
+            server.handle_request()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("status", [200, 503])
+def test_the_dashboard_is_announced_once_the_server_answers(status: int) -> None:
+    # Nothing listens for the first 0.6 s; then any HTTP answer counts, a 503 (broker down) too.
+    port = _free_port()
+    served: list[float] = []
+    thread = _serve_later(port, 0.6, status, served)
+    started = time.monotonic()
+    assert serve.wait_until_answering(f"http://127.0.0.1:{port}/", [_Running()], lambda: False)
+    assert time.monotonic() - started >= 0.6
+    assert len(served) == 1  # it returned on the server's answer
+    thread.join(timeout=5)
+
+
+def test_no_dashboard_when_a_child_exits_or_a_stop_is_asked_first() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/"  # nothing ever listens there
+    child = _Running()
+    child.exit_code = 1
+    assert serve.wait_until_answering(url, [_Running(), child], lambda: False) is False
+    assert serve.wait_until_answering(url, [_Running()], lambda: True) is False
+
+
+def test_the_dashboard_url_reaches_a_wildcard_address_on_loopback() -> None:
+    assert serve.dashboard_url("0.0.0.0", 8000) == "http://127.0.0.1:8000/"
+    assert serve.dashboard_url("::", 8001) == "http://[::1]:8001/"
+    assert serve.dashboard_url("192.0.2.1", 80) == "http://192.0.2.1:80/"
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_the_web_server_is_runserver_under_debug_and_gunicorn_otherwise(
+    debug: bool, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.DEBUG = debug
+    started: list[list[str]] = []
+    forked: list[tuple[str, int]] = []
+    monkeypatch.setattr(serve.subprocess, "Popen", lambda command, **_: started.append(command))
+    monkeypatch.setattr(serve, "_fork_web_server", lambda host, port: forked.append((host, port)))
+    options = {"concurrency": 2, "outbound_concurrency": 1}
+    serve.Command()._start_children("127.0.0.1", 8123, options)
+    workers = [command for command in started if "celery" in command]
+    assert [command[command.index("--queues") + 1] for command in workers] == [
+        "celery",
+        "outbound",
+    ]
+    if debug:
+        assert forked == [("127.0.0.1", 8123)] and len(started) == 2
+    else:
+        assert forked == []
+        assert web_command("127.0.0.1:8123") in started

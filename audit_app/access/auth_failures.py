@@ -11,6 +11,9 @@ A count covers a fixed window of FAILURE_WINDOW_SECONDS from its first failure; 
 AUTH_FAILURES_PER_MINUTE failures in its window is locked until the window ends. Which lock
 refuses what is the callers' rule (docs/running.md, "Running in production"): the login page and
 `HashedTokenAuthentication`.
+
+Ours, not django-axes: axes checks its lock before the credentials, so a lock on an address
+would refuse everyone's correct password there, and it cannot count invalid API tokens per owner.
 """
 
 from __future__ import annotations

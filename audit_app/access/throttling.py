@@ -1,7 +1,8 @@
 """DRF's API rate limits, counting anonymous clients by `audit_app.access.client_address`.
 
 DRF's own classes take X-Forwarded-For as sent, so a client could pick a new identity for every
-request; these believe it only from a trusted proxy.
+request; these believe it only from a trusted proxy. Rate limits are DRF's (django-axes only
+locks out failed logins).
 """
 
 from __future__ import annotations

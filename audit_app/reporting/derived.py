@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from audit_app.lib.results_cache import current_version
@@ -188,13 +188,6 @@ def derived_refresh_if_stale(*, now: datetime | None = None) -> bool:
     return True
 
 
-# Workload detail pages a web server warms as it starts, the most spent on first (each ~15 ms
-# over a month of `make load`'s data): a server's first second had each one computing hers
-# (~30 ms of CPU) beside everyone else's first page. Not after each refresh: `manage.py ingest`
-# runs that refresh itself, and its user would wait for them.
-WARMED_WORKLOAD_DETAILS = 20
-
-
 def warm_defaults() -> None:
     """Compute what the overview, workloads list, reconciliation and spend API show by default
     and over each quick window (the last 7, 30, 90 and 365 days with data,
@@ -217,34 +210,3 @@ def warm_defaults() -> None:
         pool_reports(start=filters.start, end=filters.end)
         reconciliation(start=filters.start, end=filters.end)
     plan_read()
-
-
-def warm_workload_details() -> None:
-    """Compute the default window's detail page and API figures of the
-    `WARMED_WORKLOAD_DETAILS` workloads with the most spend."""
-    from audit_app.reporting.filters import parse_filters
-    from audit_app.reporting.spend import spend_report, workload_list
-
-    default = parse_filters({})
-    for stats in workload_list(default)[:WARMED_WORKLOAD_DETAILS]:
-        mine = default.for_workload(stats.name)
-        spend_report(mine)
-        workload_list(mine)
-
-
-def warm_on_start() -> bool:
-    """A web server starting: fill the pages' cache for what `warm_defaults` covers and for
-    the details of the workloads with the most spend (`warm_workload_details`), so the first
-    visitors after a deploy or a restart - often many at once - read it instead of each
-    computing it while the others wait for the cores. Nearly free when the worker's warm-up
-    after the last change already filled it (a cache read per entry). A database not there
-    or not migrated yet leaves the pages to compute on first use, as before: False."""
-    if not settings.WARM_RESULTS_ON_START:
-        return False
-    try:
-        warm_defaults()
-        warm_workload_details()
-    except DatabaseError as error:
-        logger.warning("results cache not warmed at start: %s", error)
-        return False
-    return True

@@ -111,16 +111,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth -----------------------------------------------------------------------------------
-# Django's defaults, but PBKDF2-SHA256 hashes on a low-priority thread so a burst of sign-ins
-# never starves page views (audit_app/access/hashers.py). Same stored format; one hasher per
-# algorithm (Django keeps the last of a name), so Django's own PBKDF2 hasher is not listed.
-PASSWORD_HASHERS = [
-    "audit_app.access.hashers.LowPriorityPBKDF2Hasher",
-    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
-    "django.contrib.auth.hashers.Argon2PasswordHasher",
-    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
-    "django.contrib.auth.hashers.ScryptPasswordHasher",
-]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -231,10 +221,6 @@ POOL_HEADROOM = env_float("POOL_HEADROOM", 0.2)
 # Refresh workload classes and recommendations in the worker whenever one of their inputs
 # changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
 DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
-# A web server (config.wsgi) fills the results cache for the default windows before it serves
-# (audit_app.reporting.derived.warm_on_start), so a restart's first visitors do not compute,
-# and serves itself the first pages and API reads (config.first_requests).
-WARM_RESULTS_ON_START = env_bool("WARM_RESULTS_ON_START", True)
 # Uploads stream to a temporary file (never into memory) through the size check, keeping the
 # client's file name up to 255 bytes with its extension.
 FILE_UPLOAD_HANDLERS = [

@@ -1,5 +1,9 @@
 """Serve the dashboard with Celery workers beside it: the embedded default of `make run`.
 
+The web server is Django's runserver under DEBUG (forked from this process, so it answers at
+once) and, with DEBUG off, gunicorn as production runs it (`config.processes.web_command`).
+"Dashboard: http://HOST:PORT/" is printed once the server answers HTTP there, not before.
+
 The main worker consumes the default queue (ingest, landing, alert evaluation) and embeds
 Celery beat (``--beat``, its schedule file in the var directory), so the periodic tasks of
 CELERY_BEAT_SCHEDULE (alert evaluation every 15 minutes) run with no extra process.
@@ -28,6 +32,9 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import FrameType
@@ -40,7 +47,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
+from config.processes import web_command, worker_command
+
 _STOP_GRACE_SECONDS = 10
+_POLL_SECONDS = 0.2
 FINGERPRINT_NAME = ".collected-fingerprint"
 
 
@@ -66,35 +76,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["prepare"]:
             self._prepare()
-        base_dir = Path(settings.BASE_DIR)
-        env = dict(os.environ)
-        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        worker_cmd = [
-            *worker_command(
-                queue=settings.CELERY_TASK_DEFAULT_QUEUE,
-                concurrency=options["concurrency"],
-                hostname=f"embedded-{os.getpid()}@%h",
-            ),
-            "--beat",
-            "--schedule",
-            str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
-        ]
-        outbound_cmd = worker_command(
-            queue=settings.CELERY_OUTBOUND_QUEUE,
-            concurrency=options["outbound_concurrency"],
-            hostname=f"embedded-outbound-{os.getpid()}@%h",
-        )
+        host, port = options["host"], options["port"]
         self.stdout.write(f"Broker: {_redact(settings.CELERY_BROKER_URL)}")
-        self.stdout.write(
-            f"Dashboard: http://{options['host']}:{options['port']}/  "
-            "(Ctrl-C stops the server and the workers)"
-        )
-        children: list[Child] = [
-            subprocess.Popen(worker_cmd, cwd=base_dir, env=env),
-            subprocess.Popen(outbound_cmd, cwd=base_dir, env=env),
-            _fork_web_server(options["host"], options["port"]),
-        ]
+        children = self._start_children(host, port, options)
         stopping = False
 
         def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -104,8 +88,12 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
         try:
+            if wait_until_answering(dashboard_url(host, port), children, lambda: stopping):
+                self.stdout.write(
+                    f"Dashboard: http://{host}:{port}/  (Ctrl-C stops the server and the workers)"
+                )
             while not stopping and all(child.poll() is None for child in children):
-                time.sleep(0.2)
+                time.sleep(_POLL_SECONDS)
         finally:
             _stop(children)
         exited = [c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM)]
@@ -113,6 +101,34 @@ class Command(BaseCommand):
             self.stderr.write("A child process exited unexpectedly; stopped the others.")
             sys.exit(1)
         self.stdout.write("Stopped the web server and the workers.")
+
+    def _start_children(self, host: str, port: int, options: dict[str, Any]) -> list[Child]:
+        """The two Celery workers, then the web server."""
+        base_dir = Path(settings.BASE_DIR)
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        worker_cmd = worker_command(
+            queues=[settings.CELERY_TASK_DEFAULT_QUEUE],
+            concurrency=options["concurrency"],
+            hostname=f"embedded-{os.getpid()}@%h",
+            beat_schedule=Path(settings.VAR_DIR) / "celerybeat-schedule",
+        )
+        outbound_cmd = worker_command(
+            queues=[settings.CELERY_OUTBOUND_QUEUE],
+            concurrency=options["outbound_concurrency"],
+            hostname=f"embedded-outbound-{os.getpid()}@%h",
+        )
+        web: Child = (
+            _fork_web_server(host, port)
+            if settings.DEBUG
+            else subprocess.Popen(web_command(f"{host}:{port}"), cwd=base_dir, env=env)
+        )
+        return [
+            subprocess.Popen(worker_cmd, cwd=base_dir, env=env),
+            subprocess.Popen(outbound_cmd, cwd=base_dir, env=env),
+            web,
+        ]
 
     def _prepare(self) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -144,24 +160,24 @@ class Command(BaseCommand):
         )
 
 
-def worker_command(*, queue: str, concurrency: int, hostname: str) -> list[str]:
-    """A Celery worker consuming one queue."""
-    return [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        "--loglevel",
-        "INFO",
-        "--queues",
-        queue,
-        "--concurrency",
-        str(concurrency),
-        "--hostname",
-        hostname,
-    ]
+def dashboard_url(host: str, port: int) -> str:
+    """Where this machine reaches the server: a wildcard address is reached on loopback."""
+    reach = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://[{reach}]:{port}/" if ":" in reach else f"http://{reach}:{port}/"
+
+
+def wait_until_answering(url: str, children: Sequence[Child], stopping: Callable[[], bool]) -> bool:
+    """Poll `url`'s /healthz until the server answers HTTP (any status: a 503 naming a broker
+    that is down is an answer); False if a child exits or a stop is asked for first."""
+    while not stopping() and all(child.poll() is None for child in children):
+        try:
+            with urllib.request.urlopen(f"{url}healthz", timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            time.sleep(_POLL_SECONDS)
+    return False
 
 
 def static_fingerprint() -> str:

@@ -9,18 +9,14 @@ from typing import Any
 
 import pytest
 from django.core.cache import caches
-from django.db import DatabaseError, connection
+from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.ingestion.uploads import upload_delete
 from audit_app.lib import results_cache
-from audit_app.models import Workload
-from audit_app.reporting import derived
-from audit_app.reporting.derived import warm_defaults, warm_on_start
-from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.derived import warm_defaults
 from audit_app.reporting.selectors import data_date_range
-from audit_app.reporting.spend import workload_list
 from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
 from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV
 from tests.audit_app.lib.test_results_cache import LOCMEM
@@ -161,34 +157,6 @@ def test_the_warm_up_serves_the_first_visitor_of_a_year(
     assert 'aria-current="page">30 days</a>' in html  # the default window is the 30 days
 
 
-def test_a_server_start_serves_the_detail_of_the_workloads_with_the_most_spend(
-    cache_on: Any,
-    client: Client,
-    finops_user: Any,
-    django_capture_on_commit_callbacks: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        _ingest(SAMPLE_CSV, "sample.csv")
-    ranked = [w.name for w in workload_list(parse_filters({}))]
-    assert sorted(ranked) == ["chat", "evals", "tool"]
-    monkeypatch.setattr(derived, "WARMED_WORKLOAD_DETAILS", 2)
-    cache_on.clear()
-    warm_defaults()  # what the worker runs after each refresh: no details
-    client.force_login(finops_user)
-    ids = {w.name: w.pk for w in Workload.objects.all()}
-    assert _rollup_reads(client, f"/api/v1/workloads/{ids[ranked[0]]}/") > 0
-    cache_on.clear()
-    assert warm_on_start() is True  # what config.wsgi runs before the first request
-    for name in ranked[:2]:  # the two most spent on: from the cache
-        assert _rollup_reads(client, f"/api/v1/workloads/{ids[name]}/") == 0, name
-        # The page reads only its hour-of-week chart, which no cache holds.
-        assert _rollup_reads(client, f"/workloads/{ids[name]}/") == 1, name
-    # The third computes (its page first: the page and the API then share what it computed).
-    assert _rollup_reads(client, f"/workloads/{ids[ranked[2]]}/") > 1
-    assert _rollup_reads(client, f"/api/v1/workloads/{ids[ranked[2]]}/") == 0
-
-
 def test_the_reconciliation_page_lists_100_rows_a_page(client: Client, finops_user: Any) -> None:
     bill = _bill_upload()
     # 101 bill lines, one a day for 101 days, none in the token logs: 101 flagged rows, each
@@ -217,35 +185,3 @@ def test_the_reconciliation_page_lists_100_rows_a_page(client: Client, finops_us
     [last] = second.context["page"].object_list
     assert last.billed == Decimal("0.01")
     assert "page 2 of 2" in second.content.decode()
-
-
-def _rollup_reads(client: Client, url: str) -> int:
-    with CaptureQueriesContext(connection) as queries:
-        assert client.get(url).status_code == 200
-    return len([q for q in queries.captured_queries if "rollup" in q["sql"]])
-
-
-def test_a_server_start_fills_a_cold_cache(cache_on: Any, sample_client: Client) -> None:
-    client = sample_client
-    cache_on.clear()  # a restart with a cold cache: the first visitor computes
-    assert _rollup_reads(client, "/") > 0
-    cache_on.clear()
-    assert warm_on_start() is True  # what config.wsgi runs before the first request
-    assert _rollup_reads(client, "/") == 0
-    assert _rollup_reads(client, "/workloads/") == 0
-    assert _rollup_reads(client, "/reconciliation/") == 0
-    cache_on.clear()
-    with override_settings(WARM_RESULTS_ON_START=False):
-        assert warm_on_start() is False
-    assert _rollup_reads(client, "/") > 0
-
-
-def test_a_database_not_ready_leaves_the_start_going(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    def no_tables() -> None:
-        raise DatabaseError('relation "audit_app_dataversion" does not exist')
-
-    monkeypatch.setattr(derived, "warm_defaults", no_tables)
-    assert warm_on_start() is False
-    assert 'relation "audit_app_dataversion" does not exist' in caplog.text
