@@ -32,7 +32,6 @@ from audit_app.models import (
     WorkloadDay,
     WorkloadOverride,
 )
-from audit_app.statements.services import policy_change
 
 
 @admin.register(Upload)
@@ -293,6 +292,13 @@ class BillingSourceAdmin(admin.ModelAdmin):
         if not change and obj.created_by_id is None and request.user.is_authenticated:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
+
+
+def policy_change(**kwargs: Any) -> None:
+    # Statements read spend (numpy, pandas): imported on use so start-up stays light.
+    from audit_app.statements.services import policy_change as change
+
+    change(**kwargs)
 
 
 @admin.register(AllocationRule)

@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role, user_roles
-from audit_app.ingestion.rollups import distinct_estimate, distinct_sketch
 from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.query_params import (
     EARLIEST_DATE,
@@ -296,6 +295,9 @@ def _month_data(first: date) -> _Month:
 
 
 def _computed(first: date, policy: Policy, today: date) -> MonthStatement:
+    # numpy comes with the sketches: imported here so start-up stays light.
+    from audit_app.ingestion.rollups import distinct_estimate, distinct_sketch
+
     data = _month_data(first)
     allocation = allocate(data.lines, data.idle, policy)
     before = allocate(*_lines_and_idle(previous_month(first)), policy)
