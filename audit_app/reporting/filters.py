@@ -12,9 +12,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit_app.costs.providers import normalize_provider
+from audit_app.costs.rollups import daily_rollups, rollups_in_range
 from audit_app.lib.query_params import ParameterError, QueryParams, date_param, text_param
 from audit_app.models import DailyRollup, HourlyRollup
-from audit_app.reporting.selectors import daily_rollups, data_date_range, rollups_in_range
+from audit_app.reporting.selectors import data_date_range
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 800

@@ -24,11 +24,11 @@ from django.test import Client
 from django.urls import reverse
 
 from audit_app.costs.billing import pool_reports, pool_rollups
+from audit_app.costs.rollups import rollups_in_range
 from audit_app.demo.seed import demo_data_load
 from audit_app.models import Recommendation, ServingPool, Workload
 from audit_app.recommendations.plan import plan_as_dict, plan_read
 from audit_app.recommendations.services import recommendation_decide, recommendations_refresh
-from audit_app.reporting.selectors import rollups_in_range
 from tests.support.catalog import catalog_ensure
 from tests.support.plan import assert_plan_coherent
 
