@@ -68,7 +68,7 @@ def _warm_results() -> None:
     whose workers must not share its database socket."""
     from django.db import connections
 
-    from audit_app.reporting.derived import warm_on_start
+    from audit_app.derived import warm_on_start
 
     try:
         warm_on_start()

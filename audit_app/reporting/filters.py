@@ -20,7 +20,7 @@ from audit_app.reporting.selectors import data_date_range
 DEFAULT_DAYS = 30
 MAX_DAYS = 800
 # Windows the filters offer as one-click links: the last N days with data. The worker's warm-up
-# (audit_app.reporting.derived.warm_defaults) computes each after every change, so the first
+# (audit_app.derived.warm_defaults) computes each after every change, so the first
 # visitor of a year of data is served from the cache like the visitor of the default window.
 QUICK_WINDOW_DAYS = (7, DEFAULT_DAYS, 90, 365)
 

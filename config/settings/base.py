@@ -204,7 +204,7 @@ POOL_HEADROOM = env_float("POOL_HEADROOM", 0.2)
 # changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
 DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)
 # A web server (config.wsgi) fills the results cache for the default windows before it serves
-# (audit_app.reporting.derived.warm_on_start), so a restart's first visitors do not compute,
+# (audit_app.derived.warm_on_start), so a restart's first visitors do not compute,
 # and serves itself the first pages and API reads (config.first_requests).
 WARM_RESULTS_ON_START = env_bool("WARM_RESULTS_ON_START", True)
 # Uploads stream to a temporary file (never into memory) through the size check, keeping the

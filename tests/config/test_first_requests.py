@@ -20,8 +20,8 @@ from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from audit_app.derived import derived_refresh
 from audit_app.models import Recommendation, Upload, Workload
-from audit_app.reporting.derived import derived_refresh
 from benchmarks_app.models import BenchmarkRun, Gate
 from config import first_requests
 from config.first_requests import ANONYMOUS, SIGNED_IN, serve_first_requests

@@ -13,11 +13,11 @@ from django.db import DatabaseError, connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
+from audit_app import derived
+from audit_app.derived import warm_defaults, warm_on_start
 from audit_app.ingestion.uploads import upload_delete
 from audit_app.lib import results_cache
 from audit_app.models import Workload
-from audit_app.reporting import derived
-from audit_app.reporting.derived import warm_defaults, warm_on_start
 from audit_app.reporting.filters import parse_filters
 from audit_app.reporting.selectors import data_date_range
 from audit_app.reporting.spend import workload_list
