@@ -33,8 +33,7 @@ PACKAGES = ("audit_app", "benchmarks_app", "config")
 # Import cycles still known, each as the set of modules of its strongly connected component.
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
     {
-        # The OTLP reader hands a columnar file to its columnar reader, which reuses the
-        # reader's row decoding: the row decoding is to move to a module both import.
+        # otel hands a columnar export to otel_columnar, which imports otel's row decoding.
         frozenset(
             {
                 "audit_app.ingestion.token_logs.otel",

@@ -175,7 +175,7 @@ def workloads_classify(
 
     Workloads are read and written CHECKPOINT_EVERY at a time (a few queries per batch), and
     ``checkpoint`` is called before each batch (a refresh stops there when the data changed
-    under it, `services.derived`)."""
+    under it, `audit_app.derived`)."""
     window = analysis_window(today)
     if window is None:
         return []
