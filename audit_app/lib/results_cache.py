@@ -137,7 +137,7 @@ def data_changed(*, live: bool = False) -> None:
                     DataVersion.objects.create(pk=1, version=1, token=new_token())
             except IntegrityError:  # created meanwhile by another process
                 DataVersion.objects.filter(pk=1).update(version=F("version") + 1, token=new_token())
-    if not live:
+    if not live and settings.DERIVED_REFRESH_ON_CHANGE:
         transaction.on_commit(refresh_request)  # at once outside a transaction
 
 
