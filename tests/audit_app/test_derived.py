@@ -318,19 +318,30 @@ def test_an_ingest_asks_for_the_refresh_and_does_not_run_it(
 
 
 def test_the_ingest_command_returns_fresh_and_the_task_it_queued_then_does_nothing(
-    enqueued: list[str], django_capture_on_commit_callbacks: Any, tmp_path: Any
+    enqueued: list[str],
+    django_capture_on_commit_callbacks: Any,
+    tmp_path: Any,
+    engineer_user: Any,
 ) -> None:
-    path = tmp_path / "a.csv"
-    path.write_text(ROWS)
+    # The evals workload is known to be asynchronous before its log lands (an override).
+    workload_override(
+        workload=Workload.objects.create(name="evals"),
+        user=engineer_user,
+        workload_class="async",
+        reason="nightly",
+    )
+    path = tmp_path / "evals.csv"
+    path.write_text(EVALS)
     with django_capture_on_commit_callbacks(execute=True):
         call_command("ingest", str(path), stdout=io.StringIO())
-    # Fresh when the command returns: w0, w1, w2 classified from this data version...
-    assert DerivedState.objects.get(pk=1).data_token == data_token()
-    assert set(WorkloadClassification.objects.values_list("workload__name", flat=True)) == {
-        "w0",
-        "w1",
-        "w2",
-    }
+    # Fresh when the command returns: classified and priced from this data version...
+    version = current_version()
+    assert DerivedState.objects.get(pk=1).data_token == version.token
+    assert list(WorkloadClassification.objects.values_list("workload__name", flat=True)) == [
+        "evals"
+    ]
+    batch = Recommendation.objects.get(workload__name="evals", target_kind="batch_api")
+    assert (batch.data_version, batch.savings_monthly_usd) == (version.version, Decimal("0.64"))
     assert derived_state.derived_is_stale() is False
     # ...and the refresh its landing queued, run by a worker now, finds nothing to do.
     assert enqueued == [REFRESH]
