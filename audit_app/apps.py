@@ -22,10 +22,11 @@ class AuditAppConfig(AppConfig):
             WorkloadOverride,
         )
 
-        # Cached results (audit_app.lib.results_cache) and derived results (classes and
-        # recommendations, audit_app.reporting.derived) follow a new data version whenever what
-        # they are computed from changes: an upload that lands or goes, a price card, a serving
-        # pool, a hardware entry, a throughput assumption, a workload's SLO, an override.
+        # A change to what cached results and derived results (classes, recommendations, the
+        # plan, alerts: audit_app.derived) are computed from is recorded in one place,
+        # results_cache.data_changed, which also asks for the refresh once it commits: an
+        # upload that lands or goes, a price card, a serving pool, a hardware entry, a
+        # throughput assumption, a workload's SLO, an override.
         post_save.connect(_upload_saved, sender=Upload, dispatch_uid="results-upload")
         inputs = (PriceCard, ServingPool, HardwareTarget, ThroughputAssumption, WorkloadOverride)
         for model in (*inputs, Workload):
@@ -41,10 +42,8 @@ class AuditAppConfig(AppConfig):
 
 def _changed(**kwargs: object) -> None:
     from audit_app.lib.results_cache import data_changed
-    from audit_app.reporting.derived import derived_refresh_request
 
-    data_changed()  # cached results are keyed by data they cannot outlive...
-    derived_refresh_request()  # ...and classes and recommendations follow once it commits
+    data_changed()
 
 
 def _upload_saved(instance: object, **kwargs: object) -> None:

@@ -371,7 +371,7 @@ class DataVersion(models.Model):
     compute from changes (an upload landed or deleted, a price card, serving pool, hardware
     entry or override edited), so cached results (audit_app.lib.results_cache) are keyed by data
     they cannot outlive. A landing of live records draws a new token but keeps the number, so
-    derived results can tell it from the changes they follow at once (`reporting.derived`).
+    derived results can tell it from the changes they follow at once (`lib.derived_state`).
 
     ``token`` is a random value drawn anew with every change: cache keys use it, not the
     number, so two databases (or a database restored from a backup) that reach the same
@@ -387,7 +387,7 @@ class DataVersion(models.Model):
 
 class DerivedState(models.Model):
     """One row: the data version that workload classes and recommendations were last computed
-    from (`audit_app.reporting.derived`). Refreshes lock it, so two never run at once."""
+    from (`audit_app.derived`). Refreshes lock it, so two never run at once."""
 
     data_token = models.CharField(max_length=32, blank=True)
     data_version = models.BigIntegerField(default=0)

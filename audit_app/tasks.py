@@ -1,4 +1,8 @@
-"""Celery tasks. Thin: each takes ids, loads objects and calls a service."""
+"""Celery tasks. Thin: each takes ids, loads objects and calls a service.
+
+A front end, like the views: tasks import services, never the other way round. A service that
+queues a task sends its name (`audit_app.lib.task_queue`, whose constants name the tasks here).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
+
+from audit_app.lib import task_queue
 
 if TYPE_CHECKING:
     from audit_app.ingestion.fanout import PartSpec
@@ -28,11 +34,12 @@ def ping() -> str:
     return "pong"
 
 
-@shared_task(name="audit_app.ingest_upload", **_INGEST_TASK)
+@shared_task(name=task_queue.INGEST_UPLOAD, **_INGEST_TASK)
 def ingest_upload(upload_id: int) -> str:
     """Ingest one upload; idempotent, so a redelivered or retried task is harmless. An upload
     deleted before or during its ingest ends it ("deleted"). A large splittable file fans
-    out into part tasks (audit_app.ingestion.fanout)."""
+    out into part tasks (audit_app.ingestion.fanout). The landing queues the refresh of
+    derived results (audit_app.derived)."""
     from audit_app.ingestion.fanout import fan_out
     from audit_app.ingestion.ingest import UploadDeleted, upload_ingest
     from audit_app.models import Upload
@@ -44,16 +51,16 @@ def ingest_upload(upload_id: int) -> str:
     return upload.status
 
 
-@shared_task(name="audit_app.refresh_derived", **_INGEST_TASK)
+@shared_task(name=task_queue.REFRESH_DERIVED, **_INGEST_TASK)
 def refresh_derived() -> bool:
-    """Re-classify and re-price when the data changed since the last refresh (a no-op
-    otherwise, so duplicates are harmless); see audit_app.reporting.derived."""
-    from audit_app.reporting.derived import derived_refresh
+    """Refresh derived results when the data changed since the last refresh (a no-op
+    otherwise, so duplicates are harmless); see audit_app.derived."""
+    from audit_app.derived import derived_refresh
 
     return derived_refresh()
 
 
-@shared_task(name="audit_app.ingest_part", **_INGEST_TASK)
+@shared_task(name=task_queue.INGEST_PART, **_INGEST_TASK)
 def ingest_part(upload_id: int, spec: PartSpec) -> str:
     """Parse one byte range of a large upload (see audit_app.ingestion.fanout); the part
     that completes the set lands the upload. Idempotent: a redelivered part rewrites its file."""
@@ -63,7 +70,7 @@ def ingest_part(upload_id: int, spec: PartSpec) -> str:
 
 
 @shared_task(
-    name="audit_app.deliver_alert",
+    name=task_queue.DELIVER_ALERT,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -98,7 +105,7 @@ def deliver_alert(self: Any, delivery_id: int) -> str:
         ) from exc
 
 
-@shared_task(name="audit_app.evaluate_alerts", **_INGEST_TASK)
+@shared_task(name=task_queue.EVALUATE_ALERTS, **_INGEST_TASK)
 def evaluate_alerts() -> int:
     """The schedule's pass (Celery beat, every ALERT_EVALUATE_EVERY_SECONDS): create the alerts
     due (budgets and anomalies) and queue again the deliveries whose task was lost; how many
@@ -114,10 +121,10 @@ def evaluate_alerts() -> int:
 @shared_task(name="audit_app.land_live", ignore_result=True)
 def land_live() -> int:
     """The schedule's landing of live records (Celery beat, every LIVE_LAND_EVERY_SECONDS):
-    micro-batches land what the receivers kept, exactly once, then derived results refresh if
-    due (see audit_app.ingestion.live.landing); how many records were counted. A failed pass
-    lands nothing and the next beat tries again, so it is not retried here; two at once land
-    different batches."""
+    micro-batches land what the receivers kept, exactly once, then a refresh of derived
+    results is queued if one is due (see audit_app.ingestion.live.landing); how many records
+    were counted. A failed pass lands nothing and the next beat tries again, so it is not
+    retried here; two at once land different batches."""
     from audit_app.ingestion.live.landing import live_land_due
 
     return sum(landed.landed for landed in live_land_due())
@@ -141,7 +148,7 @@ def prices_sync() -> int:
     return len(sync().added)
 
 
-@shared_task(name="audit_app.poll_billing_source")
+@shared_task(name=task_queue.POLL_BILLING_SOURCE)
 def poll_billing_source(source_id: int) -> str:
     """Poll one billing source now (its page's "Poll now", the API); "deleted" if it is gone,
     else "ok" or "failed" (the source records why)."""

@@ -893,7 +893,7 @@ def _prepare(redis: Redis) -> Setup:
     with open(big, "rb") as source:
         upload = upload_create(source=source, original_name="faults-reference.csv", enqueue=False)
     started = time.monotonic()
-    upload = upload_ingest(upload_id=upload.pk, refresh=False)
+    upload = upload_ingest(upload_id=upload.pk)
     seconds = time.monotonic() - started
     reference = _rollup_shape(upload.pk)["hourly"]["rows"]
     check(upload.status == Upload.Status.SUCCEEDED, f"clean ingest: {upload.error}")

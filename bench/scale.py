@@ -270,7 +270,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from audit_app.access.tokens import api_token_issue
 from audit_app.lib.results_cache import data_changed
-from audit_app.reporting.derived import derived_refresh
+from audit_app.derived import derived_refresh
 from audit_app.reporting.selectors import data_date_range
 import config.wsgi  # noqa: F401
 

@@ -48,7 +48,5 @@ def _measured_points(*, model: str, hardware: str) -> list[MeasuredPoint]:
 
 def _run_changed(**kwargs: object) -> None:
     from audit_app.lib.results_cache import data_changed
-    from audit_app.reporting.derived import derived_refresh_request
 
     data_changed()
-    derived_refresh_request()

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
+from audit_app.costs.rollups import daily_rollups
 from audit_app.lib.results_cache import cached
 from audit_app.models import Recommendation
 from audit_app.recommendations.evidence import MeasuredPoint
 from audit_app.recommendations.pool_replicas import MeasuredThroughput
-from audit_app.reporting.selectors import daily_rollups
 from benchmarks_app import matching
 from benchmarks_app.models import BenchmarkRun
 from benchmarks_app.runs import run_fields

@@ -170,7 +170,7 @@ def hosted_prices(fields: metrics.RunFields) -> tuple[metrics.RunFields, str]:
             f"stated: ${fields.usd_per_million_input} input, "
             f"${fields.usd_per_million_output} output per 1M tokens"
         )
-    from audit_app.reporting.selectors import price_book
+    from audit_app.costs.price_cards import price_book
 
     price = price_book().find(
         provider=fields.provider, model=fields.model, day=timezone.localdate()
@@ -366,11 +366,8 @@ def _recommendation_move(
 
 def workload_traffic(name: str) -> tuple[list[int], str]:
     """A workload's output tokens per hour over its last 30 days with data, and a label."""
-    from audit_app.reporting.selectors import (
-        data_date_range,
-        hourly_output_tokens,
-        rollups_in_range,
-    )
+    from audit_app.costs.rollups import rollups_in_range
+    from audit_app.reporting.selectors import data_date_range, hourly_output_tokens
 
     bounds = data_date_range()
     if bounds is None or not name:

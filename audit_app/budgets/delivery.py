@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from audit_app.budgets.alert_text import chat_text, email_body_text, email_subject
-from audit_app.lib import outbound
+from audit_app.lib import outbound, task_queue
 from audit_app.lib.masking import mask_webhook
 from audit_app.lib.outbound import OutboundFailed, OutboundRefused, policy_from_settings
 from audit_app.models import Alert, AlertDelivery
@@ -63,11 +63,10 @@ def deliveries_queue(delivery_ids: list[int]) -> None:
 
 
 def _enqueue(delivery_ids: Iterable[int]) -> None:
-    from audit_app.ingestion.requeue import publish
-    from audit_app.tasks import deliver_alert
-
     for delivery_id in delivery_ids:
-        publish(deliver_alert, args=[delivery_id], what=f"alert delivery {delivery_id}")
+        task_queue.publish(
+            task_queue.DELIVER_ALERT, args=[delivery_id], what=f"alert delivery {delivery_id}"
+        )
 
 
 def deliveries_requeue_stale() -> int:

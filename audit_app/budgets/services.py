@@ -27,6 +27,7 @@ from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import BUDGET_WRITER_ROLES, Actor, has_role
 from audit_app.budgets.status import pool_billing_providers
 from audit_app.costs.providers import normalize_provider
+from audit_app.lib import task_queue
 from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.masking import ELLIPSIS, mask_webhook, unmasked
 from audit_app.models import AuditEvent, Budget, Workload
@@ -348,11 +349,9 @@ def alerts_evaluate_soon() -> None:
     """Alerts are derived from budgets too: once a budget is created or changed, evaluate them
     (the worker's task), so a budget already past a threshold alerts now, not at the next
     scheduled pass. A broker that is away costs nothing: the schedule evaluates again."""
-
-    from audit_app.ingestion.requeue import publish
-    from audit_app.tasks import evaluate_alerts
-
-    transaction.on_commit(lambda: publish(evaluate_alerts, what="the alert evaluation"))
+    transaction.on_commit(
+        lambda: task_queue.publish(task_queue.EVALUATE_ALERTS, what="the alert evaluation")
+    )
 
 
 @transaction.atomic

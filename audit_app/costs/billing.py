@@ -22,9 +22,9 @@ from django.db.models.functions import TruncDate
 from audit_app.costs.attribution import PoolAttribution, attribute_pool, spread_over_hours
 from audit_app.costs.pricing import normalize_model
 from audit_app.costs.providers import normalize_provider, usage_provider
+from audit_app.costs.rollups import hosted_pooled_q, priced_groups, rollups_in_range
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, HourlyRollup, ServingPool, Upload
-from audit_app.reporting.selectors import hosted_pooled_q, priced_groups, rollups_in_range
 
 DEFAULT_THRESHOLD_PERCENT = Decimal(5)
 _MODEL_BOUNDARY = frozenset("-:@.")

@@ -21,6 +21,7 @@ from audit_app.costs.pricing import (
     counting_threshold,
     tier_mismatch,
 )
+from audit_app.lib.results_cache import data_changed
 from audit_app.models import DailyRollup, PriceCard
 
 # `DatasetCard` price names -> PriceCard fields, in `pricing.PRICE_FIELDS` order.
@@ -269,9 +270,4 @@ def _apply(
         )
     for card_id, rule in rules_for.items():
         PriceCard.objects.filter(pk=card_id).update(match_rule=rule)
-    # bulk_create and update send no signals: tell cached and derived results here.
-    from audit_app.lib.results_cache import data_changed
-    from audit_app.reporting.derived import derived_refresh_request
-
-    data_changed()
-    derived_refresh_request()
+    data_changed()  # bulk_create and update send no signals: record the change here

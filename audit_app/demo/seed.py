@@ -28,7 +28,6 @@ from audit_app.demo.writers import write_litellm_csv, write_otel_jsonl
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Budget, ServingPool, Upload
-from audit_app.reporting.derived import derived_refresh
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +92,8 @@ def demo_data_load(
     week (`plant_anomalies`). Then the benchmark sweep pair and its gate
     (`demo_benchmarks_load`), and the budgets sized on that spend (`demo_budgets_ensure`).
     Each part runs once: a later call finds the demo uploads (of logs and bills), the demo
-    runs and budgets, and loads only what is not there yet.
+    runs and budgets, and loads only what is not there yet. Derived results follow like any
+    other change; `manage.py seed_demo` refreshes them before it returns.
     """
     demo_teams_ensure()
     logs_loaded = (
@@ -146,9 +146,6 @@ def demo_data_load(
             },
         )
     benchmarks = demo_benchmarks_load(directory=directory)
-    # Classes and recommendations once everything is in (logs, the bill and its pools, the
-    # benchmark runs that measure real-time moves), before the command returns.
-    derived_refresh()
     return DemoDataResult(
         uploads=uploads,
         skipped=False,
@@ -162,4 +159,4 @@ def demo_data_load(
 def _ingest_file(path: Path, *, kind: str) -> Upload:
     with open(path, "rb") as source:
         upload = upload_create(source=source, original_name=path.name, kind=kind, enqueue=False)
-    return upload_ingest(upload_id=upload.pk, refresh=False)
+    return upload_ingest(upload_id=upload.pk)

@@ -66,7 +66,6 @@ from audit_app.ingestion.ingest import (
     NameFolds,
     ParseResult,
     UploadDeleted,
-    after_ingest,
     fail_upload,
     gc_paused,
     land_result,
@@ -78,6 +77,7 @@ from audit_app.ingestion.reading import ImportFileError, read_head
 from audit_app.ingestion.rollups import IngestAggregate
 from audit_app.ingestion.token_logs import litellm_columnar
 from audit_app.ingestion.token_logs.frame import LINE, requests_to_frame
+from audit_app.lib import task_queue
 from audit_app.models import Upload
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ SPLITTABLE_FORMATS = ("litellm", "generic")
 # --- Planning (inside the ingest task) ----------------------------------------------------------
 
 
-def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
+def fan_out(upload_id: int) -> Upload | None:
     """Queue the parts of a large splittable token log and return the (running) upload; None
     when the file is to be read in one pass (small, billing, not splittable, unreadable head)."""
     upload = Upload.objects.get(pk=upload_id)
@@ -108,9 +108,7 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
         part_files.delete_parts(upload_id)  # what an earlier attempt left
         size = upload.size_bytes
         if split.quoted_newline_near_start(stream, layout=layout):
-            _queue_scanned(
-                upload_id, stream, size=size, layout=layout, format=detected, refresh=refresh
-            )
+            _queue_scanned(upload_id, stream, size=size, layout=layout, format=detected)
         else:
             targets = split.part_targets(size=size, parts=wanted, layout=layout)
             cuts = zip([0, *targets], [*targets, size], strict=True)
@@ -120,7 +118,6 @@ def fan_out(upload_id: int, *, refresh: bool = True) -> Upload | None:
                 size=size,
                 layout=layout,
                 format=detected,
-                refresh=refresh,
                 scanned=False,
             )
     return Upload.objects.get(pk=upload_id)
@@ -137,19 +134,16 @@ class PartSpec(TypedDict):
     prefix_end: int
     prefix_lines: int
     format: str
-    refresh: NotRequired[bool]  # optional in a message, so read with .get (default True)
 
 
 def _queue_scanned(
-    upload_id: int, stream: BinaryIO, *, size: int, layout: split.Layout, format: str, refresh: bool
+    upload_id: int, stream: BinaryIO, *, size: int, layout: split.Layout, format: str
 ) -> None:
     """Cut by a scan of the whole file; each part is queued as soon as its end is found, so
     workers start on the first parts while the rest of the file is scanned."""
     parts = split.iter_parts(stream, size=size, parts=settings.INGEST_FANOUT_PARTS, layout=layout)
     cuts = ((part.start, part.end) for part in parts)
-    _queue_parts(
-        upload_id, cuts, size=size, layout=layout, format=format, refresh=refresh, scanned=True
-    )
+    _queue_parts(upload_id, cuts, size=size, layout=layout, format=format, scanned=True)
 
 
 def _queue_parts(
@@ -159,15 +153,12 @@ def _queue_parts(
     size: int,
     layout: split.Layout,
     format: str,
-    refresh: bool,
     scanned: bool,
 ) -> None:
     """One `ingest_part` task per (start, end) target pair, under a new plan id."""
-    from audit_app.tasks import ingest_part
-
     plan_id = uuid.uuid4().hex
     part_files.save_plan(upload_id, plan_id=plan_id, parts=None, scanned=scanned)
-    options = _same_queue()
+    queue = _same_queue()
     for index, (start, end) in enumerate(cuts):
         if end >= size:
             # Before the last part is queued: whichever part finishes last sees the count.
@@ -187,18 +178,17 @@ def _queue_parts(
             "prefix_end": layout.prefix_end,
             "prefix_lines": layout.prefix_lines,
             "format": format,
-            "refresh": refresh,
         }
-        ingest_part.apply_async(args=[upload_id, spec], **options)
+        task_queue.send(task_queue.INGEST_PART, args=[upload_id, spec], queue=queue)
 
 
-def _same_queue() -> dict[str, str]:
+def _same_queue() -> str | None:
     """Parts go to the queue the ingest task came from, so workers that serve a dedicated
     queue get them too."""
     request = getattr(current_task, "request", None)
     delivery = getattr(request, "delivery_info", None) or {}
-    queue = delivery.get("routing_key")
-    return {"queue": queue} if queue else {}
+    queue: str | None = delivery.get("routing_key") or None
+    return queue
 
 
 def _plan(upload: Upload, stream: BinaryIO) -> tuple[str, split.Layout] | None:
@@ -400,8 +390,6 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: part_files.PartRes
         default_storage.exists(part_files.part_name(upload_id, i)) for i in range(parts)
     ):
         return "stored"
-    landed = False
-    refresh = spec.get("refresh", True)
     try:
         with gc_paused(), transaction.atomic():
             upload = Upload.objects.select_for_update().filter(pk=upload_id).first()
@@ -419,7 +407,7 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: part_files.PartRes
                 layout = _layout(spec)
                 lines_before = _lines_before(done, layout=layout)
                 if lines_before is None and not plan.get("scanned"):
-                    _cut_again(upload, layout=layout, format=spec["format"], refresh=refresh)
+                    _cut_again(upload, layout=layout, format=spec["format"])
                     return "cut again"  # the new parts land; this cut's files are gone
                 _to_file_lines(done, lines_before)
                 errors = [_error(r, layout, lines_before) for r in done if r.error or r.file_error]
@@ -441,7 +429,6 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: part_files.PartRes
                         merged_at - started,
                         time.monotonic() - merged_at,
                     )
-                    landed = True
                     outcome = "landed"
     except (OperationalError, InterfaceError):
         raise
@@ -450,8 +437,6 @@ def _land_if_complete(upload_id: int, *, spec: PartSpec, own: part_files.PartRes
         fail_upload(upload_id, unexpected_error(exc))
         outcome = "failed"
     part_files.delete_parts(upload_id)
-    if landed and refresh:
-        after_ingest()
     return outcome
 
 
@@ -480,7 +465,7 @@ def _lines_before(
     return split.lines_before_parts(cast(list[split.Counts], counts), kind=layout.kind)
 
 
-def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bool) -> None:
+def _cut_again(upload: Upload, *, layout: split.Layout, format: str) -> None:
     """A cut fell inside a quoted value spanning lines: drop this cut's results and cut the
     file by a scan, which counts quote parity up to every cut."""
     logger.info("upload %s: a cut fell inside a quoted value; cutting again by a scan", upload.pk)
@@ -493,7 +478,6 @@ def _cut_again(upload: Upload, *, layout: split.Layout, format: str, refresh: bo
             size=upload.size_bytes,
             layout=layout,
             format=format,
-            refresh=refresh,
         )
 
 

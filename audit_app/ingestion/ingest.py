@@ -13,7 +13,7 @@ import gc
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -54,7 +54,6 @@ from audit_app.models import (
     Workload,
     WorkloadDay,
 )
-from audit_app.reporting.derived import refreshed_by_caller
 
 logger = logging.getLogger(__name__)
 
@@ -80,27 +79,16 @@ class ParseResult:
     notes: list[str] = field(default_factory=list)  # names already folded (`NameFolds`)
 
 
-def upload_ingest(*, upload_id: int, refresh: bool = True) -> Upload:
-    """Parse and land one upload in one pass, then (unless `refresh` is off) re-classify
-    workloads and re-price recommendations. Safe to call again for the same upload (see module
+def upload_ingest(*, upload_id: int) -> Upload:
+    """Parse and land one upload in one pass. Safe to call again for the same upload (see module
     doc). The `audit_app.ingest_upload` task first offers a large splittable token log to
-    `audit_app.ingestion.fanout.fan_out`, which queues it as parts instead.
+    `audit_app.ingestion.fanout.fan_out`, which queues it as parts instead. Landing is a change
+    to the data like any other (`results_cache.data_changed`, from the upload's signal): derived
+    results follow it by the refresh task, or by the caller's own refresh (`manage.py ingest`).
     """
     if not Upload.objects.filter(pk=upload_id).exists():
         raise UploadDeleted(upload_id)
-    with refreshed_by_caller() if refresh else nullcontext():
-        upload = _ingest(upload_id)
-    if refresh and upload.status == Upload.Status.SUCCEEDED:
-        after_ingest()
-    return upload
-
-
-def after_ingest() -> None:
-    """What a landed upload changes downstream: workload classes, then recommendations, then
-    the default pages' results are computed into the cache (`services.derived`)."""
-    from audit_app.reporting.derived import derived_refresh
-
-    derived_refresh()
+    return _ingest(upload_id)
 
 
 def _ingest(upload_id: int) -> Upload:

@@ -12,14 +12,16 @@ have waited longer than `UPLOAD_REQUEUE_AFTER_SECONDS` (a message lost, e.g. by 
 without persistence). A sweeper does not re-enqueue what it enqueued itself within the last
 `UPLOAD_REQUEUE_AFTER_SECONDS`. A duplicate message is harmless: the ingest is idempotent (an
 upload already `succeeded` or `failed` is left alone, and landing is one transaction that a
-second run finds done).
+second run finds done). Each sweep also asks for a refresh of derived results when one is due
+(`audit_app.lib.derived_state.refresh_if_due`), so one asked for while the broker was down
+still happens.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +30,7 @@ from django.db import close_old_connections, connections
 from django.db.models import Q
 from django.utils import timezone
 
+from audit_app.lib import derived_state, task_queue
 from audit_app.models import Upload
 
 logger = logging.getLogger(__name__)
@@ -37,26 +40,6 @@ ENQUEUE_NOTE = (
     f"{ENQUEUE_NOTE_PREFIX}: it could not be reached when this file was uploaded. The file is "
     "stored; a worker queues it by itself once the broker is back, no need to upload it again."
 )
-# Publishing gives up after about a second when the broker refuses connections (each attempt is
-# also bounded by CELERY_BROKER_CONNECTION_TIMEOUT when it does not answer at all).
-PUBLISH_RETRY_POLICY = {
-    "max_retries": 2,
-    "interval_start": 0,
-    "interval_step": 0.5,
-    "interval_max": 1,
-}
-
-
-def publish(task: Any, *, what: str, args: Sequence[Any] = ()) -> None:
-    """Queue ``task`` (with ``args``), no result to wait for, with the bounded publish retry. A
-    broker that is away is logged, never raised: the worker's sweep or the schedule asks
-    again."""
-    try:
-        task.apply_async(
-            args=list(args), ignore_result=True, retry=True, retry_policy=PUBLISH_RETRY_POLICY
-        )
-    except Exception:
-        logger.warning("could not queue %s", what, exc_info=True)
 
 
 def upload_enqueue(upload_id: int, *, queue: str | None = None) -> bool:
@@ -65,21 +48,12 @@ def upload_enqueue(upload_id: int, *, queue: str | None = None) -> bool:
     The message asks for no result (`ignore_result`): the upload row is the result, and waiting
     on a Redis result backend that is down would block the caller for 20 s.
     """
-    from audit_app.tasks import ingest_upload
-
-    options: dict[str, Any] = {
-        "ignore_result": True,
-        "retry": True,
-        "retry_policy": PUBLISH_RETRY_POLICY,
-    }
-    if queue:
-        options["queue"] = queue
-    if ingest_upload.app.conf.task_always_eager:
+    if task_queue.in_process():
         # In-process (tests, debugging): the "publish" is the ingest itself; let errors show.
-        ingest_upload.apply_async(args=[upload_id], **options)
+        task_queue.send(task_queue.INGEST_UPLOAD, args=[upload_id], queue=queue)
         return True
     try:
-        ingest_upload.apply_async(args=[upload_id], **options)
+        task_queue.send(task_queue.INGEST_UPLOAD, args=[upload_id], queue=queue)
     except Exception as exc:  # any failure to publish means the broker did not take it
         logger.warning(
             "upload %s stays queued: the task broker could not be reached (%s: %s); "
@@ -164,12 +138,10 @@ class RequeueSweeper(threading.Thread):
             self._stopping.wait(self.interval)
 
     def sweep_once(self) -> list[int]:
-        from audit_app.reporting.derived import derived_refresh_if_stale
-
         close_old_connections()
         try:
             sent = requeue_sweep(recently_enqueued=self.recently_enqueued, queue=self.queue)
-            derived_refresh_if_stale()
+            derived_state.refresh_if_due()
             return sent
         except Exception:
             # The database may be restarting: log it and try again at the next interval.

@@ -41,6 +41,7 @@ from audit_app.ingestion.uploads import (
     too_large_message,
     upload_create,
 )
+from audit_app.lib import task_queue
 from audit_app.lib.masking import mask_url_credentials
 from audit_app.lib.outbound import policy_from_settings
 from audit_app.models import BillingSource, Upload
@@ -181,15 +182,10 @@ def source_poll_now(*, source: BillingSource, user: Actor) -> bool:
 def source_poll_soon(source: BillingSource) -> bool:
     """Queue a poll of the source now (the "Poll now" button, the API); False when the task
     broker could not take it (the schedule still polls it when due)."""
-    from audit_app.ingestion.requeue import PUBLISH_RETRY_POLICY
-    from audit_app.tasks import poll_billing_source
-
     try:
-        poll_billing_source.apply_async(
-            args=[source.pk], ignore_result=True, retry=True, retry_policy=PUBLISH_RETRY_POLICY
-        )
+        task_queue.send(task_queue.POLL_BILLING_SOURCE, args=[source.pk])
     except Exception:
-        if poll_billing_source.app.conf.task_always_eager:
+        if task_queue.in_process():
             raise
         logger.warning("could not queue a poll of billing source %s", source.pk, exc_info=True)
         return False

@@ -375,7 +375,7 @@ def upload_delete(*, upload: Upload, user: Actor = None) -> None:
     it had superseded count again, unless a newer upload superseded it too
     (`audit_app.ingestion.supersession`). A queued or running ingest of it stops at its next
     progress write (`services.ingest.UploadDeleted`); a running refresh of derived results
-    stops at its next checkpoint, as the data version moves (`services.derived`).
+    stops at its next checkpoint, as the data version moves (`audit_app.derived`).
 
     Refused (UploadInUse, nothing deleted) while a gate compares a benchmark run of it.
     """

@@ -1,2 +1,3 @@
 """Plumbing every part uses: bulk writes, CSV export, upload handling, request middleware, the
-results cache, number formatting, query parameters and health checks."""
+data version and results cache, whether derived results are current, tasks queued by name,
+number formatting, query parameters and health checks."""

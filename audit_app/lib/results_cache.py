@@ -1,4 +1,14 @@
-"""Results of reads over rollups, cached until the data changes.
+"""The data version: where a change to the data is recorded; results of reads cached under it.
+
+Every change to what pages and derived results are computed from is recorded here, by
+`data_changed`, and nowhere else: the model signals in `audit_app.apps` call it for uploads
+that land or go, price cards, serving pools, hardware entries, throughput assumptions,
+workloads and overrides; bulk writes that send no signal call it themselves, and live landings
+call it with ``live=True``. It starts a new data version in the caller's transaction and, once
+that commits, asks a worker for a refresh of derived results (`refresh_request`: the
+`audit_app.refresh_derived` task, queued by its name, so this bottom layer imports nothing
+above it; a duplicate finds nothing due). Whether a refresh is due, and the throttle of live
+landings, is `audit_app.lib.derived_state`; the refresh itself is `audit_app.derived`.
 
 Pages recompute spend, percentiles and filter choices from rollups on every request; over a
 year of data for hundreds of workloads that is seconds of work, while the data only changes
@@ -23,7 +33,7 @@ every read asks, and ``data_changed`` forgets the request's token, so a request 
 data reads its own new version.
 
 The first reader after a change pays the full cost; the worker's warm-up after a refresh
-(`audit_app.reporting.derived`) pays it instead. Readers of one missing entry in one process
+(`audit_app.derived`) pays it instead. Readers of one missing entry in one process
 wait for the first one's result rather than computing it beside it (`_compute_once`).
 """
 
@@ -36,11 +46,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from audit_app.lib import task_queue
 from audit_app.models import DataVersion
 
 logger = logging.getLogger(__name__)
@@ -106,12 +118,14 @@ def _read_token() -> str:
 
 
 def data_changed(*, live: bool = False) -> None:
-    """Start a new data version, in the caller's transaction (call it after the change).
+    """Record a change to the data (call it after the change): a new data version in the
+    caller's transaction, and a refresh of derived results asked for once it commits.
 
     ``live``: the change is a landing of live records (`audit_app.ingestion.live.landing`). It
-    draws a new token, so pages show the new records at once, but keeps the version number:
-    the number counts the changes derived results follow at once, and live landings refresh
-    them at most every LIVE_REFRESH_MIN_SECONDS (`audit_app.reporting.derived`)."""
+    draws a new token, so pages show the new records at once, but keeps the version number and
+    asks for no refresh: the number counts the changes derived results follow at once, and live
+    landings refresh them at most every LIVE_REFRESH_MIN_SECONDS (the land task asks,
+    `derived_state.refresh_if_due`)."""
     _request.token = None  # this request reads the new token from now on
     changes: dict[str, Any] = {"token": new_token(), "changed_at": timezone.now()}
     if not live:
@@ -123,6 +137,16 @@ def data_changed(*, live: bool = False) -> None:
                     DataVersion.objects.create(pk=1, version=1, token=new_token())
             except IntegrityError:  # created meanwhile by another process
                 DataVersion.objects.filter(pk=1).update(version=F("version") + 1, token=new_token())
+    if not live and settings.DERIVED_REFRESH_ON_CHANGE:
+        transaction.on_commit(refresh_request)  # at once outside a transaction
+
+
+def refresh_request() -> None:
+    """Ask a worker for a refresh of derived results: queue the `audit_app.refresh_derived`
+    task by its name. A no-op when DERIVED_REFRESH_ON_CHANGE is off (the unit tests). A broker
+    that is away is logged: the workers' sweep asks again (`derived_state.refresh_if_due`)."""
+    if settings.DERIVED_REFRESH_ON_CHANGE:
+        task_queue.publish(task_queue.REFRESH_DERIVED, what="a refresh of derived results")
 
 
 def query_key(queryset: QuerySet[Any]) -> str:

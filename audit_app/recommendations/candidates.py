@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from audit_app.costs.costing import HOURS_IN_MONTH, ScalingMode, cost_on_profile
+from audit_app.costs.rollups import rollups_in_range
 from audit_app.models import Workload, WorkloadClass
 from audit_app.recommendations.evidence import (
     LatencyBounds,
@@ -44,9 +45,9 @@ from audit_app.recommendations.pool_options import PoolKind, PoolPlan, summed
 from audit_app.recommendations.pool_replicas import measured_points
 from audit_app.recommendations.pools import PricedPool, headroom, pool_plans, priced_pools
 from audit_app.recommendations.pools import plan_details as pool_plan_details
-from audit_app.recommendations.services import OptionTargets, min_savings, option_targets
+from audit_app.recommendations.targets import OptionTargets, min_savings, option_targets
 from audit_app.reporting.filters import SpendFilters
-from audit_app.reporting.selectors import hourly_output_tokens, rollups_in_range, workload_usage
+from audit_app.reporting.selectors import hourly_output_tokens, workload_usage
 from audit_app.reporting.spend import SpendLines, SpendRow, spend_lines
 from audit_app.workloads.services import effective_class
 

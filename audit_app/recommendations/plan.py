@@ -28,7 +28,7 @@ from audit_app.recommendations.candidates import (
 )
 from audit_app.recommendations.planning import Evidence, Plan, PlanOption, plan_build
 from audit_app.recommendations.realised import RealisedSaving, realised_saving
-from audit_app.recommendations.services import min_savings
+from audit_app.recommendations.targets import min_savings
 from audit_app.reporting.filters import date_window
 from audit_app.reporting.selectors import RecommendationRole
 from audit_app.workloads.services import analysis_window

@@ -32,6 +32,7 @@ from audit_app.costs.billing import (
     pool_rollups,
 )
 from audit_app.costs.costing import HOURS_IN_MONTH, Deployment
+from audit_app.costs.rollups import rollups_in_range
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.lib.results_cache import cached
 from audit_app.models import (
@@ -60,12 +61,11 @@ from audit_app.recommendations.pool_replicas import (
     pool_replica,
     replica_throughput,
 )
-from audit_app.recommendations.services import (
+from audit_app.recommendations.targets import (
     OptionTargets,
     min_savings,
     option_targets,
 )
-from audit_app.reporting.selectors import rollups_in_range
 from audit_app.workloads.services import analysis_window, effective_class
 
 

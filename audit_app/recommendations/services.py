@@ -2,8 +2,9 @@
 
 Targets (DESIGN §3.6): the batch tier of the same API model; cheaper providers of the same open
 model; dedicated throughput hardware. The option math is `audit_app.recommendations.options`
-(pure); this module reads what it prices against (price cards, the catalog's API listings and
-instances, the throughput assumptions) and each workload's traffic, and keeps the results.
+(pure); `targets` reads what it prices against (price cards, the catalog's API listings and
+instances, the throughput assumptions), `candidates` each workload's and pool's options over
+the window; this module ranks them and keeps the results.
 
 What a workload costs now comes from the one read model (`reporting.spend`: API spend plus its
 share of GPU pool bills), scaled from the window to a month. Options saving less than
@@ -17,40 +18,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, cast
+from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role
 from audit_app.costs.billing import pool_reports
-from audit_app.costs.price_cards import price_book
-from audit_app.costs.pricing import PriceBook
+from audit_app.costs.rollups import daily_rollups
 from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.results_cache import current_version
 from audit_app.models import (
     AuditEvent,
-    HardwareTarget,
     Recommendation,
     RecommendationEvent,
     RecommendationMoveRefused,
-    ThroughputAssumption,
     Workload,
 )
-from audit_app.recommendations.options import (
-    ApiListing,
-    HardwareOffer,
-    Instance,
-    Throughput,
-)
-from audit_app.reporting.selectors import (
-    daily_rollups,
-)
+from audit_app.recommendations.candidates import stored_plan_fields, window_options
+from audit_app.recommendations.targets import min_savings, option_targets
 from audit_app.workloads.services import (
     CHECKPOINT_EVERY,
     analysis_window,
@@ -68,64 +57,6 @@ class DecisionRefused(DomainError):
 
 def _money(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
-
-
-@dataclass(frozen=True, kw_only=True)
-class OptionTargets:
-    """What the option builders price against: the price cards, the catalog's API listings
-    and its instances with their throughput assumptions. Read once per refresh."""
-
-    prices: PriceBook
-    listings: tuple[ApiListing, ...]
-    offers: tuple[HardwareOffer, ...]
-    # Every catalogued instance by name, with or without a throughput assumption.
-    instances: dict[str, Instance] = field(default_factory=dict)
-
-
-def option_targets() -> OptionTargets:
-    listings = tuple(
-        ApiListing(
-            provider=row.provider,
-            name=row.name,
-            # The filter below leaves only rows with an input price.
-            usd_per_million_input_tokens=cast(Decimal, row.usd_per_million_input_tokens),
-            usd_per_million_output_tokens=row.usd_per_million_output_tokens,
-            source=row.source,
-            source_date=row.source_date,
-        )
-        for row in HardwareTarget.objects.filter(
-            kind="api", usd_per_million_input_tokens__isnull=False
-        )
-    )
-    instances: dict[str, Instance] = {}
-    for row in HardwareTarget.objects.filter(kind="instance", usd_per_hour__isnull=False):
-        # Names can repeat across providers: the first in the catalog's order serves.
-        instances.setdefault(
-            row.name,
-            Instance(
-                name=row.name,
-                accelerator=row.accelerator,
-                accelerator_count=row.accelerator_count,
-                usd_per_hour=cast(Decimal, row.usd_per_hour),  # the filter: not null
-                source=row.source,
-                source_date=row.source_date,
-            ),
-        )
-    offers = tuple(
-        HardwareOffer(
-            instance=instances[assumption.instance],
-            throughput=Throughput(
-                model_class=assumption.model_class,
-                tokens_per_second=assumption.tokens_per_second,
-                source=assumption.source,
-                source_date=assumption.source_date,
-                notes=assumption.notes,
-            ),
-        )
-        for assumption in ThroughputAssumption.objects.order_by("pk")
-        if assumption.instance in instances
-    )
-    return OptionTargets(prices=price_book(), listings=listings, offers=offers, instances=instances)
 
 
 def _source_uploads(workload: Workload, *, start: date, end: date, gpu: bool) -> list[int]:
@@ -174,10 +105,6 @@ def recommendation_upsert(
     return recommendation
 
 
-def min_savings() -> Decimal:
-    return Decimal(str(settings.RECOMMENDATION_MIN_SAVINGS_USD))
-
-
 MAX_NEEDING_EVIDENCE = 2
 
 
@@ -196,8 +123,6 @@ def recommendations_refresh(
     saving at least the minimum. Writes only what changed, so running it twice on the same data
     changes nothing. ``checkpoint`` is called every CHECKPOINT_EVERY subjects.
     """
-    from audit_app.recommendations.candidates import stored_plan_fields, window_options
-
     window = analysis_window(today)
     if window is None:
         Recommendation.objects.filter(status=Recommendation.Status.PROPOSED).delete()

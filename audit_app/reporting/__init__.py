@@ -1,2 +1,2 @@
-"""What pages, the API, CSV and the CLI read: filters, the spend read model, selectors, charts and
-the refresh of derived results."""
+"""What pages, the API, CSV and the CLI read: filters, the spend read model, selectors and
+charts."""

@@ -12,14 +12,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit_app.costs.providers import normalize_provider
+from audit_app.costs.rollups import daily_rollups, rollups_in_range
 from audit_app.lib.query_params import ParameterError, QueryParams, date_param, text_param
 from audit_app.models import DailyRollup, HourlyRollup
-from audit_app.reporting.selectors import daily_rollups, data_date_range, rollups_in_range
+from audit_app.reporting.selectors import data_date_range
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 800
 # Windows the filters offer as one-click links: the last N days with data. The worker's warm-up
-# (audit_app.reporting.derived.warm_defaults) computes each after every change, so the first
+# (audit_app.derived.warm_defaults) computes each after every change, so the first
 # visitor of a year of data is served from the cache like the visitor of the default window.
 QUICK_WINDOW_DAYS = (7, DEFAULT_DAYS, 90, 365)
 

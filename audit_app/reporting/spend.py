@@ -5,7 +5,7 @@ For a window and filters, each piece of traffic costs
     spend_usd = api_spend_usd + gpu_cost_usd
 
 - ``api_spend_usd``: token-priced usage, the log's own cost or its tokens priced from the price
-  cards at read time (`selectors.priced_groups`);
+  cards at read time (`costs.rollups.priced_groups`);
 - ``gpu_cost_usd``: its share of the serving pools' GPU bills, spread hour by hour by tokens
   (`costs.billing.pool_reports`, rounded to cents once per day and key);
 
@@ -27,16 +27,14 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from audit_app.costs.billing import pool_reports, pooled_models
+from audit_app.costs.rollups import PricedGroup, daily_rollups, priced_groups
 from audit_app.lib.results_cache import cached
 from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import (
     EMPTY_LATENCY,
-    PricedGroup,
     UnpricedModel,
     WorkloadUsage,
-    daily_rollups,
     data_date_range,
-    priced_groups,
     workload_usage,
 )
 

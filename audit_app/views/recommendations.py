@@ -12,21 +12,19 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.costs.rollups import rollups_in_range
+from audit_app.lib.derived_state import derived_state
 from audit_app.lib.query_params import text_param
 from audit_app.models import Recommendation, Upload, Workload
 from audit_app.recommendations.plan import plan_read, plan_rows
 from audit_app.recommendations.pools import min_idle
 from audit_app.recommendations.services import (
     DecisionRefused,
-    min_savings,
     recommendation_decide,
 )
+from audit_app.recommendations.targets import min_savings
 from audit_app.reporting import charts
-from audit_app.reporting.derived import derived_state
-from audit_app.reporting.selectors import (
-    hour_of_week_requests,
-    rollups_in_range,
-)
+from audit_app.reporting.selectors import hour_of_week_requests
 from audit_app.views.query import QueryParamsMixin
 from audit_app.workloads.services import OverrideRefused, workload_override
 

@@ -16,6 +16,7 @@ from django.db.models import Case, IntegerField, Sum, When
 
 from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role
+from audit_app.costs.rollups import daily_rollups, rollups_in_range
 from audit_app.ingestion.rollups import distinct_estimate, distinct_sketch
 from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.models import (
@@ -28,9 +29,7 @@ from audit_app.models import (
 )
 from audit_app.reporting.selectors import (
     WorkloadUsage,
-    daily_rollups,
     data_date_range,
-    rollups_in_range,
     workload_usage,
 )
 from audit_app.workloads.classifier import classify
@@ -176,7 +175,7 @@ def workloads_classify(
 
     Workloads are read and written CHECKPOINT_EVERY at a time (a few queries per batch), and
     ``checkpoint`` is called before each batch (a refresh stops there when the data changed
-    under it, `services.derived`)."""
+    under it, `audit_app.derived`)."""
     window = analysis_window(today)
     if window is None:
         return []

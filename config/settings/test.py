@@ -38,7 +38,7 @@ CACHES = {
     "results": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"},
 }
 # Derived results are refreshed by the tests that check it
-# (tests/audit_app/reporting/test_derived.py);
+# (tests/audit_app/test_derived.py);
 # elsewhere a change does not queue a refresh, so each test sees what it set up.
 DERIVED_REFRESH_ON_CHANGE = False
 # Unit tests run tasks in-process; integration tests start a real worker and switch this off.

@@ -283,7 +283,7 @@ WINDOWS = [
 
 def _ingest(content: bytes, name: str) -> Upload:
     upload = upload_create(source=io.BytesIO(content), original_name=name, enqueue=False)
-    return upload_ingest(upload_id=upload.pk, refresh=False)
+    return upload_ingest(upload_id=upload.pk)
 
 
 def _bill() -> None:

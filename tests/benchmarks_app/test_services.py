@@ -236,9 +236,10 @@ def test_pages(client: Client, engineer_user: Any) -> None:
 def test_gate_on_a_workloads_last_30_days() -> None:
     import io
 
+    from audit_app.costs.rollups import rollups_in_range
     from audit_app.ingestion.ingest import upload_ingest
     from audit_app.ingestion.uploads import upload_create
-    from audit_app.reporting.selectors import hourly_output_tokens, rollups_in_range
+    from audit_app.reporting.selectors import hourly_output_tokens
 
     log = (
         b"started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from audit_app.demo.seed import demo_data_load
+from audit_app.derived import derived_refresh
 from audit_app.models import Recommendation
 from tests.factories import TEST_PASSWORD
 from tests.support.catalog import catalog_ensure
@@ -30,6 +31,7 @@ def test_pool_next_steps_fit_1280_px_and_draw_the_replicas_chart(
 ) -> None:
     catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
+    derived_refresh()  # as `manage.py seed_demo` does
     autoscale = Recommendation.objects.get(pool__name="h100-pool", target_kind="pool_autoscale")
     page = browser_page
     page.set_viewport_size({"width": WIDTH, "height": 900})

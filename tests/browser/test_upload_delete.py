@@ -23,7 +23,7 @@ def test_delete_confirm_cancel_then_delete(
     upload = upload_create(
         source=io.BytesIO(SAMPLE_CSV), original_name="log.csv", user=engineer_user, enqueue=False
     )
-    assert upload_ingest(upload_id=upload.pk, refresh=False).status == "succeeded"
+    assert upload_ingest(upload_id=upload.pk).status == "succeeded"
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/")
     page.get_by_label("Username").fill(engineer_user.username)

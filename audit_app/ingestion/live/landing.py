@@ -28,7 +28,7 @@ runs beat in its worker) calls `live_land_due`, which runs `live_land` passes. O
    micro-batch totals and goes when its stream upload is deleted);
 6. draws a new data token (`results_cache.data_changed(live=True)`): pages show the records at
    once, while derived results (classes, recommendations, alerts) follow on their throttle
-   (`reporting.derived.refresh_due`: at most every LIVE_REFRESH_MIN_SECONDS).
+   (`lib.derived_state.refresh_due`: at most every LIVE_REFRESH_MIN_SECONDS).
 
 All of it in one transaction: the micro-batch lands whole or not at all. A pass also locks the
 data version row before it merges (as a file's landing does to fold names), so landings run one
@@ -71,6 +71,7 @@ from audit_app.ingestion.live.records import decode_rows, row_key, rows_to_frame
 from audit_app.ingestion.reading import inert_text
 from audit_app.ingestion.rollups import IngestAggregate
 from audit_app.ingestion.token_logs.frame import nanos_to_usd
+from audit_app.lib.derived_state import refresh_if_due
 from audit_app.lib.results_cache import current_version, data_changed
 from audit_app.models import (
     DailyRollup,
@@ -159,17 +160,15 @@ class _Group:
 
 def live_land_due(*, budget_seconds: float | None = None) -> list[LivePass]:
     """What the land task runs: passes back to back while batches wait, for up to
-    ``budget_seconds`` (default LIVE_LAND_EVERY_SECONDS), then a refresh of derived results if
-    one is due: checked after every pass, so the refresh live landings held back happens once
-    their throttle has passed even when nothing more lands."""
-    from audit_app.reporting.derived import derived_refresh_if_stale
-
+    ``budget_seconds`` (default LIVE_LAND_EVERY_SECONDS), then a refresh of derived results is
+    asked for if one is due: checked after every pass, so the refresh live landings held back
+    happens once their throttle has passed even when nothing more lands."""
     budget = settings.LIVE_LAND_EVERY_SECONDS if budget_seconds is None else budget_seconds
     deadline = time.monotonic() + budget
     passes = [live_land()]
     while passes[-1].more and time.monotonic() < deadline:
         passes.append(live_land())
-    derived_refresh_if_stale()
+    refresh_if_due()
     return passes
 
 

@@ -1,4 +1,5 @@
-"""Ingest a file in-process, through the same service as an upload from the page or API."""
+"""Ingest a file in-process, through the same service as an upload from the page or API, and
+refresh derived results before returning."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.derived import derived_refresh
 from audit_app.ingestion.formats import AUTO_FORMAT, AUTO_KIND, FORMATS_BY_KIND
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import (
@@ -65,6 +67,9 @@ class Command(BaseCommand):
         upload = upload_ingest(upload_id=upload.pk)
         if upload.status != Upload.Status.SUCCEEDED:
             raise CommandError(f"{path}: {upload.error} (upload {upload.pk})")
+        # Returns with classes and recommendations fresh; the refresh task the landing queued
+        # then finds nothing due.
+        derived_refresh()
         if upload.kind == Upload.Kind.BILLING:
             report = billing_report(upload)
             if options["json"]:

@@ -10,9 +10,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit_app.derived import derived_refresh
 from audit_app.ingestion.live.landing import LivePass, live_land
 from audit_app.ingestion.live.receive import pending_records
-from audit_app.reporting.derived import derived_refresh
 
 
 class Command(BaseCommand):

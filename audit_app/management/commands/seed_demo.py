@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.demo.benchmarks import DemoBenchmarks
 from audit_app.demo.seed import demo_data_load, demo_users_ensure
+from audit_app.derived import derived_refresh
 from audit_app.models import Budget
 
 
@@ -60,6 +61,9 @@ class Command(BaseCommand):
             scale=options["scale"],
             directory=Path(settings.VAR_DIR) / "demo",
         )
+        # Classes and recommendations once everything is in (logs, the bill and its pools, the
+        # benchmark runs that measure real-time moves), before the command returns.
+        derived_refresh()
         if result.skipped:
             self.stdout.write("Demo data already loaded.")
             self._benchmarks(result.benchmarks)

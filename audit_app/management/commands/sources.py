@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.derived import derived_refresh
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.sources import PollResult, next_poll_at, source_poll, where
 from audit_app.models import BillingSource
@@ -57,6 +58,7 @@ class Command(BaseCommand):
             self._list(as_json=options["json"])
             return
         results = [self._poll(source) for source in self._to_poll(options["poll"])]
+        derived_refresh()  # the command returns with classes and recommendations fresh
         if options["json"]:
             self.stdout.write(json.dumps([report for _, report in results]))
         else:

@@ -18,6 +18,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from audit_app.costs.price_cards import price_cards_seed
+from audit_app.derived import derived_refresh
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Upload
@@ -59,4 +60,7 @@ def ingest_sample(*, refresh: bool = False) -> Upload:
     upload = upload_create(
         source=io.BytesIO(sample_csv()), original_name="anomaly.csv", enqueue=False
     )
-    return upload_ingest(upload_id=upload.pk, refresh=refresh)
+    landed = upload_ingest(upload_id=upload.pk)
+    if refresh:
+        derived_refresh()  # as `manage.py ingest` does before it returns
+    return landed

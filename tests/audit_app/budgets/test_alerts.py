@@ -228,7 +228,7 @@ def test_an_ingest_evaluates_alerts_and_a_failing_evaluation_never_fails_it(
         raise RuntimeError("the evaluation broke")
 
     monkeypatch.setattr(alerts_module, "alerts_evaluate", broken)
-    from audit_app.reporting.derived import derived_refresh
+    from audit_app.derived import derived_refresh
 
     assert derived_refresh(force=True) is True
 

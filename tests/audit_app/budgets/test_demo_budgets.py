@@ -11,6 +11,7 @@ import pytest
 from audit_app.budgets.status import budget_statuses
 from audit_app.demo.budgets import DEMO_EMAIL, DEMO_WEBHOOK, demo_budgets_ensure
 from audit_app.demo.seed import demo_data_load
+from audit_app.derived import derived_refresh
 from audit_app.models import Budget
 
 pytestmark = pytest.mark.django_db
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.django_db
 def test_demo_budgets_show_each_status_and_are_made_once(tmp_path: Path) -> None:
     today = date(2026, 11, 20)  # the data runs to the 19th: November has days left
     result = demo_data_load(days=30, scale=0.02, directory=tmp_path, today=today)
+    derived_refresh()  # as `manage.py seed_demo` does
     assert [b.name for b in result.budgets] == [
         "All inference spend",
         "Customer experience",
@@ -48,6 +50,7 @@ def test_demo_budgets_show_each_status_and_are_made_once(tmp_path: Path) -> None
 
     amounts = dict(Budget.objects.values_list("name", "amount_usd"))
     again = demo_data_load(days=30, scale=0.02, directory=tmp_path, today=today)
+    derived_refresh()  # as `manage.py seed_demo` does
     assert (again.skipped, again.budgets) == (True, ())
     assert demo_budgets_ensure(today=today) == []
     assert dict(Budget.objects.values_list("name", "amount_usd")) == amounts
@@ -55,6 +58,7 @@ def test_demo_budgets_show_each_status_and_are_made_once(tmp_path: Path) -> None
 
 def test_data_ending_on_a_months_last_day_gets_quarter_budgets(tmp_path: Path) -> None:
     demo_data_load(days=30, workloads=2, scale=0.02, directory=tmp_path, today=date(2026, 12, 1))
+    derived_refresh()  # as `manage.py seed_demo` does
     periods = dict(Budget.objects.values_list("name", "period"))
     # Two workloads of the customer-experience team, on OpenAI and Anthropic: no model of the
     # quarter budget, and a bill with the pools but no pool traffic.

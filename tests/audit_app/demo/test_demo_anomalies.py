@@ -30,6 +30,7 @@ from audit_app.demo.anomalies import (
 from audit_app.demo.seed import demo_data_load
 from audit_app.demo.traffic import generate_requests
 from audit_app.demo.workloads import DEFAULT_WORKLOADS
+from audit_app.derived import derived_refresh
 from audit_app.models import Alert
 
 # The demo `make run` loads, as tests/audit_app/demo/test_seed.py: today 2026-11-20, so the
@@ -222,6 +223,7 @@ def _median_int(values: list[int]) -> int:
 @pytest.mark.django_db
 def test_seeded_demo_shows_exactly_the_three_planted_anomalies(tmp_path: Path) -> None:
     result = demo_data_load(days=30, scale=0.02, directory=tmp_path, today=TODAY)
+    derived_refresh()  # as `manage.py seed_demo` does
     assert [(p.day, p.workload, p.model, p.cause) for p in result.anomalies] == [
         (*VOLUME, "volume"),
         (*MIX, "mix"),

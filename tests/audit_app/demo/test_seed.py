@@ -11,6 +11,7 @@ import pytest
 from audit_app.costs.billing import pool_reports, reconciliation
 from audit_app.costs.pricing import normalize_model
 from audit_app.demo.seed import demo_data_load
+from audit_app.derived import derived_refresh
 from audit_app.models import ServingPool, Upload
 from audit_app.reporting.selectors import data_date_range
 from benchmarks_app.models import BenchmarkRun, Gate
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.django_db
 def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
     # The same month `make run` loads.
     result = demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
+    derived_refresh()  # as `manage.py seed_demo` does
     assert [u.status for u in result.uploads] == [Upload.Status.SUCCEEDED] * 3
     assert [u.kind for u in result.uploads] == ["token_log", "token_log", "billing"]
     # The benchmark sweep pair and its gate (tests/audit_app/demo/test_demo_benchmarks.py).
@@ -81,12 +83,14 @@ def test_demo_month_is_reconciled_and_attributed(tmp_path: Path) -> None:
 
     # Loading again does nothing.
     again = demo_data_load(days=30, scale=0.02, directory=tmp_path)
+    derived_refresh()  # as `manage.py seed_demo` does
     assert again.skipped and again.benchmarks is not None and again.benchmarks.skipped
     assert (BenchmarkRun.objects.count(), Gate.objects.count()) == (2, 1)
 
 
 def test_a_demo_loaded_before_the_benchmarks_gets_them_on_the_next_seed(tmp_path: Path) -> None:
     demo_data_load(days=7, scale=0.005, directory=tmp_path, today=date(2026, 11, 20))
+    derived_refresh()  # as `manage.py seed_demo` does
     # As a database seeded before the sweep pair existed: the logs and bill, no runs.
     Gate.objects.all().delete()
     BenchmarkRun.objects.all().delete()
@@ -95,6 +99,7 @@ def test_a_demo_loaded_before_the_benchmarks_gets_them_on_the_next_seed(tmp_path
     assert len(logs) == 3
 
     result = demo_data_load(days=7, scale=0.005, directory=tmp_path)
+    derived_refresh()  # as `manage.py seed_demo` does
     assert result.skipped and result.uploads == []  # the logs are not loaded twice
     assert (
         set(Upload.objects.exclude(kind=Upload.Kind.BENCHMARK).values_list("pk", flat=True)) == logs

@@ -15,19 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from audit_app.costs.rollups import daily_rollups, priced_groups, rollups_in_range
 from audit_app.ingestion.daily import HISTOGRAM_FIELDS, KEY_FIELDS, SUM_FIELDS, daily_from_hourly
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import DailyRollup, HourlyRollup
 from audit_app.reporting.filters import whole_range
-from audit_app.reporting.selectors import (
-    daily_rollups,
-    data_date_range,
-    priced_groups,
-    rollups_in_range,
-    workload_usage,
-)
+from audit_app.reporting.selectors import data_date_range, workload_usage
 from audit_app.reporting.spend import spend_report
 from tests.audit_app.ingestion.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
 

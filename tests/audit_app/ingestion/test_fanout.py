@@ -179,7 +179,7 @@ def _assert_same(fanned: dict[str, Any], single: dict[str, Any]) -> None:
 
 
 def _single_pass(content: bytes, name: str) -> dict[str, Any]:
-    upload = upload_ingest(upload_id=_create(content, name).pk, refresh=False)
+    upload = upload_ingest(upload_id=_create(content, name).pk)
     snapshot = _snapshot(upload)
     Upload.objects.filter(pk=upload.pk).delete()  # the same bytes are refused twice
     return snapshot

@@ -52,7 +52,7 @@ def test_an_ingest_whose_upload_failed_meanwhile_does_not_land_it(
         return result
 
     monkeypatch.setattr(ingest, "_parse", parse_while_another_delivery_fails_it)
-    after = upload_ingest(upload_id=first.pk, refresh=False)
+    after = upload_ingest(upload_id=first.pk)
     assert (after.status, after.error) == (Upload.Status.FAILED, "other")
     assert HourlyRollup.objects.filter(upload=first).count() == 0
     assert Upload.objects.get(pk=newer[0].pk).status == Upload.Status.QUEUED
@@ -155,7 +155,7 @@ def test_a_json_array_found_invalid_after_its_first_records_lands_nothing(
     from tests.audit_app.ingestion.token_logs.test_json_array import _records
 
     good = _create(SAMPLE_CSV, name="good.csv")
-    upload_ingest(upload_id=good.pk, refresh=False)
+    upload_ingest(upload_id=good.pk)
     landed = HourlyRollup.objects.count()
     assert landed > 0
     monkeypatch.setattr(json_array, "WINDOW_BYTES", 4096)  # the break lies past the first
@@ -163,7 +163,7 @@ def test_a_json_array_found_invalid_after_its_first_records_lands_nothing(
     with pytest.raises(ImportFileError) as row_path:
         read_json_document(io.BytesIO(data))
     upload = _create(data, name="spend-logs.json")
-    after = upload_ingest(upload_id=upload.pk, refresh=False)
+    after = upload_ingest(upload_id=upload.pk)
     assert (after.status, after.format) == (Upload.Status.FAILED, "litellm")
     assert after.error == str(row_path.value)
     assert "line 1 column" in after.error  # names where the document breaks

@@ -50,7 +50,7 @@ ROWS = [(f"w{n}", f"t{n}", (6 - n) * 1000) for _ in range(2) for n in (3, 5, 1, 
 
 def _ingest(content: bytes, *, name: str = "log.csv") -> Upload:
     upload = upload_create(source=io.BytesIO(content), original_name=name, enqueue=False)
-    return upload_ingest(upload_id=upload.pk, refresh=False)
+    return upload_ingest(upload_id=upload.pk)
 
 
 def _input_by_workload(upload: Upload) -> dict[str, int]:

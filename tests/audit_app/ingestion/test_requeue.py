@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from audit_app.ingestion import requeue
 from audit_app.ingestion.requeue import ENQUEUE_NOTE, requeue_sweep, uploads_to_requeue
+from audit_app.lib import task_queue
 from audit_app.models import Upload
 from tests.integration_support import tasks_sent_to_broker
 
@@ -157,7 +158,7 @@ def test_enqueue_publishes_without_a_result_and_to_the_queue_asked_for(
             {
                 "ignore_result": True,
                 "retry": True,
-                "retry_policy": requeue.PUBLISH_RETRY_POLICY,
+                "retry_policy": task_queue.PUBLISH_RETRY_POLICY,
                 "queue": "ingest",
             },
         )

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 def _ingest(content: bytes, name: str, kind: str = "token_log") -> Upload:
     upload = upload_create(source=io.BytesIO(content), original_name=name, kind=kind, enqueue=False)
-    return upload_ingest(upload_id=upload.pk, refresh=False)
+    return upload_ingest(upload_id=upload.pk)
 
 
 def test_a_token_log_counts_only_its_own_requests_per_workload() -> None:

@@ -228,7 +228,7 @@ def test_an_upload_that_fails_supersedes_nothing() -> None:
         kind=Upload.Kind.BILLING,
         enqueue=False,
     )
-    assert upload_ingest(upload_id=upload.pk, refresh=False).status == Upload.Status.FAILED
+    assert upload_ingest(upload_id=upload.pk).status == Upload.Status.FAILED
     assert bills_summary().billed_cost == {"USD": Decimal("1.00")}
     assert not BillingCharge.objects.filter(superseded_by__isnull=False).exists()
 
@@ -356,10 +356,10 @@ def test_a_landing_waits_for_the_one_holding_its_period_and_then_supersedes_it(
 
     monkeypatch.setattr(supersession, "_lock", lock_then_hold)
     errors: list[BaseException] = []
-    one = _in_thread(lambda: upload_ingest(upload_id=first.pk, refresh=False), errors, "first")
+    one = _in_thread(lambda: upload_ingest(upload_id=first.pk), errors, "first")
     assert locked.wait(WAIT_SECONDS), f"the first landing never took its lock: {errors}"
 
-    two = _in_thread(lambda: upload_ingest(upload_id=second.pk, refresh=False), errors)
+    two = _in_thread(lambda: upload_ingest(upload_id=second.pk), errors)
     _wait_for(_waiting_on_a_lock, "the second landing to wait for the first one's lock")
     assert Upload.objects.get(pk=second.pk).status != Upload.Status.SUCCEEDED
     release.set()
@@ -382,7 +382,7 @@ def test_many_restatements_landing_at_once_leave_exactly_one_current(postgres_db
     def land(upload_id: int) -> Callable[[], object]:
         def run() -> object:
             start.wait(WAIT_SECONDS)
-            return upload_ingest(upload_id=upload_id, refresh=False)
+            return upload_ingest(upload_id=upload_id)
 
         return run
 
@@ -408,8 +408,8 @@ def test_many_restatements_landing_at_once_leave_exactly_one_current(postgres_db
 @pytest.mark.django_db(transaction=True)
 def test_a_delete_racing_a_landing_never_leaves_two_current(postgres_db: None) -> None:
     first, middle = _bill("1.00", "first.csv"), _bill("2.00", "middle.csv")
-    upload_ingest(upload_id=first.pk, refresh=False)
-    upload_ingest(upload_id=middle.pk, refresh=False)
+    upload_ingest(upload_id=first.pk)
+    upload_ingest(upload_id=middle.pk)
     last = _bill("3.00", "last.csv")
     start = threading.Barrier(2)
     errors: list[BaseException] = []
@@ -420,7 +420,7 @@ def test_a_delete_racing_a_landing_never_leaves_two_current(postgres_db: None) -
 
     def land_last() -> None:
         start.wait(WAIT_SECONDS)
-        upload_ingest(upload_id=last.pk, refresh=False)
+        upload_ingest(upload_id=last.pk)
 
     threads = [_in_thread(delete_middle, errors), _in_thread(land_last, errors)]
     for thread in threads:

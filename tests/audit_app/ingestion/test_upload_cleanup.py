@@ -40,7 +40,7 @@ def _csv(*workloads: str, day: int = 2) -> bytes:
 
 def _ingest(content: bytes, name: str) -> Upload:
     upload = upload_create(source=io.BytesIO(content), original_name=name, enqueue=False)
-    return upload_ingest(upload_id=upload.pk, refresh=False)
+    return upload_ingest(upload_id=upload.pk)
 
 
 def _names() -> list[str]:
@@ -125,5 +125,5 @@ def test_an_upload_deleted_while_it_is_read_stops_at_its_next_progress_write(
 
     monkeypatch.setattr(ingest, "_consume", delete_then_consume)
     with pytest.raises(UploadDeleted):
-        upload_ingest(upload_id=upload.pk, refresh=False)
+        upload_ingest(upload_id=upload.pk)
     assert Workload.objects.count() == 0

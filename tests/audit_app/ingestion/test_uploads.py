@@ -127,7 +127,7 @@ def test_a_failed_upload_does_not_block_its_bytes(monkeypatch: pytest.MonkeyPatc
         raise OSError("read error on the media volume")
 
     monkeypatch.setattr(ingest, "_parse", parse_fails_once)
-    failed = upload_ingest(upload_id=_create(SAMPLE_CSV).pk, refresh=False)
+    failed = upload_ingest(upload_id=_create(SAMPLE_CSV).pk)
     assert failed.status == Upload.Status.FAILED
     assert (
         failed.error == "The file could not be ingested (OSError: read error on the media volume)"
@@ -136,7 +136,7 @@ def test_a_failed_upload_does_not_block_its_bytes(monkeypatch: pytest.MonkeyPatc
     again = _create(SAMPLE_CSV, name="requests-again.csv")
     assert again.pk != failed.pk
     assert again.sha256 == failed.sha256 == hashlib.sha256(SAMPLE_CSV).hexdigest()
-    again = upload_ingest(upload_id=again.pk, refresh=False)
+    again = upload_ingest(upload_id=again.pk)
     assert again.status == Upload.Status.SUCCEEDED, again.error
     # The sample's hand-checked figures (tests/audit_app/ingestion/ingest_samples.py): 6 rows, 2
     # rejected,
@@ -193,7 +193,7 @@ def test_a_failed_upload_is_never_revived_when_another_upload_holds_its_bytes() 
     live = _create(SAMPLE_CSV, name="second.csv")
 
     assert mark_running(failed.pk) is False
-    assert upload_ingest(upload_id=failed.pk, refresh=False).status == Upload.Status.FAILED
+    assert upload_ingest(upload_id=failed.pk).status == Upload.Status.FAILED
     # The sweep only picks `queued` uploads: the failed one is not among them, however old.
     assert uploads_to_requeue(now=live.created_at, stale_after_seconds=0) == [live.pk]
     assert Upload.objects.get(pk=failed.pk).error == "it broke"
@@ -320,10 +320,10 @@ def test_auto_kind_stores_the_detected_kind_before_the_ingest() -> None:
     log = _create(LITELLM_CSV, name="spend.csv", kind="auto")
     assert (log.kind, log.status) == ("token_log", "queued")
 
-    bill = upload_ingest(upload_id=bill.pk, refresh=False)
+    bill = upload_ingest(upload_id=bill.pk)
     assert (bill.status, bill.format, bill.rows_accepted) == ("succeeded", "focus", 9)
     assert _billed(bill) == FOCUS_BILLED
-    log = upload_ingest(upload_id=log.pk, refresh=False)
+    log = upload_ingest(upload_id=log.pk)
     # tests/audit_app/ingestion/token_logs/test_detect.py: 6 good rows and 7 bad ones in this
     # fixture
     assert (log.status, log.format, log.rows_accepted, log.rows_rejected) == (
@@ -404,9 +404,7 @@ def test_auto_kind_refuses_a_file_neither_family_knows() -> None:
 def test_an_explicit_kind_that_nobody_recognises_still_fails_at_ingest() -> None:
     """Only a file the *other* family recognises is refused up front; anything else is kept and
     its ingest says what is missing, as before."""
-    upload = upload_ingest(
-        upload_id=_create(b"hello,world\n1,2\n", kind="token_log").pk, refresh=False
-    )
+    upload = upload_ingest(upload_id=_create(b"hello,world\n1,2\n", kind="token_log").pk)
     assert upload.status == Upload.Status.FAILED
     assert upload.error.startswith("the file is not a recognised token log: expected ")
 

@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from audit_app.demo.seed import demo_data_load
+from audit_app.derived import derived_refresh
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import Recommendation, RecommendationEvent, Workload
@@ -44,6 +45,7 @@ def _log(days: range, *, cost: str, requests: int = 2) -> str:
 def _ingest(text: str, name: str) -> None:
     upload = upload_create(source=io.BytesIO(text.encode()), original_name=name, enqueue=False)
     upload_ingest(upload_id=upload.pk)
+    derived_refresh()  # as `manage.py ingest` does before it returns
 
 
 def _verified(change: date, manager: Any) -> Recommendation:
@@ -115,6 +117,7 @@ def test_status_moves_the_plan_from_open_to_in_progress(
 ) -> None:
     catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
+    derived_refresh()  # as `manage.py seed_demo` does
     before = plan_as_dict(plan_read())
     assert_plan_coherent(before)
     chosen = [o for o in before["options"] if o["in_plan"]]
@@ -153,6 +156,7 @@ def test_generated_organisations_get_a_coherent_plan(
 ) -> None:
     catalog_ensure()
     demo_data_load(days=30, scale=scale, directory=tmp_path, today=today)
+    derived_refresh()  # as `manage.py seed_demo` does
     if slo is not None:
         Workload.objects.filter(name="sales-copilot").update(latency_slo_ms=slo)
         recommendations_refresh()

@@ -24,11 +24,12 @@ from django.test import Client
 from django.urls import reverse
 
 from audit_app.costs.billing import pool_reports, pool_rollups
+from audit_app.costs.rollups import rollups_in_range
 from audit_app.demo.seed import demo_data_load
+from audit_app.derived import derived_refresh
 from audit_app.models import Recommendation, ServingPool, Workload
 from audit_app.recommendations.plan import plan_as_dict, plan_read
 from audit_app.recommendations.services import recommendation_decide, recommendations_refresh
-from audit_app.reporting.selectors import rollups_in_range
 from tests.support.catalog import catalog_ensure
 from tests.support.plan import assert_plan_coherent
 
@@ -48,6 +49,7 @@ def test_demo_pools_get_priced_next_steps(
 ) -> None:
     catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
+    derived_refresh()  # as `manage.py seed_demo` does
     h100 = _pool_recs("h100-pool")
     assert {r.target_kind for r in h100} >= {"pool_rightsize", "pool_autoscale"}
     start, end = h100[0].period_start, h100[0].period_end
@@ -189,6 +191,7 @@ def test_demo_pools_get_priced_next_steps(
 def test_async_pool_with_a_known_capacity_gets_an_offload(tmp_path: Path) -> None:
     catalog_ensure()
     demo_data_load(days=30, scale=0.02, directory=tmp_path, today=date(2026, 11, 20))
+    derived_refresh()  # as `manage.py seed_demo` does
     # The Trainium pool runs an async tagger 24/7: every hour has traffic, so without a
     # capacity it has no idle cost and no recommendation.
     assert _pool_recs("trn1-pool") == [] or {r.target_kind for r in _pool_recs("trn1-pool")} == {

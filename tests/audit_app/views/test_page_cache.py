@@ -13,9 +13,9 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
+from audit_app.derived import warm_defaults
 from audit_app.ingestion.uploads import upload_delete
 from audit_app.lib import results_cache
-from audit_app.reporting.derived import warm_defaults
 from audit_app.reporting.selectors import data_date_range
 from tests.audit_app.costs.test_billing_selectors import _bill_upload, _charge, _ingest
 from tests.audit_app.ingestion.ingest_samples import SAMPLE_CSV

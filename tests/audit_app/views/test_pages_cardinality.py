@@ -36,7 +36,7 @@ def many(client: Client, finops_user: Any) -> Client:
     upload = upload_create(
         source=io.BytesIO((HEADER + rows).encode()), original_name="many.csv", enqueue=False
     )
-    upload_ingest(upload_id=upload.pk, refresh=False)
+    upload_ingest(upload_id=upload.pk)
     client.force_login(finops_user)
     return client
 

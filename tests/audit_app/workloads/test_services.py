@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from audit_app import derived
 from audit_app.lib.errors import ErrorKind
 from audit_app.lib.results_cache import data_changed
 from audit_app.models import (
@@ -23,7 +24,6 @@ from audit_app.models import (
     Workload,
     WorkloadClassification,
 )
-from audit_app.reporting import derived
 from audit_app.workloads import services
 from audit_app.workloads.services import (
     OverrideRefused,

@@ -87,7 +87,7 @@ def ingest_bill(content: bytes, name: str, *, requested_format: str = "auto") ->
         requested_format=requested_format,
         enqueue=False,
     )
-    landed = upload_ingest(upload_id=upload.pk, refresh=False)
+    landed = upload_ingest(upload_id=upload.pk)
     assert landed.status == Upload.Status.SUCCEEDED, landed.error
     return landed
 

@@ -74,7 +74,7 @@ def test_a_parquet_export_with_a_nul_in_a_service_lands_without_that_line() -> N
         enqueue=False,
     )
     assert upload.kind == Upload.Kind.BILLING, upload.kind
-    done = upload_ingest(upload_id=upload.pk, refresh=False)
+    done = upload_ingest(upload_id=upload.pk)
     assert done.status == Upload.Status.SUCCEEDED, done.error
     assert (done.rows_read, done.rows_accepted, done.rows_rejected) == (3, 2, 1)
     assert done.rejects[0]["field"] == "service"

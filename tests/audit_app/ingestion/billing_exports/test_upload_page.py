@@ -126,7 +126,7 @@ def test_a_token_log_page_has_no_billing_section(client: Client, engineer_user: 
         b"2026-11-02T00:00:00Z,2026-11-02T00:00:01Z,gpt-4o,10,5\n"
     )
     upload = upload_create(source=io.BytesIO(content), original_name="log.csv", enqueue=False)
-    upload_ingest(upload_id=upload.pk, refresh=False)
+    upload_ingest(upload_id=upload.pk)
     client.force_login(engineer_user)
     text = _text(_page(client, upload))
     assert "What this bill holds" not in text

@@ -136,7 +136,7 @@ def _file_upload(ids: tuple[str, ...]) -> Upload:
     upload = upload_create(
         source=io.BytesIO(log_text(ids)), original_name="same.csv", enqueue=False
     )
-    return upload_ingest(upload_id=upload.pk, refresh=False)
+    return upload_ingest(upload_id=upload.pk)
 
 
 def _rows_by_key(model: Any, upload: Upload, time_field: str) -> dict[tuple[Any, ...], Any]:

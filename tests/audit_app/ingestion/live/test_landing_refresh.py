@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from audit_app import derived
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.live.landing import live_land
 from audit_app.ingestion.uploads import upload_create
+from audit_app.lib import derived_state, task_queue
 from audit_app.lib.results_cache import current_version, data_changed
 from audit_app.models import DerivedState, PriceCard, Upload
-from audit_app.reporting import derived
 from audit_app.tasks import land_live
 from tests.audit_app.ingestion.live.live_samples import log_text, receive
 
@@ -34,7 +35,12 @@ def requested(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[str]:
     settings.DERIVED_REFRESH_ON_CHANGE = True
     settings.LIVE_REFRESH_MIN_SECONDS = INTERVAL
     calls: list[str] = []
-    monkeypatch.setattr(derived, "_enqueue", lambda: calls.append("refresh"))
+
+    def publish(name: str, **kwargs: Any) -> None:
+        if name == task_queue.REFRESH_DERIVED:
+            calls.append("refresh")
+
+    monkeypatch.setattr(task_queue, "publish", publish)
     return calls
 
 
@@ -42,7 +48,7 @@ def requested(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[str]:
 def refreshed_an_hour_ago() -> Any:
     """A file landed and derived results were computed from it an hour ago."""
     upload = upload_create(source=io.BytesIO(log_text(("t/1",))), original_name="a.csv")
-    upload_ingest(upload_id=upload.pk, refresh=False)
+    upload_ingest(upload_id=upload.pk)
     start = timezone.now() - timedelta(hours=1)
     assert derived.derived_refresh(now=start) is True
     return start + timedelta(hours=1)
@@ -62,25 +68,25 @@ def test_live_landings_refresh_once_per_interval(
     assert requested == []  # the stream upload's save asked for nothing by itself
 
     # The last refresh is an hour old: the first landing's check asks for one.
-    assert derived.derived_refresh_if_stale(now=now) is True
+    assert derived_state.refresh_if_due(now=now) is True
     assert requested == ["refresh"]
     assert derived.derived_refresh(now=now) is True  # the worker runs it
 
     # A second landing within the interval: no refresh asked, and none run early.
     receive(("t/4",), at=now + timedelta(seconds=60))
     live_land(now=now + timedelta(seconds=60))
-    assert derived.derived_is_stale() is True
-    assert derived.derived_refresh_if_stale(now=now + timedelta(seconds=60)) is False
-    assert derived.derived_refresh_if_stale(now=now + timedelta(seconds=299)) is False
+    assert derived_state.derived_is_stale() is True
+    assert derived_state.refresh_if_due(now=now + timedelta(seconds=60)) is False
+    assert derived_state.refresh_if_due(now=now + timedelta(seconds=299)) is False
     assert derived.derived_refresh(now=now + timedelta(seconds=120)) is False  # a duplicate task
     assert requested == ["refresh"]
 
     # The interval has passed: the held-back refresh is asked for, with nothing new landing.
-    assert derived.derived_refresh_if_stale(now=now + timedelta(seconds=300)) is True
+    assert derived_state.refresh_if_due(now=now + timedelta(seconds=300)) is True
     assert requested == ["refresh", "refresh"]
     assert derived.derived_refresh(now=now + timedelta(seconds=300)) is True
-    assert derived.derived_is_stale() is False
-    assert derived.derived_refresh_if_stale(now=now + timedelta(seconds=900)) is False
+    assert derived_state.derived_is_stale() is False
+    assert derived_state.refresh_if_due(now=now + timedelta(seconds=900)) is False
 
 
 def test_other_changes_still_refresh_at_once_within_the_interval(
@@ -92,7 +98,7 @@ def test_other_changes_still_refresh_at_once_within_the_interval(
     assert derived.derived_refresh(now=now) is True  # just refreshed: live changes now wait
     receive(("t/4",), at=now + timedelta(seconds=5))
     live_land(now=now + timedelta(seconds=5))
-    assert derived.derived_refresh_if_stale(now=now + timedelta(seconds=10)) is False
+    assert derived_state.refresh_if_due(now=now + timedelta(seconds=10)) is False
     with django_capture_on_commit_callbacks(execute=True):
         PriceCard.objects.create(
             provider="openai",
@@ -102,7 +108,7 @@ def test_other_changes_still_refresh_at_once_within_the_interval(
             valid_from="2026-11-01",
         )
     assert requested == ["refresh"]  # the signal asked at once, as before
-    assert derived.derived_refresh_if_stale(now=now + timedelta(seconds=11)) is True  # the sweep
+    assert derived_state.refresh_if_due(now=now + timedelta(seconds=11)) is True  # the sweep
     assert derived.derived_refresh(now=now + timedelta(seconds=12)) is True
 
 

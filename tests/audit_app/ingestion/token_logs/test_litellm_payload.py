@@ -320,7 +320,7 @@ def test_an_uploaded_payload_file_is_detected_and_lands(finops_user: Any) -> Non
         user=finops_user,
         enqueue=False,
     )
-    upload = upload_ingest(upload_id=upload.pk, refresh=False)
+    upload = upload_ingest(upload_id=upload.pk)
     assert (upload.status, upload.format, upload.rows_read, upload.rows_accepted) == (
         "succeeded",
         "litellm-callback",

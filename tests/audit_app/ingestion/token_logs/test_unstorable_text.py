@@ -366,7 +366,7 @@ def test_an_upload_holding_poison_records_lands_the_others_with_rejects() -> Non
         ]
     )
     upload = upload_create(source=io.BytesIO(data), original_name="spend.jsonl", enqueue=False)
-    done = upload_ingest(upload_id=upload.pk, refresh=False)
+    done = upload_ingest(upload_id=upload.pk)
     assert done.status == Upload.Status.SUCCEEDED, done.error
     assert (done.rows_accepted, done.rows_rejected) == (2, 3)
     assert [(r["line"], r["field"], r["value"]) for r in done.rejects] == [

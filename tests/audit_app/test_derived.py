@@ -1,6 +1,9 @@
-"""Derived results are never stale: every change to an input refreshes classes and
-recommendations once it commits, and `manage.py recommend` right after changes nothing; a
-refresh that sees the data change mid-way stops without writing.
+"""Derived results are never stale: every change to an input is recorded once
+(`results_cache.data_changed`) and asks for one refresh once it commits, the refresh task
+(`audit_app.derived.derived_refresh`) brings classes and recommendations up to date, and
+`manage.py recommend` right after changes nothing; `manage.py ingest` returns with them fresh
+and the task its landing queued then does nothing; a refresh that sees the data change mid-way
+stops without writing.
 
 The stopping is deterministic: a step of the refresh is wrapped so that the data version moves
 right after it (as when an upload lands or is deleted meanwhile); no timing is involved."""
@@ -16,8 +19,10 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from audit_app import derived
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create, upload_delete
+from audit_app.lib import derived_state, task_queue
 from audit_app.lib.results_cache import current_version, data_changed, data_token
 from audit_app.models import (
     DerivedState,
@@ -30,7 +35,6 @@ from audit_app.models import (
     Workload,
     WorkloadClassification,
 )
-from audit_app.reporting import derived
 from audit_app.workloads import services as classification
 from audit_app.workloads.services import workload_override
 from tests.support.paths import FIXTURES_DIR
@@ -44,6 +48,7 @@ EVALS = "started_at,ended_at,workload,provider,model,input_tokens,output_tokens\
     for i in range(20)
 )
 BILL = FIXTURES_DIR / "billing" / "focus-1.3_providers.csv"
+REFRESH = task_queue.REFRESH_DERIVED
 
 
 @pytest.fixture(autouse=True)
@@ -151,7 +156,7 @@ def test_every_input_change_refreshes_before_anyone_asks(
     with django_capture_on_commit_callbacks(execute=True):
         CHANGES[change]()
     assert current_version().token != token  # the change started a new data version...
-    assert derived.derived_is_stale() is False  # ...and the refresh followed it
+    assert derived_state.derived_is_stale() is False  # ...and the refresh followed it
     before = snapshot()
     call_command("recommend")
     assert snapshot() == before
@@ -193,18 +198,21 @@ def test_deleting_the_log_withdraws_its_recommendations(
     with django_capture_on_commit_callbacks(execute=True):
         upload_delete(upload=Upload.objects.get(pk=upload))
     assert Recommendation.objects.count() == 0
-    assert derived.derived_is_stale() is False
+    assert derived_state.derived_is_stale() is False
 
 
-def test_a_refresh_the_broker_never_took_is_asked_for_again(evals: Workload, settings: Any) -> None:
-    # The change happened while nothing queued a refresh (the broker was down, say)...
-    settings.DERIVED_REFRESH_ON_CHANGE = False
+def test_a_refresh_the_broker_never_took_is_asked_for_again(
+    evals: Workload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The change happened while the broker refused the refresh...
+    monkeypatch.setattr(task_queue, "publish", lambda name, **kwargs: None)
     _price_card()
-    assert derived.derived_is_stale() is True
+    assert derived_state.derived_is_stale() is True
     # ...so a worker's sweep queues one (in-process here), and then all is current.
-    assert derived.derived_refresh_if_stale() is True
-    assert derived.derived_is_stale() is False
-    assert derived.derived_refresh_if_stale() is False
+    monkeypatch.undo()
+    assert derived_state.refresh_if_due() is True
+    assert derived_state.derived_is_stale() is False
+    assert derived_state.refresh_if_due() is False
 
 
 # --- A refresh that sees the data change mid-way -------------------------------------------------
@@ -218,14 +226,15 @@ ROWS = "started_at,ended_at,workload,provider,model,input_tokens,output_tokens\n
 @pytest.fixture
 def landed() -> None:
     upload = upload_create(source=io.BytesIO(ROWS.encode()), original_name="a.csv", enqueue=False)
-    upload_ingest(upload_id=upload.pk, refresh=False)
+    upload_ingest(upload_id=upload.pk)
 
 
 @pytest.fixture
 def enqueued(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[str]:
+    """The names of the tasks queued (what a worker would be sent), none of them run."""
     settings.DERIVED_REFRESH_ON_CHANGE = True
     calls: list[str] = []
-    monkeypatch.setattr(derived, "_enqueue", lambda: calls.append("refresh"))
+    monkeypatch.setattr(task_queue, "publish", lambda name, **kwargs: calls.append(name))
     return calls
 
 
@@ -249,7 +258,7 @@ def test_data_changed_after_classifying_stops_the_refresh_before_it_writes(
     assert WorkloadClassification.objects.count() == 0  # rolled back: they were stale
     assert Recommendation.objects.count() == 0
     assert DerivedState.objects.filter(data_token=data_token()).count() == 0
-    assert enqueued == ["refresh"]  # a new refresh is asked for
+    assert enqueued == [REFRESH]  # a new refresh is asked for
     monkeypatch.setattr(classification, "workloads_classify", classify)
     assert derived.derived_refresh() is True  # the next one, on unchanged data, lands
     assert WorkloadClassification.objects.count() == 3
@@ -262,22 +271,80 @@ def test_an_unchanged_token_lets_the_checkpoint_pass(landed: None) -> None:
         derived.refresh_checkpoint("stale")()
 
 
-def test_an_ingest_that_refreshes_itself_asks_the_worker_for_nothing(
+def test_saving_a_price_card_records_one_change_and_asks_for_one_refresh_after_commit(
+    landed: None, enqueued: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    before = current_version()
+    with django_capture_on_commit_callbacks(execute=True):
+        _price_card()
+        after = current_version()
+        assert enqueued == []  # nothing before the change commits
+    assert (after.version, after.token != before.token) == (before.version + 1, True)
+    assert current_version().version == before.version + 1
+    assert enqueued == [REFRESH]
+
+
+def test_deleting_an_upload_records_one_change_and_asks_for_one_refresh_after_commit(
+    landed: None, enqueued: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    before = current_version().version
+    with django_capture_on_commit_callbacks(execute=True):
+        upload_delete(upload=Upload.objects.get())
+        assert enqueued == []
+    assert current_version().version == before + 1
+    assert enqueued == [REFRESH]
+
+
+def test_a_live_landing_records_a_change_and_asks_for_no_refresh(
+    landed: None, enqueued: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    before = current_version()
+    with django_capture_on_commit_callbacks(execute=True):
+        data_changed(live=True)
+    after = current_version()
+    assert (after.version, after.token != before.token) == (before.version, True)
+    assert enqueued == []  # live landings ask on their throttle (test_landing_refresh)
+
+
+def test_an_ingest_asks_for_the_refresh_and_does_not_run_it(
     enqueued: list[str], django_capture_on_commit_callbacks: Any
 ) -> None:
     upload = upload_create(source=io.BytesIO(ROWS.encode()), original_name="a.csv", enqueue=False)
     with django_capture_on_commit_callbacks(execute=True):
-        upload_ingest(upload_id=upload.pk)  # refreshes before it returns
-    assert enqueued == []  # a worker's refresh would find nothing due
-    assert DerivedState.objects.get(pk=1).data_token == data_token()
-    assert WorkloadClassification.objects.count() == 3  # w0, w1, w2
+        upload_ingest(upload_id=upload.pk)
+    assert enqueued == [REFRESH]
+    assert WorkloadClassification.objects.count() == 0  # the worker's task refreshes
+    assert derived_state.derived_is_stale() is True
 
 
-def test_an_ingest_that_leaves_the_refresh_to_the_worker_asks_for_it(
-    enqueued: list[str], django_capture_on_commit_callbacks: Any
+def test_the_ingest_command_returns_fresh_and_the_task_it_queued_then_does_nothing(
+    enqueued: list[str],
+    django_capture_on_commit_callbacks: Any,
+    tmp_path: Any,
+    engineer_user: Any,
 ) -> None:
-    upload = upload_create(source=io.BytesIO(ROWS.encode()), original_name="a.csv", enqueue=False)
+    # The evals workload is known to be asynchronous before its log lands (an override).
+    workload_override(
+        workload=Workload.objects.create(name="evals"),
+        user=engineer_user,
+        workload_class="async",
+        reason="nightly",
+    )
+    path = tmp_path / "evals.csv"
+    path.write_text(EVALS)
     with django_capture_on_commit_callbacks(execute=True):
-        upload_ingest(upload_id=upload.pk, refresh=False)
-    assert enqueued == ["refresh"]
-    assert WorkloadClassification.objects.count() == 0
+        call_command("ingest", str(path), stdout=io.StringIO())
+    # Fresh when the command returns: classified and priced from this data version...
+    version = current_version()
+    assert DerivedState.objects.get(pk=1).data_token == version.token
+    assert list(WorkloadClassification.objects.values_list("workload__name", flat=True)) == [
+        "evals"
+    ]
+    batch = Recommendation.objects.get(workload__name="evals", target_kind="batch_api")
+    assert (batch.data_version, batch.savings_monthly_usd) == (version.version, Decimal("0.64"))
+    assert derived_state.derived_is_stale() is False
+    # ...and the refresh its landing queued, run by a worker now, finds nothing to do.
+    assert enqueued == [REFRESH]
+    before = snapshot()
+    assert task_queue.registered(REFRESH).apply().get() is False
+    assert snapshot() == before
