@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.access.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
+from audit_app.access.permissions import RoleRequiredMixin, has_role, method_roles
 from audit_app.costs.billing import pool_reports
 from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib.csv_export import csv_response
@@ -42,6 +42,8 @@ from audit_app.reporting.spend import (
     workload_stats,
 )
 from audit_app.views.query import QueryParamsMixin
+from audit_app.views.recommendations import WorkloadOverrideView
+from audit_app.views.uploads import UploadCreateView
 from audit_app.workloads.services import (
     current_override,
     effective_class,
@@ -348,7 +350,7 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             effective_class=effective_class(workload),
             classification=getattr(workload, "classification", None),
             override=current_override(workload),
-            can_override=has_role(self.request.user, [Role.ENGINEER, Role.MANAGER]),
+            can_override=has_role(self.request.user, method_roles(WorkloadOverrideView, "POST")),
             plan_rows=plan_rows(plan_read(), workload=workload.name),
             gpu_costs=gpu,
             workload=workload,
@@ -386,7 +388,7 @@ class UploadListView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["uploads"] = upload_list()
-        context["can_upload"] = has_role(self.request.user, UPLOADER_ROLES)
+        context["can_upload"] = has_role(self.request.user, method_roles(UploadCreateView, "POST"))
         context["live_pending"] = live_pending()
         context["land_every_seconds"] = settings.LIVE_LAND_EVERY_SECONDS
         return context
