@@ -96,7 +96,6 @@ __all__ = [
 
 Verdict = Literal["pass", "fail", "invalid", "incomplete"]
 Better = Literal["lower", "higher"]
-SIDES = ("baseline", "candidate")
 
 COST_METRIC = "usd_per_million_tokens"
 LABELS: Mapping[str, str] = {**METRIC_LABELS, COST_METRIC: "cost per 1M output tokens"}

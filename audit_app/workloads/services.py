@@ -59,11 +59,6 @@ def analysis_window(today: date | None = None) -> tuple[date, date] | None:
     return max(bounds[0], end - timedelta(days=WINDOW_DAYS - 1)), end
 
 
-def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadSummary:
-    """What the classifier reads about one workload over days start..end."""
-    return workload_summaries([workload], start=start, end=end)[0]
-
-
 def workload_summaries(
     workloads: Sequence[Workload], *, start: date, end: date
 ) -> list[WorkloadSummary]:
