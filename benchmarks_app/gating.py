@@ -712,7 +712,7 @@ def _decide(
     else:
         summary += (
             f"; cost per 1M output tokens {_money(cost['baseline'])} → "
-            f"{_money(cost['candidate'])} ({mode.value})."
+            f"{_money(cost['candidate'])} ({mode.label})."
         )
     return "pass", summary
 

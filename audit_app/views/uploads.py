@@ -107,6 +107,7 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
             else None
         )
         context["stream"] = stream_batches(upload=upload)
+        context["status_labels"] = dict(Upload.Status.choices)  # for the progress poll
         return context
 
 

@@ -283,7 +283,10 @@ def workload_override(
         actor=user,
         action=AuditEvent.Action.WORKLOAD_OVERRIDE,
         obj=workload,
-        summary=f"set {workload.name} to {workload_class or 'the classifier'}",
+        summary=(
+            f"set {workload.name} to "
+            f"{WorkloadClass(workload_class).label if workload_class else 'the classifier'}"
+        ),
         details={"workload_class": workload_class, "reason": reason.strip()},
     )
     return override
