@@ -178,6 +178,8 @@ class MetricCheck:
     passed: bool
     point: str = ""  # where on the curve ("concurrency 64"); "" for two single-point runs
     delta_points: float | None = None  # candidate − baseline, for metrics compared in points
+    # The regression this check was allowed: percent, or percentage points for POINTS_METRICS.
+    allowed: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -759,6 +761,7 @@ def _check(
         passed=passed,
         point=point,
         delta_points=None if delta_points is None else float(delta_points),
+        allowed=float(allowed),
     )
 
 

@@ -492,9 +492,21 @@ def _check_rows(checks: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "baseline_text": metric_text(check["metric"], check.get("baseline")),
             "candidate_text": metric_text(check["metric"], check.get("candidate")),
             "change_text": _change_text(check),
+            "tolerance_text": tolerance_text(check),
         }
         for check in checks
     ]
+
+
+def tolerance_text(check: Mapping[str, Any]) -> str:
+    """The regression the gate allowed this check, in the change's unit: ``5.0 %`` or, for a
+    metric compared in percentage points, ``1.0 pts``; a dash for a gate recorded without."""
+    allowed = check.get("allowed")
+    if allowed is None:
+        return formatting.DASH
+    if check.get("metric") in gating.POINTS_METRICS:
+        return f"{formatting.number(allowed, 1)} pts"
+    return formatting.percent(allowed)
 
 
 def _change_text(check: Mapping[str, Any]) -> str:
