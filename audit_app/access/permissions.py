@@ -91,8 +91,10 @@ def upload_delete_refusal(*, user: User | AnonymousUser, upload: Upload) -> str 
 
 
 # Which roles may send each HTTP method to a view: ``roles_by_method`` on the view class, read
-# by `RoleRequiredMixin` (pages) and `HasAnyRole` (API) through `method_roles`.
+# by `RoleRequiredMixin` (pages) and `HasAnyRole` (API) through `method_roles`. The key "*"
+# stands for every method the table does not name (a view for one group of roles alone).
 RolesByMethod = Mapping[str, frozenset[str]]
+ANY_METHOD = "*"
 # A view that declares no table: every role reads it (GET), and nothing else is named.
 EVERY_ROLE_READS: RolesByMethod = MappingProxyType({"GET": ALL_ROLES})
 
@@ -100,9 +102,10 @@ EVERY_ROLE_READS: RolesByMethod = MappingProxyType({"GET": ALL_ROLES})
 def method_roles(view: object, method: str) -> frozenset[str]:
     """The roles that may send ``method`` to ``view``, from its ``roles_by_method`` table.
 
-    HEAD reads GET's entry. OPTIONS, and a method the view does not handle (answered 405),
-    admit whoever may send any method the table names. A method the view handles that its
-    table does not name admits nobody, so a forgotten entry refuses instead of opening.
+    HEAD reads GET's entry, then a method not named reads the "*" entry. Without one: OPTIONS
+    admits whoever may send any method named, a method the view does not handle admits every
+    role (the view answers 405), and a method it handles admits nobody, so a forgotten entry
+    refuses instead of opening.
     """
     table: RolesByMethod = getattr(view, "roles_by_method", EVERY_ROLE_READS)
     verb = method.upper()
@@ -110,8 +113,12 @@ def method_roles(view: object, method: str) -> frozenset[str]:
         return table[verb]
     if verb == "HEAD" and "GET" in table:
         return table["GET"]
-    if verb == "OPTIONS" or not callable(getattr(view, verb.lower(), None)):
+    if ANY_METHOD in table:
+        return table[ANY_METHOD]
+    if verb == "OPTIONS":
         return frozenset().union(*table.values())
+    if not callable(getattr(view, verb.lower(), None)):
+        return frozenset(ALL_ROLES)
     return frozenset()
 
 

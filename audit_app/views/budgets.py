@@ -129,7 +129,7 @@ class BudgetDeleteView(RoleRequiredMixin, View):
     """POST from the budget's page (its Delete button sits behind a "Delete this budget"
     disclosure): delete the budget and its alerts."""
 
-    roles_by_method = {"POST": BUDGET_WRITER_ROLES}
+    roles_by_method = {"*": BUDGET_WRITER_ROLES}
 
     def post(self, request: HttpRequest, budget_id: int) -> HttpResponse:
         budget = get_object_or_404(Budget, pk=budget_id)

@@ -124,7 +124,7 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
 class RecommendationDecisionView(RoleRequiredMixin, View):
     """POST from the detail page: approve a pilot, or reject with a note (managers)."""
 
-    roles_by_method = {"POST": frozenset({Role.MANAGER})}
+    roles_by_method = {"*": frozenset({Role.MANAGER})}
 
     def post(self, request: HttpRequest, recommendation_id: int) -> HttpResponse:
         recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
@@ -147,7 +147,7 @@ class RecommendationDecisionView(RoleRequiredMixin, View):
 class WorkloadOverrideView(RoleRequiredMixin, View):
     """POST from the workload page: set or clear the class by hand (engineers, managers)."""
 
-    roles_by_method = {"POST": frozenset({Role.ENGINEER, Role.MANAGER})}
+    roles_by_method = {"*": frozenset({Role.ENGINEER, Role.MANAGER})}
 
     def post(self, request: HttpRequest, workload_id: int) -> HttpResponse:
         workload = Workload.objects.filter(pk=workload_id).first()

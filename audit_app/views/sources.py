@@ -150,7 +150,7 @@ class SourceListView(RoleRequiredMixin, View):
 class SourcePollView(RoleRequiredMixin, View):
     """POST from the Sources page's "Poll now" button: queue a poll of the source."""
 
-    roles_by_method = {"POST": SOURCE_WRITER_ROLES}
+    roles_by_method = {"*": SOURCE_WRITER_ROLES}
 
     def post(self, request: HttpRequest, source_id: int) -> HttpResponse:
         source = get_object_or_404(BillingSource, pk=source_id)

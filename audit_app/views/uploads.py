@@ -39,7 +39,7 @@ from audit_app.models import Upload
 
 
 class UploadCreateView(RoleRequiredMixin, View):
-    roles_by_method = {"GET": UPLOADER_ROLES, "POST": UPLOADER_ROLES}
+    roles_by_method = {"*": UPLOADER_ROLES}
     template_name = "audit/upload_new.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:

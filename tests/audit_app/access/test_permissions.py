@@ -69,8 +69,14 @@ def test_method_roles_reads_the_table() -> None:
     assert method_roles(view, "get") == ALL_ROLES
     assert method_roles(view, "HEAD") == ALL_ROLES  # GET's entry
     assert method_roles(view, "POST") == {Role.MANAGER}
-    # Not handled (the view answers 405): whoever may send any method it names.
-    assert method_roles(view, "DELETE") == ALL_ROLES | {Role.MANAGER}
+    # Not handled: every role, and the view answers 405.
+    assert method_roles(view, "DELETE") == ALL_ROLES
+    # OPTIONS: whoever may send any method named.
+    assert method_roles(view, "OPTIONS") == ALL_ROLES
+    only_managers = type("Only", (), {"roles_by_method": {"*": frozenset({Role.MANAGER})}})()
+    assert (
+        method_roles(only_managers, "GET") == method_roles(only_managers, "PUT") == {Role.MANAGER}
+    )
     # Handled but not named: nobody, so a forgotten entry refuses.
     assert method_roles(view, "PATCH") == frozenset()
     # No table: every role reads.
@@ -100,8 +106,9 @@ def test_every_view_names_each_method_it_handles() -> None:
             continue
         table = getattr(view_class, "roles_by_method", EVERY_ROLE_READS)
         assert not hasattr(view_class, "allowed_roles"), url.name
-        missing = _handlers(view_class) - {"GET"} - set(table)
-        if "GET" in _handlers(view_class) and "GET" not in table:
+        named = set(table) if "*" not in table else _handlers(view_class)
+        missing = _handlers(view_class) - {"GET"} - named
+        if "GET" in _handlers(view_class) and "GET" not in named:
             missing.add("GET")
         assert not missing, f"{url.name}: {view_class.__name__} does not name {missing}"
         checked += 1
