@@ -96,7 +96,6 @@ __all__ = [
 
 Verdict = Literal["pass", "fail", "invalid", "incomplete"]
 Better = Literal["lower", "higher"]
-SIDES = ("baseline", "candidate")
 
 COST_METRIC = "usd_per_million_tokens"
 LABELS: Mapping[str, str] = {**METRIC_LABELS, COST_METRIC: "cost per 1M output tokens"}
@@ -179,6 +178,8 @@ class MetricCheck:
     passed: bool
     point: str = ""  # where on the curve ("concurrency 64"); "" for two single-point runs
     delta_points: float | None = None  # candidate − baseline, for metrics compared in points
+    # The regression this check was allowed: percent, or percentage points for POINTS_METRICS.
+    allowed: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -713,7 +714,7 @@ def _decide(
     else:
         summary += (
             f"; cost per 1M output tokens {_money(cost['baseline'])} → "
-            f"{_money(cost['candidate'])} ({mode.value})."
+            f"{_money(cost['candidate'])} ({mode.label})."
         )
     return "pass", summary
 
@@ -760,6 +761,7 @@ def _check(
         passed=passed,
         point=point,
         delta_points=None if delta_points is None else float(delta_points),
+        allowed=float(allowed),
     )
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from audit_app.access.audit import audit_record
 from audit_app.lib.errors import DomainError, ErrorKind
+from audit_app.lib.formatting import money_unit
 from audit_app.models import AuditEvent, Recommendation
 from benchmarks_app import curves, gating, matching, metrics
 from benchmarks_app.models import BenchmarkRun, Gate
@@ -167,8 +168,8 @@ def hosted_prices(fields: metrics.RunFields) -> tuple[metrics.RunFields, str]:
     model valid today), and a sentence saying where they came from."""
     if fields.usd_per_million_input is not None and fields.usd_per_million_output is not None:
         return fields, (
-            f"stated: ${fields.usd_per_million_input} input, "
-            f"${fields.usd_per_million_output} output per 1M tokens"
+            f"stated: {money_unit(fields.usd_per_million_input)} input, "
+            f"{money_unit(fields.usd_per_million_output)} output per 1M tokens"
         )
     from audit_app.costs.price_cards import price_book
 
@@ -190,7 +191,8 @@ def hosted_prices(fields: metrics.RunFields) -> tuple[metrics.RunFields, str]:
     )
     return priced, (
         f"price card {price.provider} / {price.model} from {price.valid_from}: "
-        f"${priced.usd_per_million_input} input, ${priced.usd_per_million_output} output "
+        f"{money_unit(priced.usd_per_million_input)} input, "
+        f"{money_unit(priced.usd_per_million_output)} output "
         "per 1M tokens"
     )
 

@@ -21,7 +21,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
 
-from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.access.permissions import ALL_ROLES, Role, RoleRequiredMixin
 from audit_app.lib import formatting
 from audit_app.lib.query_params import ParameterError, QueryParams, int_param
 from benchmarks_app import charts, curves, gating
@@ -55,7 +55,8 @@ from benchmarks_app.services import (
 
 SIDES = ("baseline", "candidate")
 NOT_APPLICABLE = "not applicable"
-ENGINEERS_ONLY = "Only engineers import runs, edit them and create gates."
+# Only engineers import runs, edit them and create gates.
+ENGINEERS = frozenset({Role.ENGINEER})
 
 
 def priced_fields(fields: RunFields) -> RunFields:
@@ -71,22 +72,17 @@ def point_usd_per_million(fields: RunFields, metrics: RunMetrics) -> Decimal | N
     return gating.point_usd_per_million(fields, metrics)
 
 
-def _forbidden(request: HttpRequest) -> HttpResponse:
-    return render(request, "403.html", {"exception": ENGINEERS_ONLY}, status=403)
-
-
 # --- the list page --------------------------------------------------------------------------
 
 
 class BenchmarkListView(RoleRequiredMixin, View):
     template_name = "benchmarks/benchmarks.html"
+    roles_by_method = {"GET": ALL_ROLES, "POST": ENGINEERS}
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self._render(request, RunForm(), GateForm())
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        if not has_role(request.user, [Role.ENGINEER]):
-            return _forbidden(request)
         if "candidate" in request.POST:
             return self._gate(request)
         form = RunForm(request.POST, request.FILES)
@@ -154,7 +150,7 @@ class BenchmarkListView(RoleRequiredMixin, View):
             "gate_rows": [_gate_row(gate) for gate in gates],
             "run_form": run_form,
             "gate_form": gate_form,
-            "can_write": has_role(request.user, [Role.ENGINEER]),
+            "can_write": self.may("POST"),
         }
         return render(request, self.template_name, context, status=status)
 
@@ -219,6 +215,7 @@ RUNS_WITH_FILES = BenchmarkRun.objects.select_related("upload", "telemetry_uploa
 
 class RunDetailView(RoleRequiredMixin, View):
     template_name = "benchmarks/run_detail.html"
+    roles_by_method = {"GET": ALL_ROLES, "POST": ENGINEERS}
 
     def get(self, request: HttpRequest, run_id: int) -> HttpResponse:
         run = get_object_or_404(RUNS_WITH_FILES, pk=run_id)
@@ -227,8 +224,6 @@ class RunDetailView(RoleRequiredMixin, View):
     def post(self, request: HttpRequest, run_id: int) -> HttpResponse:
         """Engineers complete a run's fields; the points' metrics are recomputed and the edit
         is in the audit trail (`benchmark_run_update`)."""
-        if not has_role(request.user, [Role.ENGINEER]):
-            return _forbidden(request)
         run = get_object_or_404(RUNS_WITH_FILES, pk=run_id)
         form = RunEditForm(request.POST, run=run)
         if not form.is_valid():
@@ -265,7 +260,7 @@ class RunDetailView(RoleRequiredMixin, View):
             "files": list({p.upload_id: p.upload for p in points}.values()) or [run.upload],
             "field_rows": _field_rows([run.fields]),
             "edit_form": form,
-            "can_write": has_role(request.user, [Role.ENGINEER]),
+            "can_write": self.may("POST"),
         }
         if selected is not None:
             context.update(_selected_context(selected, priced))
@@ -497,9 +492,21 @@ def _check_rows(checks: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "baseline_text": metric_text(check["metric"], check.get("baseline")),
             "candidate_text": metric_text(check["metric"], check.get("candidate")),
             "change_text": _change_text(check),
+            "tolerance_text": tolerance_text(check),
         }
         for check in checks
     ]
+
+
+def tolerance_text(check: Mapping[str, Any]) -> str:
+    """The regression the gate allowed this check, in the change's unit: ``5.0 %`` or, for a
+    metric compared in percentage points, ``1.0 pts``; a dash for a gate recorded without."""
+    allowed = check.get("allowed")
+    if allowed is None:
+        return formatting.DASH
+    if check.get("metric") in gating.POINTS_METRICS:
+        return f"{formatting.number(allowed, 1)} pts"
+    return formatting.percent(allowed)
 
 
 def _change_text(check: Mapping[str, Any]) -> str:

@@ -5,12 +5,14 @@ Roles are Django groups (created by a data migration). A superuser holds every r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from django.contrib.auth.mixins import AccessMixin
 from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
@@ -88,37 +90,68 @@ def upload_delete_refusal(*, user: User | AnonymousUser, upload: Upload) -> str 
     )
 
 
-class RoleRequiredMixin(AccessMixin):
-    """Page views: signed-in users holding one of ``allowed_roles`` (default: any role)."""
+# Which roles may send each HTTP method to a view: ``roles_by_method`` on the view class, read
+# by `RoleRequiredMixin` (pages) and `HasAnyRole` (API) through `method_roles`. The key "*"
+# stands for every method the table does not name (a view for one group of roles alone).
+RolesByMethod = Mapping[str, frozenset[str]]
+ANY_METHOD = "*"
+# A view that declares no table: every role reads it (GET), and nothing else is named.
+EVERY_ROLE_READS: RolesByMethod = MappingProxyType({"GET": ALL_ROLES})
 
-    allowed_roles: frozenset[str] = frozenset(ALL_ROLES)
+
+def method_roles(view: object, method: str) -> frozenset[str]:
+    """The roles that may send ``method`` to ``view``, from its ``roles_by_method`` table.
+
+    HEAD reads GET's entry, then a method not named reads the "*" entry. Without one: OPTIONS
+    admits whoever may send any method named, a method the view does not handle admits every
+    role (the view answers 405), and a method it handles admits nobody, so a forgotten entry
+    refuses instead of opening.
+    """
+    table: RolesByMethod = getattr(view, "roles_by_method", EVERY_ROLE_READS)
+    verb = method.upper()
+    if verb in table:
+        return table[verb]
+    if verb == "HEAD" and "GET" in table:
+        return table["GET"]
+    if ANY_METHOD in table:
+        return table[ANY_METHOD]
+    if verb == "OPTIONS":
+        return frozenset().union(*table.values())
+    if not callable(getattr(view, verb.lower(), None)):
+        return frozenset(ALL_ROLES)
+    return frozenset()
+
+
+class RoleRequiredMixin(AccessMixin):
+    """Page views: signed-in users holding a role its ``roles_by_method`` names for the
+    request's method (default: every role reads)."""
+
+    roles_by_method: RolesByMethod = EVERY_ROLE_READS
     raise_exception = True
     permission_denied_message = (
-        "Your account has no role that may open this page. Ask an administrator for one of: {}."
+        "Your account has no role that may do this here. Ask an administrator for one of: {}."
     )
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
             return self.handle_no_permission()
-        if not has_role(request.user, self.allowed_roles):
-            self.permission_denied_message = self.permission_denied_message.format(
-                ", ".join(sorted(self.allowed_roles))
+        roles = method_roles(self, request.method or "GET")
+        if not has_role(request.user, roles):
+            raise PermissionDenied(
+                self.permission_denied_message.format(", ".join(sorted(roles)) or "none")
             )
-            return self.handle_no_permission()
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
 
-
-class RoleScopedView(Protocol):
-    """An API view naming the roles it admits; `HasAnyRole` reads `allowed_roles`."""
-
-    allowed_roles: frozenset[Role]
+    def may(self, method: str) -> bool:
+        """Whether the signed-in user may send ``method`` here (a page's write buttons)."""
+        request: HttpRequest = self.request  # type: ignore[attr-defined]
+        return has_role(request.user, method_roles(self, method))
 
 
 class HasAnyRole(BasePermission):
-    """API views: the default permission; subclasses narrow ``allowed_roles``."""
+    """API views: the default permission, reading the view's ``roles_by_method``."""
 
-    allowed_roles: frozenset[str] = frozenset(ALL_ROLES)
     message = "Your account has no role that may use this endpoint."
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        return has_role(request.user, getattr(view, "allowed_roles", self.allowed_roles))
+        return has_role(request.user, method_roles(view, request.method or "GET"))

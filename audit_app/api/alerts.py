@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.access.permissions import ALL_ROLES
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import MONEY
 from audit_app.budgets.alerts import alert_acknowledge
@@ -130,6 +131,8 @@ class AcknowledgeInput(serializers.Serializer):
 
 class AlertAcknowledgeApi(APIView):
     """Acknowledge an alert with a note (every role); 409 when it was acknowledged already."""
+
+    roles_by_method = {"POST": ALL_ROLES}
 
     @extend_schema(request=AcknowledgeInput, responses=AlertOutput)
     def post(self, request: Request, alert_id: int) -> Response:

@@ -15,6 +15,8 @@ from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import FILTER_PARAMETERS, MONEY, DecimalOptions
 from audit_app.costs.billing import (
     ReconciliationTotal,
+    parse_flagged,
+    parse_threshold,
     pool_reports,
     reconciliation,
     reconciliation_totals,
@@ -22,7 +24,6 @@ from audit_app.costs.billing import (
 from audit_app.recommendations.plan import PoolStep, pool_steps
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting.filters import parse_filters
-from audit_app.views.billing import parse_flagged, parse_threshold
 
 PERCENT: DecimalOptions = {
     "max_digits": 24,

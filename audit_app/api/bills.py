@@ -8,7 +8,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit_app.access.permissions import ALL_ROLES, HasAnyRole
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.costs.bills import bills_summary
 
@@ -43,9 +42,6 @@ class BillsApi(APIView):
     """Billed and effective cost per currency over current charges: a restated export counts
     instead of the uploads it superseded; the JSON of `manage.py bills --json` with its
     `periods` paginated as `results`."""
-
-    permission_classes = [HasAnyRole]
-    allowed_roles = ALL_ROLES
 
     @extend_schema(parameters=PAGE_PARAMETERS, responses=BillsOutput)
     def get(self, request: Request) -> Response:

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from audit_app.access.permissions import ALL_ROLES, BUDGET_WRITER_ROLES
+from audit_app.access.permissions import ALL_ROLES, BUDGET_WRITER_ROLES, RolesByMethod
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import MONEY
 from audit_app.budgets.services import budget_create, budget_delete, budget_update
@@ -173,20 +173,20 @@ def _detail(budget: Budget, request: Request, **kwargs: Any) -> Response:
     return Response(body, **kwargs)
 
 
-class _BudgetWriteRoles:
-    """GET for every role; other methods for finops analysts and managers."""
-
-    allowed_roles: frozenset[str] = ALL_ROLES
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            self.allowed_roles = BUDGET_WRITER_ROLES
-        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+# Every role reads; finops analysts and managers write.
+BUDGET_ROLES: RolesByMethod = {
+    "GET": ALL_ROLES,
+    "POST": BUDGET_WRITER_ROLES,
+    "PATCH": BUDGET_WRITER_ROLES,
+    "DELETE": BUDGET_WRITER_ROLES,
+}
 
 
-class BudgetListCreateApi(_BudgetWriteRoles, APIView):
+class BudgetListCreateApi(APIView):
     """Budgets by name, each with its status in its current period; POST creates one
     (finops and manager roles)."""
+
+    roles_by_method = BUDGET_ROLES
 
     @extend_schema(
         parameters=PAGE_PARAMETERS, responses=BudgetPageOutput, operation_id="v1_budgets_list"
@@ -206,9 +206,11 @@ class BudgetListCreateApi(_BudgetWriteRoles, APIView):
         return _detail(budget, request, status=status.HTTP_201_CREATED)
 
 
-class BudgetDetailApi(_BudgetWriteRoles, APIView):
+class BudgetDetailApi(APIView):
     """One budget with its forecast day by day; PATCH changes the fields given, DELETE
     removes it and its alerts (finops and manager roles)."""
+
+    roles_by_method = BUDGET_ROLES
 
     def _budget(self, budget_id: int) -> Budget:
         return get_object_or_404(Budget.objects.select_related("created_by"), pk=budget_id)

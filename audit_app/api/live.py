@@ -46,7 +46,7 @@ class LitellmIngestApi(APIView):
     """LiteLLM's generic API callback posts its StandardLoggingPayload batches here (finops
     and engineer roles)."""
 
-    allowed_roles = UPLOADER_ROLES
+    roles_by_method = {"*": UPLOADER_ROLES}
     # The body is read raw within LIVE_MAX_REQUEST_BYTES (`read_push_body`), never parsed by DRF.
     parser_classes: list[type[BaseParser]] = []
     # A proxy posts as often as it flushes (`single` posts once per call); a busy one would run

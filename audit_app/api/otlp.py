@@ -111,7 +111,7 @@ class OtlpTracesApi(APIView):
 
     authentication_classes = [HashedTokenAuthentication]
     permission_classes = [MayUpload]
-    allowed_roles = UPLOADER_ROLES
+    roles_by_method = {"*": UPLOADER_ROLES}
     throttle_classes: list[Any] = []
     parser_classes: list[Any] = []
     content_negotiation_class = RequestEncoding

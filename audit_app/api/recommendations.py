@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.access.permissions import ALL_ROLES, Role
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import WorkloadDetailApi
 from audit_app.lib.query_params import text_param
@@ -50,6 +51,8 @@ def class_payload(workload: Workload) -> dict[str, Any]:
 
 class WorkloadApi(WorkloadDetailApi):
     """GET one workload's numbers; PATCH its class by hand (engineers and managers)."""
+
+    roles_by_method = {"GET": ALL_ROLES, "PATCH": frozenset({Role.ENGINEER, Role.MANAGER})}
 
     @extend_schema(request=OverrideInput, responses=ClassOutput)
     def patch(self, request: Request, workload_id: int) -> Response:
@@ -186,6 +189,8 @@ class DecisionInput(serializers.Serializer):
 
 class RecommendationDecisionApi(APIView):
     """A manager approves a pilot or rejects with a note; anyone else gets 403."""
+
+    roles_by_method = {"POST": frozenset({Role.MANAGER})}
 
     @extend_schema(request=DecisionInput, responses=RecommendationOutput)
     def post(self, request: Request, recommendation_id: int) -> Response:

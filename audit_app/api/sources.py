@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from audit_app.access.permissions import ALL_ROLES, SOURCE_WRITER_ROLES
+from audit_app.access.permissions import ALL_ROLES, SOURCE_WRITER_ROLES, RolesByMethod
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
 from audit_app.ingestion.source_changes import (
@@ -189,20 +189,20 @@ def _source(source_id: int) -> BillingSource:
     return get_object_or_404(BillingSource.objects.select_related("created_by"), pk=source_id)
 
 
-class _SourceWriteRoles:
-    """GET for every role; other methods for finops analysts."""
-
-    allowed_roles: frozenset[str] = ALL_ROLES
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            self.allowed_roles = SOURCE_WRITER_ROLES
-        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+# Every role reads; finops analysts write and poll.
+SOURCE_ROLES: RolesByMethod = {
+    "GET": ALL_ROLES,
+    "POST": SOURCE_WRITER_ROLES,
+    "PATCH": SOURCE_WRITER_ROLES,
+    "DELETE": SOURCE_WRITER_ROLES,
+}
 
 
-class SourceListCreateApi(_SourceWriteRoles, APIView):
+class SourceListCreateApi(APIView):
     """Billing sources by name, each with its last poll, last change and last error; POST
     creates one (finops role), polled at beat's next check."""
+
+    roles_by_method = SOURCE_ROLES
 
     @extend_schema(
         parameters=PAGE_PARAMETERS, responses=SourcePageOutput, operation_id="v1_sources_list"
@@ -221,9 +221,11 @@ class SourceListCreateApi(_SourceWriteRoles, APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class SourceDetailApi(_SourceWriteRoles, APIView):
+class SourceDetailApi(APIView):
     """One billing source; PATCH changes the fields given, DELETE removes it (the uploads it
     created stay) (finops role)."""
+
+    roles_by_method = SOURCE_ROLES
 
     @extend_schema(responses=SourceOutput)
     def get(self, request: Request, source_id: int) -> Response:
@@ -242,9 +244,11 @@ class SourceDetailApi(_SourceWriteRoles, APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class SourcePollApi(_SourceWriteRoles, APIView):
+class SourcePollApi(APIView):
     """Poll the source now (finops role): the poll is queued for a worker and answered 202;
     read the source again for its outcome (last_polled_at, last_error, recent_uploads)."""
+
+    roles_by_method = SOURCE_ROLES
 
     @extend_schema(request=None, responses={202: SourcePollOutput})
     def post(self, request: Request, source_id: int) -> Response:

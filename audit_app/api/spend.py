@@ -13,6 +13,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
+from audit_app.lib.formatting import metric
 from audit_app.lib.query_params import choice_param
 from audit_app.models import Workload
 from audit_app.reporting.filters import parse_filters
@@ -187,7 +188,13 @@ class WorkloadDetailOutput(WorkloadOutput):
 
 
 def _latency(summary: LatencySummary) -> dict[str, Any]:
-    return summary.__dict__
+    """Percentiles rounded by the one rule for measured figures (`formatting.metric`)."""
+    return {
+        "p50_ms": metric(summary.p50_ms),
+        "p95_ms": metric(summary.p95_ms),
+        "p99_ms": metric(summary.p99_ms),
+        "count": summary.count,
+    }
 
 
 def workload_payload(
@@ -204,8 +211,8 @@ def workload_payload(
         **{k: v for k, v in stats.__dict__.items() if k not in ("ttft", "latency", "tpot")},
         "spend_usd": stats.spend_usd,
         "url": reverse("api-workload-detail", args=[stats.id], request=request),
-        "p95_ttft_ms": stats.ttft.p95_ms,
-        "p95_e2e_ms": stats.latency.p95_ms,
+        "p95_ttft_ms": metric(stats.ttft.p95_ms),
+        "p95_e2e_ms": metric(stats.latency.p95_ms),
         "ttft": _latency(stats.ttft),
         "latency": _latency(stats.latency),
         "tpot": _latency(stats.tpot),

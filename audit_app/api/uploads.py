@@ -20,7 +20,6 @@ from audit_app.access.permissions import (
     ALL_ROLES,
     UPLOAD_DELETE_RULE,
     UPLOADER_ROLES,
-    RoleScopedView,
     upload_delete_refusal,
 )
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
@@ -264,20 +263,11 @@ class UploadInUseOutput(serializers.Serializer):
     )
 
 
-def _write_roles_only(view: RoleScopedView, request: Request) -> None:
-    if request.method not in ("GET", "HEAD", "OPTIONS"):
-        view.allowed_roles = UPLOADER_ROLES
-
-
 class UploadListCreateApi(APIView):
     """List uploads (newest first) or upload a file to ingest (finops and engineer roles)."""
 
     parser_classes = [MultiPartParser, FormParser]
-    allowed_roles = ALL_ROLES
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        _write_roles_only(self, request)
-        super().initial(request, *args, **kwargs)
+    roles_by_method = {"GET": ALL_ROLES, "POST": UPLOADER_ROLES}
 
     @extend_schema(
         parameters=PAGE_PARAMETERS, responses=UploadPageOutput, operation_id="v1_uploads_list"
@@ -319,7 +309,8 @@ class UploadDetailApi(APIView):
     """One upload with its progress, totals and first rejects; DELETE removes its data (who may
     is `upload_delete_refusal`, so a refusal names the rule)."""
 
-    allowed_roles = ALL_ROLES
+    # Every role reaches DELETE; `upload_delete_refusal` decides per upload.
+    roles_by_method = {"GET": ALL_ROLES, "DELETE": ALL_ROLES}
 
     @extend_schema(responses=UploadDetailOutput)
     def get(self, request: Request, upload_id: int) -> Response:

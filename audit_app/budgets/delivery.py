@@ -39,7 +39,6 @@ SIGNATURE_HEADER = "X-Audit-Signature"
 # Pending deliveries never tried this long after their alert was created lost their task (the
 # broker was down when it was queued): the scheduled evaluation queues them again.
 REQUEUE_AFTER = timedelta(minutes=10)
-DELIVERY_TASK = "audit_app.deliver_alert"
 
 
 class DeliveryFailed(Exception):

@@ -23,10 +23,30 @@ from audit_app.costs.attribution import PoolAttribution, attribute_pool, spread_
 from audit_app.costs.pricing import normalize_model
 from audit_app.costs.providers import normalize_provider, usage_provider
 from audit_app.costs.rollups import hosted_pooled_q, priced_groups, rollups_in_range
+from audit_app.lib.query_params import QueryParams, bool_param, decimal_param
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, HourlyRollup, ServingPool, Upload
 
 DEFAULT_THRESHOLD_PERCENT = Decimal(5)
+MAX_THRESHOLD_PERCENT = Decimal(100_000)
+
+
+def parse_threshold(params: QueryParams) -> Decimal:
+    """Reconciliation's flag threshold in percent (page and API): 0 to MAX_THRESHOLD_PERCENT."""
+    return decimal_param(
+        params,
+        "threshold",
+        default=DEFAULT_THRESHOLD_PERCENT,
+        minimum=Decimal(0),
+        maximum=MAX_THRESHOLD_PERCENT,
+    )
+
+
+def parse_flagged(params: QueryParams) -> bool:
+    """``flagged=1`` / ``true`` keeps reconciliation's flagged rows alone (page and API)."""
+    return bool_param(params, "flagged")
+
+
 _MODEL_BOUNDARY = frozenset("-:@.")
 
 

@@ -22,6 +22,8 @@ Rules (each function's docstring has the details):
 - ``count``: an integer with thousands separators, ``1,234,567``.
 - ``number``: a measure with thousands separators and a fixed number of decimals (one unless
   told), ``1,234.5`` tokens/s.
+- ``metric``: a measured figure as the API, CSV exports and the CLI give it (a number, not
+  text): half-up to ``METRIC_DECIMALS`` (3) decimals, ``322.156`` ms.
 
 Money and counts use the ASCII hyphen-minus, so a copied figure stays a number in a
 spreadsheet.
@@ -219,3 +221,14 @@ def number(value: Number, decimals: int = 1) -> str:
     rounded = _round(parsed, max(int(decimals), 0))
     sign = "-" if rounded < 0 else ""
     return f"{sign}{_grouped(rounded.copy_abs())}"
+
+
+# Decimals a measured figure (milliseconds, tokens per second) keeps in the API, CSV and CLI.
+METRIC_DECIMALS = 3
+
+
+def metric(value: Number) -> float | None:
+    """A measured figure as machine-readable output gives it: a float rounded half-up to
+    ``METRIC_DECIMALS`` decimals (``322.15591150057884`` → ``322.156``); None for no value."""
+    parsed = to_decimal(value)
+    return None if parsed is None else float(_round(parsed, METRIC_DECIMALS))

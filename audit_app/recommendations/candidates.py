@@ -19,6 +19,7 @@ from typing import Any
 
 from audit_app.costs.costing import HOURS_IN_MONTH, ScalingMode, cost_on_profile
 from audit_app.costs.rollups import rollups_in_range
+from audit_app.lib.formatting import money_unit
 from audit_app.models import Workload, WorkloadClass
 from audit_app.recommendations.evidence import (
     LatencyBounds,
@@ -428,7 +429,7 @@ def _instance_move(
         cost_monthly=price.monthly,
         assumptions=(
             throughput.source,
-            f"${instance.usd_per_hour.normalize():f}/hour on demand "
+            f"{money_unit(instance.usd_per_hour)}/hour on demand "
             f"({instance.source}, {instance.source_date}).",
             sizing,
         ),

@@ -16,6 +16,7 @@ from enum import StrEnum
 from audit_app.costs.costing import HOURS_IN_MONTH, Deployment, ScalingMode, cost_on_profile
 from audit_app.costs.pricing import Price, normalize_model
 from audit_app.costs.providers import normalize_provider
+from audit_app.lib.formatting import money_unit
 
 # The analysis window the sentences name (`audit_app.workloads.services.WINDOW_DAYS`).
 WINDOW_DAYS = 30
@@ -155,8 +156,8 @@ def provider_options(usage: Usage, *, hours: int, listings: Iterable[ApiListing]
                 projected_monthly=monthly(cost, hours),
                 assumptions=(
                     f"{listing.provider} lists {listing.name} at "
-                    f"${listing.usd_per_million_input_tokens} input / "
-                    f"${listing.usd_per_million_output_tokens} output per 1M tokens "
+                    f"{money_unit(listing.usd_per_million_input_tokens)} input / "
+                    f"{money_unit(listing.usd_per_million_output_tokens)} output per 1M tokens "
                     f"(source: {listing.source}, {listing.source_date}).",
                     f"Same token volume: {usage.input_tokens:,} input and "
                     f"{usage.output_tokens:,} output tokens in {WINDOW_DAYS} days.",

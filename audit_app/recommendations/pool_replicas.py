@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from audit_app.costs.attribution import spread_over_hours
 from audit_app.costs.costing import SECONDS_PER_HOUR
+from audit_app.lib.formatting import money_unit
 from audit_app.models import BillingCharge, ServingPool
 from audit_app.recommendations.evidence import MeasuredPoint
 from audit_app.recommendations.options import HardwareOffer, Instance, model_class
@@ -119,8 +120,8 @@ def pool_replica(
             name=f"{instance.name} ({instance.accelerator})",
             accelerators=instance.accelerator_count or 1,
             usd_per_hour=instance.usd_per_hour,
-            price_source=f"${instance.usd_per_hour}/hour per replica ({instance.source}, "
-            f"{instance.source_date}); today's cost is the pool's bill.",
+            price_source=f"{money_unit(instance.usd_per_hour)}/hour per replica "
+            f"({instance.source}, {instance.source_date}); today's cost is the pool's bill.",
             provisioned=tuple(replicas_from_cost(costs, instance.usd_per_hour)),
         )
     timed = [c for c in charges if c.quantity and _HOUR_UNIT.search(c.unit)]
@@ -140,7 +141,7 @@ def pool_replica(
         name=instance_type,
         accelerators=None,
         usd_per_hour=usd_per_hour,
-        price_source=f"${usd_per_hour}/hour per replica: the bill's cost over its "
+        price_source=f"{money_unit(usd_per_hour)}/hour per replica: the bill's cost over its "
         f"{total_hours.normalize():f} instance-hours ({instance_type} is not in the hardware "
         "catalog); today's cost is the pool's bill.",
         provisioned=tuple(int(h + Decimal("0.5")) for h in instance_hours),

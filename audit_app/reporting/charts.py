@@ -225,11 +225,15 @@ def build_spend_per_day_figure(
 
 
 def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]) -> dict[str, Any]:
-    """Horizontal bars: the workloads that cost the most, largest on top."""
+    """Horizontal bars: the workloads that cost the most, largest on top, on a log axis with a
+    tick per power of ten (``$1``, ``$10``, ``$1k``...), so a $300 workload stays visible beside
+    an $85.9k one."""
+    amounts = _floats(list(spend))
+    tickvals, ticktext = decade_ticks([a for a in amounts if a is not None], prefix="$")
     figure = Figure(
         bar(
             name="Spend",
-            x=_floats(list(spend))[::-1],
+            x=amounts[::-1],
             y=plotly_texts(names)[::-1],
             orientation="h",
             hovertemplate="%{y}: %{x:$,.2f}<extra></extra>",
@@ -243,10 +247,38 @@ def build_top_workloads_figure(*, names: Sequence[str], spend: Sequence[Decimal]
     figure.update_layout(
         **layout,
         title={"text": "Top workloads by spend"},
-        xaxis={"title": {"text": "Spend (USD)"}, "tickprefix": "$", "rangemode": "tozero"},
+        xaxis={
+            "title": {"text": "Spend (USD, log scale)"},
+            "type": "log",
+            "tickvals": tickvals,
+            "ticktext": ticktext,
+        },
         yaxis={"title": {"text": "Workload"}, "automargin": True},
     )
     return figure.to_dict()
+
+
+_SI_STEPS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+
+def decade_ticks(values: Sequence[float], *, prefix: str = "") -> tuple[list[float], list[str]]:
+    """Ticks for a log axis over the positive ``values``: each power of ten from the one at or
+    below the smallest to the one at or above the largest, written short (``$0.01``, ``$1``,
+    ``$10k``, ``$1M``). No positive value: no ticks (plotly chooses)."""
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return [], []
+    low = math.floor(math.log10(min(positive)))
+    high = max(math.ceil(math.log10(max(positive))), low + 1)
+    tickvals = [10.0**power for power in range(low, high + 1)]
+    return tickvals, [prefix + _short(v) for v in tickvals]
+
+
+def _short(value: float) -> str:
+    for size, suffix in _SI_STEPS:
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}" if value >= 1 else f"{value:.{-math.floor(math.log10(value))}f}"
 
 
 def build_daily_usage_figure(
@@ -331,20 +363,45 @@ def build_hour_of_week_figure(*, matrix: Sequence[Sequence[int]]) -> dict[str, A
     return figure.to_dict()
 
 
+# Measures drawn in a panel of their own: end-to-end latency runs to seconds, and would flatten
+# TTFT and TPOT (tens to hundreds of milliseconds) on a shared axis.
+SEPARATE_LATENCY_MEASURES = ("End-to-end",)
+
+
 def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> dict[str, Any]:
-    """Grouped bars of p50 / p95 / p99 for each latency measure (TTFT, end-to-end, TPOT)."""
+    """Grouped bars of p50 / p95 / p99 for each latency measure: TTFT and TPOT in the left
+    panel, end-to-end (`SEPARATE_LATENCY_MEASURES`) in a right panel with its own axis."""
     labels = ["p50", "p95", "p99"]
     figure = Figure()
-    for measure, values in percentiles.items():
-        figure.add_trace(bar(name=plotly_text(measure), x=labels, y=list(values)))
+    separate = [m for m in percentiles if m in SEPARATE_LATENCY_MEASURES]
+    for measure, values in _latency_measures_in_order(percentiles):
+        trace = bar(name=plotly_text(measure), x=labels, y=list(values))
+        if measure in separate:
+            trace.update(xaxis="x2", yaxis="y2")
+        figure.add_trace(trace)
+    axes: dict[str, Any] = {
+        "xaxis": {"title": {"text": "Percentile"}},
+        "yaxis": {"title": {"text": "Milliseconds"}, "rangemode": "tozero"},
+    }
+    if separate:
+        axes["xaxis"]["domain"] = [0.0, 0.58]
+        axes["xaxis2"] = {"title": {"text": "Percentile"}, "domain": [0.72, 1.0], "anchor": "y2"}
+        axes["yaxis2"] = {
+            "title": {"text": f"{' / '.join(separate)} (ms)"},
+            "rangemode": "tozero",
+            "anchor": "x2",
+        }
     figure.update_layout(
-        **BASE_LAYOUT,
-        barmode="group",
-        title={"text": "Latency percentiles"},
-        xaxis={"title": {"text": "Percentile"}},
-        yaxis={"title": {"text": "Milliseconds"}, "rangemode": "tozero"},
+        **BASE_LAYOUT, barmode="group", title={"text": "Latency percentiles"}, **axes
     )
     return figure.to_dict()
+
+
+def _latency_measures_in_order(
+    percentiles: dict[str, Sequence[float | None]],
+) -> list[tuple[str, Sequence[float | None]]]:
+    """The measures, those of the left panel first, each panel in the order given."""
+    return sorted(percentiles.items(), key=lambda item: item[0] in SEPARATE_LATENCY_MEASURES)
 
 
 def build_pool_attribution_figure(

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.access.permissions import RoleRequiredMixin
+from audit_app.access.permissions import ALL_ROLES, RoleRequiredMixin
 from audit_app.budgets.alerts import AcknowledgeRefused, alert_acknowledge
 from audit_app.budgets.anomaly_service import AnomalyRow, anomaly_list, anomaly_window
 from audit_app.models import Alert
@@ -70,6 +70,8 @@ class AlertListView(RoleRequiredMixin, TemplateView):
 
 class AlertAcknowledgeView(RoleRequiredMixin, View):
     """POST from the Alerts page: acknowledge with a note (every role)."""
+
+    roles_by_method = {"POST": ALL_ROLES}
 
     def post(self, request: HttpRequest, alert_id: int) -> HttpResponse:
         alert = get_object_or_404(Alert, pk=alert_id)

@@ -12,39 +12,23 @@ from django.views import View
 
 from audit_app.access.permissions import RoleRequiredMixin
 from audit_app.costs.billing import (
-    DEFAULT_THRESHOLD_PERCENT,
     ReconciliationRow,
+    parse_flagged,
+    parse_threshold,
     reconciliation,
     reconciliation_totals,
     unknown_meters,
 )
 from audit_app.lib.csv_export import csv_response
-from audit_app.lib.query_params import QueryParams, bool_param, decimal_param, int_param
+from audit_app.lib.query_params import int_param
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import filter_choices
 from audit_app.views.query import QueryParamsMixin
 
-MAX_THRESHOLD_PERCENT = Decimal(100_000)
 # The page's table lists this many rows a page (?page=2, ...), flagged and largest variance
 # first; the totals, the chart and the CSV cover every row.
 ROWS_PER_PAGE = 100
-
-
-def parse_threshold(params: QueryParams) -> Decimal:
-    """The flag threshold in percent (page and API): 0 to MAX_THRESHOLD_PERCENT."""
-    return decimal_param(
-        params,
-        "threshold",
-        default=DEFAULT_THRESHOLD_PERCENT,
-        minimum=Decimal(0),
-        maximum=MAX_THRESHOLD_PERCENT,
-    )
-
-
-def parse_flagged(params: QueryParams) -> bool:
-    """``flagged=1`` / ``true`` keeps the flagged rows alone (page and API)."""
-    return bool_param(params, "flagged")
 
 
 def reconciliation_csv(filters: SpendFilters, rows: list[ReconciliationRow]) -> HttpResponse:

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
 
-from audit_app.access.permissions import BUDGET_WRITER_ROLES, RoleRequiredMixin, has_role
+from audit_app.access.permissions import ALL_ROLES, BUDGET_WRITER_ROLES, RoleRequiredMixin
 from audit_app.budgets.charts import build_budget_forecast_figure
 from audit_app.budgets.delivery import failing_webhooks
 from audit_app.budgets.forms import BudgetForm
@@ -28,13 +28,6 @@ from audit_app.budgets.status import budget_status, budget_statuses, default_as_
 from audit_app.lib.errors import ErrorKind
 from audit_app.lib.masking import mask_webhook
 from audit_app.models import Budget
-
-
-def _check_writer(request: HttpRequest) -> None:
-    if not has_role(request.user, BUDGET_WRITER_ROLES):
-        raise PermissionDenied(
-            "Only finops analysts and managers may create, change or delete budgets."
-        )
 
 
 def _scope_values() -> list[str]:
@@ -57,12 +50,12 @@ def _saved(form: BudgetForm, save: Any) -> Budget | None:
 
 class BudgetListView(RoleRequiredMixin, View):
     template_name = "audit/budgets.html"
+    roles_by_method = {"GET": ALL_ROLES, "POST": BUDGET_WRITER_ROLES}
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self._render(request, BudgetForm())
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        _check_writer(request)
         form = BudgetForm(request.POST)
         budget = _saved(form, lambda data: budget_create(user=request.user, data=data))
         if budget is None:
@@ -81,7 +74,7 @@ class BudgetListView(RoleRequiredMixin, View):
             },
             "as_of": as_of,
             "form": form,
-            "can_write": has_role(request.user, BUDGET_WRITER_ROLES),
+            "can_write": self.may("POST"),
             "scope_values": _scope_values(),
         }
         return render(request, self.template_name, context, status=status)
@@ -92,13 +85,13 @@ class BudgetDetailView(RoleRequiredMixin, View):
     the edit."""
 
     template_name = "audit/budget_detail.html"
+    roles_by_method = {"GET": ALL_ROLES, "POST": BUDGET_WRITER_ROLES}
 
     def get(self, request: HttpRequest, budget_id: int) -> HttpResponse:
         budget = get_object_or_404(Budget, pk=budget_id)
         return self._render(request, budget, BudgetForm.for_budget(budget))
 
     def post(self, request: HttpRequest, budget_id: int) -> HttpResponse:
-        _check_writer(request)
         budget = get_object_or_404(Budget, pk=budget_id)
         form = BudgetForm(request.POST)
         saved = _saved(
@@ -126,7 +119,7 @@ class BudgetDetailView(RoleRequiredMixin, View):
                 forecast=state.forecast, amount=budget.amount_usd
             ),
             "form": form,
-            "can_write": has_role(request.user, BUDGET_WRITER_ROLES),
+            "can_write": self.may("POST"),
             "scope_values": _scope_values(),
         }
         return render(request, self.template_name, context, status=status)
@@ -136,7 +129,7 @@ class BudgetDeleteView(RoleRequiredMixin, View):
     """POST from the budget's page (its Delete button sits behind a "Delete this budget"
     disclosure): delete the budget and its alerts."""
 
-    allowed_roles = BUDGET_WRITER_ROLES
+    roles_by_method = {"*": BUDGET_WRITER_ROLES}
 
     def post(self, request: HttpRequest, budget_id: int) -> HttpResponse:
         budget = get_object_or_404(Budget, pk=budget_id)

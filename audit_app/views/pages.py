@@ -7,26 +7,24 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.access.permissions import UPLOADER_ROLES, Role, RoleRequiredMixin, has_role
+from audit_app.access.permissions import RoleRequiredMixin, has_role, method_roles
 from audit_app.costs.billing import pool_reports
 from audit_app.ingestion.live.selectors import live_pending
+from audit_app.lib import formatting
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
-from audit_app.models import Workload, WorkloadClass, WorkloadOverride
-from audit_app.recommendations.plan import plan_read, plan_rows, pool_steps
+from audit_app.models import WorkloadClass
+from audit_app.recommendations.plan import plan_read, pool_steps
 from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import (
     filter_choices,
-    hour_of_week_requests,
     upload_list,
     uploads_per_day,
 )
@@ -38,15 +36,12 @@ from audit_app.reporting.spend import (
     WorkloadStats,
     month_comparison,
     spend_report,
-    workload_list,
-    workload_stats,
 )
 from audit_app.views.query import QueryParamsMixin
-from audit_app.workloads.services import (
-    current_override,
-    effective_class,
-    effective_classes,
-)
+from audit_app.views.recommendations import WorkloadOverrideView
+from audit_app.views.uploads import UploadCreateView
+from audit_app.workloads.selectors import WORKLOAD_SORT_CHOICES, workload_page, workload_table
+from audit_app.workloads.services import effective_classes
 
 TOP_WORKLOADS = 10
 # The overview's breakdown table lists this many rows, then one row adding up the others.
@@ -187,24 +182,6 @@ class SpendCsvView(RoleRequiredMixin, QueryParamsMixin, View):
         )
 
 
-WORKLOAD_SORTS = {
-    "name": lambda w: w.name,
-    "requests": lambda w: w.requests,
-    "input_tokens": lambda w: w.input_tokens,
-    "output_tokens": lambda w: w.output_tokens,
-    "spend": lambda w: w.spend_usd,
-    "p95_ttft": lambda w: (w.ttft.p95_ms is not None, w.ttft.p95_ms or 0.0),
-    "p95_e2e": lambda w: (w.latency.p95_ms is not None, w.latency.p95_ms or 0.0),
-}
-
-# ?sort=<key> sorts ascending, ?sort=-<key> descending.
-WORKLOAD_SORT_CHOICES = (*WORKLOAD_SORTS, *(f"-{key}" for key in WORKLOAD_SORTS))
-
-
-def sorted_workloads(stats: list[WorkloadStats], sort: str) -> list[WorkloadStats]:
-    return sorted(stats, key=WORKLOAD_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
-
-
 WORKLOAD_CSV_HEADER = [
     "workload",
     "teams",
@@ -247,8 +224,8 @@ def workload_csv_rows(stats: list[WorkloadStats], idle_gpu_usd: Decimal) -> list
             w.spend_usd,
             w.api_spend_usd,
             w.gpu_cost_usd,
-            _round(w.ttft.p95_ms),
-            _round(w.latency.p95_ms),
+            formatting.metric(w.ttft.p95_ms),
+            formatting.metric(w.latency.p95_ms),
             w.unpriced_requests,
         ]
         for w in stats
@@ -282,15 +259,14 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
         export_csv = self.wants_csv()
         if export_csv and (refused := self.csv_refused()):
             return refused
-        report = spend_report(filters)
-        stats = sorted_workloads(workload_list(filters), sort)
+        table = workload_table(filters, sort=sort)
         if export_csv:
             return csv_response(
                 filename=f"workloads-{filters.start}-{filters.end}.csv",
                 header=WORKLOAD_CSV_HEADER,
-                rows=workload_csv_rows(stats, report.idle_gpu_usd),
+                rows=workload_csv_rows(table.workloads, table.idle_gpu_usd),
             )
-        paginator = Paginator(stats, WORKLOADS_PER_PAGE)
+        paginator = Paginator(table.workloads, WORKLOADS_PER_PAGE)
         page = paginator.page(
             self.param(int_param, "page", default=1, minimum=1, maximum=paginator.num_pages)
         )
@@ -302,15 +278,11 @@ class WorkloadListView(RoleRequiredMixin, QueryParamsMixin, View):
             "page_query": filters.query_string(sort=sort),
             "headers": workload_sort_headers(filters, sort),
             "sort": sort,
-            "total_spend": report.total_usd,
-            "attributed_spend": report.breakdown("workload").attributed_usd,
-            "idle_usd": report.idle_gpu_usd,
+            "total_spend": table.total_usd,
+            "attributed_spend": table.attributed_usd,
+            "idle_usd": table.idle_gpu_usd,
         }
         return self.render_to_response(context)
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
 
 
 class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
@@ -318,43 +290,20 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        # The classification and the overrides (newest first) in the same two queries the class,
-        # the classification panel and the override form all read.
-        workload = get_object_or_404(
-            Workload.objects.select_related("classification").prefetch_related(
-                Prefetch("overrides", queryset=WorkloadOverride.objects.select_related("user"))
-            ),
-            pk=kwargs["workload_id"],
-        )
         filters = self.param(parse_filters)
-        mine = filters.for_workload(workload.name)
-        report = spend_report(mine)
-        stats = workload_stats(mine, workload_id=workload.pk)
-        daily = report.daily
-        gpu_pools = {row.key: row.gpu_cost_usd for row in report.breakdown("pool").rows}
-        gpu = [
-            (
-                r.pool.name,
-                r.currency,
-                gpu_pools.get(r.pool.name, Decimal(0))
-                if r.currency == "USD"
-                else r.by_workload[workload.name],
-                r.attribution,
-            )
-            for r in pool_reports(start=filters.start, end=filters.end)
-            if workload.name in r.by_workload
-        ]
+        shown = workload_page(kwargs["workload_id"], filters)
+        stats, daily = shown.stats, shown.daily
         context.update(
-            effective_class=effective_class(workload),
-            classification=getattr(workload, "classification", None),
-            override=current_override(workload),
-            can_override=has_role(self.request.user, [Role.ENGINEER, Role.MANAGER]),
-            plan_rows=plan_rows(plan_read(), workload=workload.name),
-            gpu_costs=gpu,
-            workload=workload,
+            effective_class=shown.effective_class,
+            classification=shown.classification,
+            override=shown.override,
+            can_override=has_role(self.request.user, method_roles(WorkloadOverrideView, "POST")),
+            plan_rows=shown.plan_rows,
+            gpu_costs=shown.pools,
+            workload=shown.workload,
             filters=filters,
-            stats=stats if stats.requests else None,
-            models=report.breakdown("model"),
+            stats=stats,
+            models=shown.models,
             usage_figure=charts.build_daily_usage_figure(
                 days=daily.days,
                 api_spend=daily.api_spend_usd,
@@ -362,9 +311,7 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
                 input_tokens=daily.input_tokens,
                 output_tokens=daily.output_tokens,
             ),
-            heatmap_figure=charts.build_hour_of_week_figure(
-                matrix=hour_of_week_requests(queryset=mine.hourly_queryset())
-            ),
+            heatmap_figure=charts.build_hour_of_week_figure(matrix=shown.hour_of_week),
             latency_figure=charts.build_latency_figure(
                 percentiles={
                     "TTFT": [stats.ttft.p50_ms, stats.ttft.p95_ms, stats.ttft.p99_ms],
@@ -375,7 +322,9 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
                     ],
                     "TPOT": [stats.tpot.p50_ms, stats.tpot.p95_ms, stats.tpot.p99_ms],
                 }
-            ),
+            )
+            if stats
+            else None,
         )
         return context
 
@@ -386,7 +335,7 @@ class UploadListView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["uploads"] = upload_list()
-        context["can_upload"] = has_role(self.request.user, UPLOADER_ROLES)
+        context["can_upload"] = has_role(self.request.user, method_roles(UploadCreateView, "POST"))
         context["live_pending"] = live_pending()
         context["land_every_seconds"] = settings.LIVE_LAND_EVERY_SECONDS
         return context

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.access.permissions import Role, RoleRequiredMixin, has_role
+from audit_app.access.permissions import Role, RoleRequiredMixin, has_role, method_roles
 from audit_app.costs.rollups import rollups_in_range
 from audit_app.lib.derived_state import derived_state
 from audit_app.lib.query_params import text_param
@@ -87,7 +87,7 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
             plan_details=recommendation.details.get("plan", {}),
             sources=Upload.objects.filter(pk__in=recommendation.source_upload_ids).order_by("pk"),
             events=recommendation.events.select_related("user"),
-            can_decide=has_role(self.request.user, [Role.MANAGER])
+            can_decide=has_role(self.request.user, method_roles(RecommendationDecisionView, "POST"))
             and recommendation.status == Recommendation.Status.PROPOSED,
             cost_figure=charts.build_cost_comparison_figure(
                 current=recommendation.current_monthly_usd,
@@ -122,7 +122,7 @@ class RecommendationDetailView(RoleRequiredMixin, TemplateView):
 class RecommendationDecisionView(RoleRequiredMixin, View):
     """POST from the detail page: approve a pilot, or reject with a note (managers)."""
 
-    allowed_roles = frozenset({Role.MANAGER})
+    roles_by_method = {"*": frozenset({Role.MANAGER})}
 
     def post(self, request: HttpRequest, recommendation_id: int) -> HttpResponse:
         recommendation = get_object_or_404(Recommendation, pk=recommendation_id)
@@ -145,7 +145,7 @@ class RecommendationDecisionView(RoleRequiredMixin, View):
 class WorkloadOverrideView(RoleRequiredMixin, View):
     """POST from the workload page: set or clear the class by hand (engineers, managers)."""
 
-    allowed_roles = frozenset({Role.ENGINEER, Role.MANAGER})
+    roles_by_method = {"*": frozenset({Role.ENGINEER, Role.MANAGER})}
 
     def post(self, request: HttpRequest, workload_id: int) -> HttpResponse:
         workload = Workload.objects.filter(pk=workload_id).first()

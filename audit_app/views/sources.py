@@ -16,9 +16,9 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
 
-from audit_app.access.permissions import SOURCE_WRITER_ROLES, RoleRequiredMixin, has_role
+from audit_app.access.permissions import ALL_ROLES, SOURCE_WRITER_ROLES, RoleRequiredMixin
 from audit_app.ingestion.formats import BILLING, FORMAT_LABELS, FORMATS_BY_KIND
-from audit_app.ingestion.source_changes import WRITER_REFUSAL, SourceRefused, source_create
+from audit_app.ingestion.source_changes import SourceRefused, source_create
 from audit_app.ingestion.sources import (
     RefusedObject,
     SourceUploads,
@@ -115,19 +115,14 @@ def _rows() -> list[SourceRow]:
     ]
 
 
-def _check_writer(request: HttpRequest) -> None:
-    if not has_role(request.user, SOURCE_WRITER_ROLES):
-        raise PermissionDenied(WRITER_REFUSAL)
-
-
 class SourceListView(RoleRequiredMixin, View):
     template_name = "audit/sources.html"
+    roles_by_method = {"GET": ALL_ROLES, "POST": SOURCE_WRITER_ROLES}
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self._render(request, SourceForm())
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        _check_writer(request)
         form = SourceForm(request.POST)
         if not form.is_valid():
             return self._render(request, form, status=400)
@@ -147,7 +142,7 @@ class SourceListView(RoleRequiredMixin, View):
         context = {
             "rows": _rows(),
             "form": form,
-            "can_write": has_role(request.user, SOURCE_WRITER_ROLES),
+            "can_write": self.may("POST"),
         }
         return render(request, self.template_name, context, status=status)
 
@@ -155,7 +150,7 @@ class SourceListView(RoleRequiredMixin, View):
 class SourcePollView(RoleRequiredMixin, View):
     """POST from the Sources page's "Poll now" button: queue a poll of the source."""
 
-    allowed_roles = SOURCE_WRITER_ROLES
+    roles_by_method = {"*": SOURCE_WRITER_ROLES}
 
     def post(self, request: HttpRequest, source_id: int) -> HttpResponse:
         source = get_object_or_404(BillingSource, pk=source_id)

@@ -14,7 +14,12 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from audit_app.access.permissions import UPLOADER_ROLES, RoleRequiredMixin, upload_delete_refusal
+from audit_app.access.permissions import (
+    ALL_ROLES,
+    UPLOADER_ROLES,
+    RoleRequiredMixin,
+    upload_delete_refusal,
+)
 from audit_app.costs.bills import upload_billing
 from audit_app.forms import UploadForm
 from audit_app.ingestion.live.selectors import stream_batches
@@ -34,7 +39,7 @@ from audit_app.models import Upload
 
 
 class UploadCreateView(RoleRequiredMixin, View):
-    allowed_roles = UPLOADER_ROLES
+    roles_by_method = {"*": UPLOADER_ROLES}
     template_name = "audit/upload_new.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:
@@ -102,6 +107,7 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
             else None
         )
         context["stream"] = stream_batches(upload=upload)
+        context["status_labels"] = dict(Upload.Status.choices)  # for the progress poll
         return context
 
 
@@ -125,6 +131,8 @@ class UploadDeleteView(RoleRequiredMixin, View):
     is `upload_delete_refusal`, so a refusal names the rule."""
 
     template_name = "audit/upload_delete.html"
+    # Every role reaches the page; `upload_delete_refusal` decides per upload.
+    roles_by_method = {"GET": ALL_ROLES, "POST": ALL_ROLES}
 
     def get(self, request: HttpRequest, upload_id: int) -> HttpResponse:
         upload = _deletable_upload(request, upload_id)

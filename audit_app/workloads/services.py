@@ -58,11 +58,6 @@ def analysis_window(today: date | None = None) -> tuple[date, date] | None:
     return max(bounds[0], end - timedelta(days=WINDOW_DAYS - 1)), end
 
 
-def workload_summary(workload: Workload, *, start: date, end: date) -> WorkloadSummary:
-    """What the classifier reads about one workload over days start..end."""
-    return workload_summaries([workload], start=start, end=end)[0]
-
-
 def workload_summaries(
     workloads: Sequence[Workload], *, start: date, end: date
 ) -> list[WorkloadSummary]:
@@ -287,7 +282,10 @@ def workload_override(
         actor=user,
         action=AuditEvent.Action.WORKLOAD_OVERRIDE,
         obj=workload,
-        summary=f"set {workload.name} to {workload_class or 'the classifier'}",
+        summary=(
+            f"set {workload.name} to "
+            f"{WorkloadClass(workload_class).label if workload_class else 'the classifier'}"
+        ),
         details={"workload_class": workload_class, "reason": reason.strip()},
     )
     return override

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit_app.access.permissions import ALL_ROLES, Role, RoleScopedView
+from audit_app.access.permissions import ALL_ROLES, Role, RolesByMethod
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.ingestion.formats import BENCHMARK_FORMATS
 from audit_app.models import Recommendation
@@ -27,7 +27,9 @@ from benchmarks_app.services import (
     gate_evaluate,
 )
 
+# Every role reads runs and gates; engineers import and complete runs and create gates.
 RUN_WRITERS = frozenset({Role.ENGINEER})
+RUN_ROLES: RolesByMethod = {"GET": ALL_ROLES, "POST": RUN_WRITERS, "PATCH": RUN_WRITERS}
 
 
 class RunInput(serializers.Serializer):
@@ -111,20 +113,12 @@ class RunPageOutput(PageOutput):
     results = RunOutput(many=True)
 
 
-def _writers_only(view: RoleScopedView, request: Request) -> None:
-    view.allowed_roles = RUN_WRITERS if request.method in ("POST", "PATCH") else ALL_ROLES
-
-
 class RunListCreateApi(APIView):
     """List runs, or import one (multipart: file, optional telemetry, format, name and any
     run field: model_hash, quantization, batch_size, num_gpus, usd_per_gpu_hour, ...)."""
 
-    allowed_roles = ALL_ROLES  # narrowed per request by `_writers_only`
+    roles_by_method = RUN_ROLES
     parser_classes = [MultiPartParser, FormParser]
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        _writers_only(self, request)
-        super().initial(request, *args, **kwargs)
 
     @extend_schema(
         parameters=PAGE_PARAMETERS, responses=RunPageOutput, operation_id="v1_benchmark_runs_list"
@@ -171,12 +165,8 @@ class RunListCreateApi(APIView):
 class RunDetailApi(APIView):
     """Read a run; PATCH completes its fields (engineers; recorded in the audit trail)."""
 
-    allowed_roles = ALL_ROLES  # narrowed per request by `_writers_only`
+    roles_by_method = RUN_ROLES
     parser_classes = [JSONParser, FormParser, MultiPartParser]
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        _writers_only(self, request)
-        super().initial(request, *args, **kwargs)
 
     @extend_schema(responses=RunOutput)
     def get(self, request: Request, run_id: int) -> Response:
@@ -257,12 +247,8 @@ class GatePageOutput(PageOutput):
 class GateCreateApi(APIView):
     """Compare a candidate run with a baseline; the verdict is recorded for good."""
 
-    allowed_roles = ALL_ROLES  # narrowed per request by `_writers_only`
+    roles_by_method = RUN_ROLES
     parser_classes = [JSONParser, FormParser, MultiPartParser]
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        _writers_only(self, request)
-        super().initial(request, *args, **kwargs)
 
     @extend_schema(
         parameters=PAGE_PARAMETERS, responses=GatePageOutput, operation_id="v1_gates_list"

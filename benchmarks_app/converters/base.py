@@ -51,7 +51,6 @@ METADATA_KEYS = (
 
 # Keys of `BenchmarkArtifact.reported`, built as f"{metric}_{stat}_ms".
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
-LATENCY_STATS = ("mean", "p50", "p95", "p99")
 
 TIME_UNITS_TO_MS = {
     "ns": 1e-6,

@@ -3,6 +3,9 @@
 (function () {
   "use strict";
   var FINAL = { succeeded: true, failed: true };
+  // The page's labels of the API's status keys (Upload.Status), so no raw key is shown.
+  var labelsNode = document.getElementById("upload-status-labels");
+  var LABELS = labelsNode ? JSON.parse(labelsNode.textContent) : {};
 
   function poll(element) {
     var url = element.getAttribute("data-upload-poll");
@@ -15,7 +18,7 @@
             if (node.tagName === "PROGRESS") { node.value = value; } else { node.textContent = value; }
           });
         };
-        set("status", upload.status);
+        set("status", LABELS[upload.status] || upload.status);
         set("progress", upload.progress_percent);
         set("progress_text", upload.progress_percent + " %");
         set("rows_read", upload.rows_read);

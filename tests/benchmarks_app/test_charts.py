@@ -43,7 +43,13 @@ def test_cost_by_mode_without_costs_is_empty() -> None:
 def test_run_figures() -> None:
     distribution = build_latency_distribution_figure(ttft_ms=[120.0, 130.0], tpot_ms=[])
     assert [t["name"] for t in distribution["data"]] == ["TTFT (ms)", "TPOT (ms)"]
-    assert distribution["layout"]["xaxis"]["title"]["text"] == "Milliseconds"
+    assert distribution["layout"]["xaxis"]["title"]["text"] == "TTFT (ms)"
+    # TPOT has its own panel and axis: tens of ms next to TTFT's hundreds.
+    assert (distribution["data"][1]["xaxis"], distribution["data"][1]["yaxis"]) == ("x2", "y2")
+    assert distribution["layout"]["xaxis2"]["title"]["text"] == "TPOT (ms)"
+    assert (
+        distribution["layout"]["xaxis"]["domain"][1] < distribution["layout"]["xaxis2"]["domain"][0]
+    )
     assert distribution["layout"]["yaxis"]["rangemode"] == "tozero"
     assert not is_empty(distribution)
     assert is_empty(build_latency_distribution_figure(ttft_ms=[], tpot_ms=[]))

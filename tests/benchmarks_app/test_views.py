@@ -358,7 +358,7 @@ def test_a_gate_page_shows_its_verdict_inputs_and_charts(
     assert response.status_code == 200
     html = response.content.decode()
     assert '<p class="verdict-word" data-testid="verdict">PASS</p>' in html
-    assert "mode always_on, cold start 0 ms, traffic: CSV ·" in html
+    assert "mode always on, cold start 0 ms, traffic: CSV ·" in html
     checks = {c["metric"]: c for c in response.context["checks"]}
     assert (checks["ttft_p95_ms"]["baseline_text"], checks["ttft_p95_ms"]["candidate_text"]) == (
         "444 ms",  # 444.2928
@@ -800,7 +800,7 @@ def test_a_curve_gate_page_groups_checks_by_point_with_slo_and_pareto(
         "$0.579",
         "−57.9 %",
     )
-    assert '<th scope="colgroup" colspan="6">Concurrency 16</th>' in html
+    assert '<th scope="colgroup" colspan="7">Concurrency 16</th>' in html
     pareto = response.context["pareto_figure"]
     traces = {trace["name"]: trace for trace in pareto["data"]}
     # x = 1000 / p95 TPOT, y = decode tok/s / 4 GPUs, in order of x.

@@ -19,6 +19,7 @@ from audit_app.ingestion.uploads import (
     UploadRefused,
     upload_create,
 )
+from audit_app.lib.formatting import money
 from audit_app.models import Upload
 from audit_app.reporting.spend import upload_spend
 
@@ -91,7 +92,7 @@ class Command(BaseCommand):
             f"upload {upload.pk} ({report['format']}): {report['rows_accepted']} of "
             f"{report['rows_read']} rows accepted, {report['rows_rejected']} rejected; "
             f"{report['requests']} requests, {report['input_tokens']} input and "
-            f"{report['output_tokens']} output tokens, ${report['cost_usd']}"
+            f"{report['output_tokens']} output tokens, {money(report['cost_usd'])}"
         )
         for reject in report["rejects"][:10]:
             self.stdout.write(f"  line {reject['line']}: {reject['reason']}")

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from audit_app.derived import derived_refresh
 from audit_app.ingestion.live.landing import LivePass, live_land
 from audit_app.ingestion.live.receive import pending_records
+from audit_app.lib.formatting import money
 
 
 class Command(BaseCommand):
@@ -44,7 +45,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  upload {stream['upload_id']} ({stream['source']} stream {stream['day']}): "
                 f"{stream['landed']:,} records, {stream['input_tokens']:,} input and "
-                f"{stream['output_tokens']:,} output tokens, ${stream['logged_cost_usd']} "
+                f"{stream['output_tokens']:,} output tokens, {money(stream['logged_cost_usd'])} "
                 "stated in the records"
             )
         self.stdout.write(

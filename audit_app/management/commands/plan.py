@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.lib.formatting import money
 from audit_app.lib.query_params import ParameterError
 from audit_app.recommendations.plan import plan_as_dict, plan_read, plan_window
 
@@ -33,17 +34,18 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(plan))
             return
+        usd = {key: money(value) for key, value in plan.items() if key.endswith("_usd")}
         self.stdout.write(
-            f"Plan {plan['start']} to {plan['end']}: spend ${plan['spend_monthly_usd']}/month, "
-            f"after ${plan['after_monthly_usd']}, saves ${plan['savings_monthly_usd']} "
-            f"(open ${plan['open_monthly_usd']}, in progress ${plan['in_progress_monthly_usd']}, "
-            f"realised ${plan['realised_monthly_usd']}; waiting for benchmarks "
-            f"${plan['needs_benchmark_monthly_usd']})"
+            f"Plan {plan['start']} to {plan['end']}: spend {usd['spend_monthly_usd']}/month, "
+            f"after {usd['after_monthly_usd']}, saves {usd['savings_monthly_usd']} "
+            f"(open {usd['open_monthly_usd']}, in progress {usd['in_progress_monthly_usd']}, "
+            f"realised {usd['realised_monthly_usd']}; waiting for benchmarks "
+            f"{usd['needs_benchmark_monthly_usd']})"
         )
         for row in plan["options"]:
             subject = row["workload"] or f"pool {row['from_pool']}"
             where = "in plan" if row["in_plan"] else f"out: {row['out_reason']}"
             self.stdout.write(
                 f"  #{row['id']} {subject[:28]:<28} -> {row['target'][:48]:<48} "
-                f"${row['savings_monthly_usd']:>12}/month [{row['evidence']}] {where}"
+                f"{money(row['savings_monthly_usd']):>13}/month [{row['evidence']}] {where}"
             )

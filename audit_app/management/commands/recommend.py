@@ -7,6 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit_app.lib.formatting import money
+from audit_app.models import Recommendation
 from audit_app.recommendations.plan import plan_read, plan_roles
 from audit_app.recommendations.services import recommendations_refresh
 from audit_app.reporting.selectors import recommendation_groups
@@ -56,14 +58,15 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(rows))
             return
+        status_labels = dict(Recommendation.Status.choices)
         for row in rows:
             marker = "" if row["leads"] else "  (not in the plan) "
             self.stdout.write(
                 f"{marker}{row['subject']:<28} -> {row['target'][:48]:<48} "
-                f"saves ${row['savings_monthly_usd']}/month ({row['status']})"
+                f"saves {money(row['savings_monthly_usd'])}/month ({status_labels[row['status']]})"
             )
         plan = read.plan
         self.stdout.write(
-            f"savings plan: ${plan.savings_monthly}/month of ${plan.spend_monthly} "
+            f"savings plan: {money(plan.savings_monthly)}/month of {money(plan.spend_monthly)} "
             "(manage.py plan for its options)"
         )

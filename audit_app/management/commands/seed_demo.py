@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from audit_app.demo.benchmarks import DemoBenchmarks
 from audit_app.demo.seed import demo_data_load, demo_users_ensure
 from audit_app.derived import derived_refresh
+from audit_app.lib.formatting import money
 from audit_app.models import Budget
 
 
@@ -90,7 +91,8 @@ class Command(BaseCommand):
         """The demo budgets this call created (nothing when they were there before)."""
         for budget in budgets:
             self.stdout.write(
-                f"Demo budget {budget.pk} {budget.name}: ${budget.amount_usd} a {budget.period}"
+                f"Demo budget {budget.pk} {budget.name}: "
+                f"{money(budget.amount_usd)} a {budget.period}"
             )
 
     def _benchmarks(self, loaded: DemoBenchmarks | None) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.lib import formatting
 from audit_app.lib.query_params import ParameterError
 from audit_app.models import Workload
 from audit_app.reporting.filters import parse_filters, whole_range
@@ -53,8 +54,8 @@ class Command(BaseCommand):
                 "api_spend_usd": _usd(s.api_spend_usd),
                 "gpu_cost_usd": _usd(s.gpu_cost_usd),
                 "unpriced_requests": s.unpriced_requests,
-                "p95_ttft_ms": None if s.ttft.p95_ms is None else round(s.ttft.p95_ms, 3),
-                "p95_e2e_ms": None if s.latency.p95_ms is None else round(s.latency.p95_ms, 3),
+                "p95_ttft_ms": formatting.metric(s.ttft.p95_ms),
+                "p95_e2e_ms": formatting.metric(s.latency.p95_ms),
                 "teams": s.teams,
                 "models": s.models,
                 **class_summary(classes.get(s.name)),
@@ -65,17 +66,19 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(rows))
             return
         report = spend_report(filters)
-        self.stdout.write(f"{'workload':<32} {'requests':>10} {'spend_usd':>14} {'p95_e2e_ms':>11}")
+        self.stdout.write(f"{'workload':<32} {'requests':>10} {'spend':>14} {'p95_e2e_ms':>11}")
         for row in rows:
-            p95 = "" if row["p95_e2e_ms"] is None else f"{row['p95_e2e_ms']:.0f}"
+            p95 = "" if row["p95_e2e_ms"] is None else formatting.count(row["p95_e2e_ms"])
             self.stdout.write(
-                f"{row['name'][:32]:<32} {row['requests']:>10} {row['spend_usd']:>14} {p95:>11}"
+                f"{row['name'][:32]:<32} {formatting.count(row['requests']):>10} "
+                f"{formatting.money(row['spend_usd']):>14} {p95:>11}"
             )
         if report.idle_gpu_usd:
             self.stdout.write(
-                f"{'(idle GPU, no workload)':<32} {'':>10} {_usd(report.idle_gpu_usd):>14}"
+                f"{'(idle GPU, no workload)':<32} {'':>10} "
+                f"{formatting.money(report.idle_gpu_usd):>14}"
             )
-        self.stdout.write(f"{'total':<32} {'':>10} {_usd(report.total_usd):>14}")
+        self.stdout.write(f"{'total':<32} {'':>10} {formatting.money(report.total_usd):>14}")
 
 
 def _usd(amount: Decimal) -> str:

@@ -14,6 +14,7 @@ from django.template import Context, Template
 from audit_app.lib.formatting import (
     count,
     duration,
+    metric,
     money,
     money_unit,
     number,
@@ -194,3 +195,23 @@ def test_template_filters() -> None:
     assert template.render(context) == (
         "$1,234.50|1,234.50 EUR|$0.000150|51.1 min|12.3 %|−4.0 %|1,234,567|—|n/a|1,234.6|1,234.6"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (322.15591150057884, 322.156),
+        (0.0005, 0.001),  # half-up, where round() on the float would give 0.0
+        (2.0, 2.0),
+        ("1950.0004", 1950.0),
+        (None, None),
+        (float("nan"), None),
+    ],
+)
+def test_metric_rounds_half_up_to_three_decimals(value: object, expected: float | None) -> None:
+    assert metric(value) == expected  # type: ignore[arg-type]
+
+
+def test_hourly_rates_read_in_cents() -> None:
+    assert money_unit(Decimal("21.500000")) + "/hour" == "$21.50/hour"
+    assert money(Decimal("196130.00")) == "$196,130.00"

@@ -146,7 +146,7 @@ def test_uncatalogued_pool_is_right_sized_on_its_own_capacity(finops_user: Any) 
         "tokens/hour) over its 3 billed replica(s) at the busiest hour. Neither measured nor "
         "catalogued: a benchmark run of this model on this hardware would replace it."
     )
-    assert rightsize.assumptions[1].startswith("$10.0000/hour per replica: the bill's cost over")
+    assert rightsize.assumptions[1].startswith("$10.00/hour per replica: the bill's cost over")
     assert "72 instance-hours" in rightsize.assumptions[1]
     assert rightsize.confidence.startswith("Medium")
 

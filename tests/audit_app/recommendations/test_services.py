@@ -203,7 +203,7 @@ def test_pages(
         )
     assert response.status_code == 302
     page = client.get(f"/workloads/{evals.pk}/").content.decode()
-    assert 'data-testid="workload-class">async<' in page and "a nightly job" in page
+    assert 'data-testid="workload-class">Asynchronous<' in page and "a nightly job" in page
     recommendation = Recommendation.objects.get(workload=evals, target_kind="batch_api")
     listing = client.get("/recommendations/").content.decode()
     assert "openai batch API, gpt-4o-mini" in listing

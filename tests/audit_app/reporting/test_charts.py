@@ -60,7 +60,44 @@ def test_top_workloads_figure_puts_the_largest_on_top() -> None:
     assert trace["orientation"] == "h"
     assert trace["y"] == ["small", "big"]  # plotly draws the last category on top
     assert trace["x"] == [1.0, 9.0]
-    assert figure["layout"]["xaxis"]["title"]["text"] == "Spend (USD)"
+    assert figure["layout"]["xaxis"]["title"]["text"] == "Spend (USD, log scale)"
+
+
+def test_top_workloads_figure_has_a_log_axis_with_a_tick_per_decade() -> None:
+    from decimal import Decimal
+
+    from audit_app.reporting.charts import build_top_workloads_figure
+
+    # $85.9k beside $12.34 and $0.05: on a linear axis the small bars are invisible.
+    spend = [Decimal("85900"), Decimal("12.34"), Decimal("0.05")]
+    figure = build_top_workloads_figure(names=["a", "b", "c"], spend=spend)
+    xaxis = figure["layout"]["xaxis"]
+    assert xaxis["type"] == "log"
+    assert xaxis["tickvals"] == [10.0**p for p in range(-2, 6)]  # $0.01 .. $100k
+    assert xaxis["ticktext"] == ["$0.01", "$0.1", "$1", "$10", "$100", "$1k", "$10k", "$100k"]
+    assert figure["data"][0]["x"] == [0.05, 12.34, 85900.0]
+
+
+def test_latency_figure_draws_end_to_end_in_its_own_panel() -> None:
+    from audit_app.reporting.charts import build_latency_figure
+
+    figure = build_latency_figure(
+        percentiles={
+            "TTFT": [300.0, 320.0, 350.0],
+            "End-to-end": [40_000.0, 41_000.0, 42_000.0],
+            "TPOT": [20.0, 22.0, 25.0],
+        }
+    )
+    by_name = {t["name"]: t for t in figure["data"]}
+    assert [t["name"] for t in figure["data"]] == ["TTFT", "TPOT", "End-to-end"]
+    assert "yaxis" not in by_name["TTFT"] and "yaxis" not in by_name["TPOT"]
+    assert (by_name["End-to-end"]["xaxis"], by_name["End-to-end"]["yaxis"]) == ("x2", "y2")
+    assert by_name["End-to-end"]["y"] == [40_000.0, 41_000.0, 42_000.0]
+    layout = figure["layout"]
+    left, right = layout["xaxis"]["domain"], layout["xaxis2"]["domain"]
+    assert left[1] < right[0]  # side by side, not overlapping
+    assert (layout["xaxis2"]["anchor"], layout["yaxis2"]["anchor"]) == ("y2", "x2")
+    assert layout["yaxis2"]["rangemode"] == "tozero"
 
 
 def test_daily_usage_figure_has_spend_bars_and_token_lines() -> None:
@@ -189,8 +226,7 @@ def test_money_and_count_axes_start_at_zero() -> None:
     }
     for name, figure in figures.items():
         assert figure["layout"]["yaxis"]["rangemode"] == "tozero", name
-    top = charts.build_top_workloads_figure(names=["a"], spend=[Decimal(0)])
-    assert top["layout"]["xaxis"]["rangemode"] == "tozero"
+    # Top workloads is a log axis: zero is not on it (see the log-axis test).
     assert figures["usage"]["layout"]["yaxis2"]["rangemode"] == "tozero"
 
 

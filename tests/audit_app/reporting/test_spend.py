@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from io import StringIO
 from typing import Any
 
@@ -18,6 +18,8 @@ from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.lib.csv_export import safe_cell
 from audit_app.models import PriceCard, Workload
+from audit_app.reporting.filters import parse_filters
+from audit_app.reporting.spend import workload_list
 from tests.audit_app.ingestion.ingest_samples import EXPECTED_TOTAL_COST, SAMPLE_CSV
 
 pytestmark = pytest.mark.django_db
@@ -228,3 +230,34 @@ def test_csv_export_neutralises_formulas(client: Client, finops_user: Any) -> No
 )
 def test_safe_cell(value: object, expected: object) -> None:
     assert safe_cell(value) == expected
+
+
+def _three_decimals(value: float | None) -> float | None:
+    """Half-up to 3 decimals, by hand: the rule the API and the CLI share."""
+    if value is None:
+        return None
+    return float(Decimal(repr(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
+def test_api_and_cli_give_latency_to_three_decimals(
+    client: Client, manager_user: Any, sample_upload: Any
+) -> None:
+    stats = {
+        s.name: s
+        for s in workload_list(parse_filters({"start": "2026-11-01", "end": "2026-11-03"}))
+    }
+    client.force_login(manager_user)
+    api = {w["name"]: w for w in client.get(f"/api/v1/workloads/?{RANGE}").json()["results"]}
+    out = StringIO()
+    call_command("workloads", "--json", "--start=2026-11-01", "--end=2026-11-03", stdout=out)
+    cli = {row["name"]: row for row in json.loads(out.getvalue())}
+    for name, s in stats.items():
+        assert (
+            api[name]["p95_ttft_ms"] == cli[name]["p95_ttft_ms"] == _three_decimals(s.ttft.p95_ms)
+        )
+        assert (
+            api[name]["p95_e2e_ms"] == cli[name]["p95_e2e_ms"] == _three_decimals(s.latency.p95_ms)
+        )
+        assert api[name]["latency"]["p99_ms"] == _three_decimals(s.latency.p99_ms)
+    # The chat workload's p95 is not a whole number of milliseconds, so the rule is exercised.
+    assert stats["chat"].latency.p95_ms != round(stats["chat"].latency.p95_ms or 0, 3)

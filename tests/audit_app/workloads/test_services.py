@@ -171,7 +171,7 @@ def test_an_override_wins_over_the_classifier_until_it_is_cleared(
     assert effective_classes() == {"chat": "async", "reports": "async", "few": "unknown"}
     event = AuditEvent.objects.get()
     assert (event.summary, event.details) == (
-        "set chat to async",
+        "set chat to Asynchronous",
         {"workload_class": "async", "reason": "queue behind it"},
     )
 
