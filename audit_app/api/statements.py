@@ -105,7 +105,7 @@ class StatementApi(APIView):
     decimal string, as `manage.py statement --json` prints it."""
 
     permission_classes = [HasAnyRole]
-    allowed_roles = ALL_ROLES
+    roles_by_method = {"GET": ALL_ROLES}
 
     @extend_schema(
         parameters=[
@@ -127,12 +127,7 @@ class StatementPolicyApi(APIView):
     (``pool`` "") or a pool's override; audited, and every month's statements follow."""
 
     permission_classes = [HasAnyRole]
-    allowed_roles: frozenset[str] = ALL_ROLES
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        if request.method == "POST":
-            self.allowed_roles = POLICY_WRITER_ROLES
-        super().initial(request, *args, **kwargs)
+    roles_by_method = {"GET": ALL_ROLES, "POST": POLICY_WRITER_ROLES}
 
     @extend_schema(responses=PolicyOutput)
     def get(self, request: Request) -> Response:

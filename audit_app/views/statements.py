@@ -92,7 +92,7 @@ class StatementListView(RoleRequiredMixin, View):
 class StatementPolicyView(RoleRequiredMixin, View):
     """POST (finops): set the global rule or a pool's override; back to the Statements page."""
 
-    allowed_roles = POLICY_WRITER_ROLES
+    roles_by_method = {"*": POLICY_WRITER_ROLES}
 
     def post(self, request: HttpRequest) -> HttpResponse:
         try:
@@ -113,7 +113,7 @@ class StatementPolicyView(RoleRequiredMixin, View):
 class StatementSendView(RoleRequiredMixin, View):
     """POST (finops): send the month's statements to the team owners now (once each)."""
 
-    allowed_roles = POLICY_WRITER_ROLES
+    roles_by_method = {"*": POLICY_WRITER_ROLES}
 
     def post(self, request: HttpRequest) -> HttpResponse:
         first, error = _month(request)

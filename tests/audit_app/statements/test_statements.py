@@ -67,7 +67,7 @@ EXPECTED = {
 def _ingest(rows: list[str], name: str) -> None:
     content = ("\n".join(rows) + "\n").encode()
     upload = upload_create(source=io.BytesIO(content), original_name=name, enqueue=False)
-    upload_ingest(upload_id=upload.pk, refresh=False)
+    upload_ingest(upload_id=upload.pk)
 
 
 def _charges(upload: Upload, resource: str, hours: list[datetime], cost: str) -> list[Any]:
