@@ -107,7 +107,7 @@ def scope_daily_spend(
     if scope_kind == Budget.ScopeKind.PROVIDER:
         found = cached(
             "budget_provider_daily",
-            f"{scope_value}|{start}|{end}",
+            f"{scope_value}|{start}|{end}|{last_complete_day()}",
             lambda: _provider_daily(scope_value, start, end),
         )
         return {day: found.get(day, ZERO) for day in _days(start, end)}

@@ -14,7 +14,7 @@ from django.utils import timezone
 from audit_app.costs.providers import normalize_provider
 from audit_app.lib.query_params import ParameterError, QueryParams, date_param, text_param
 from audit_app.models import DailyRollup, HourlyRollup
-from audit_app.reporting.days import default_end
+from audit_app.reporting.days import default_end, last_complete_day
 from audit_app.reporting.selectors import daily_rollups, data_date_range, rollups_in_range
 
 DEFAULT_DAYS = 30
@@ -41,6 +41,8 @@ class SpendFilters:
         return bool(self.team or self.provider or self.model or self.workload)
 
     def cache_key(self) -> str:
+        """The filters, and the last complete day: pool hours after it are scheduled, so the
+        same window's money changes when a day completes."""
         return "|".join(
             (
                 self.start.isoformat(),
@@ -49,6 +51,7 @@ class SpendFilters:
                 self.provider,
                 self.model,
                 self.workload,
+                last_complete_day().isoformat(),
             )
         )
 
