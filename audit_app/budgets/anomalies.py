@@ -15,10 +15,12 @@ anomalies: the method"):
   make every cent an anomaly; score = (spend − expected) / spread.
 - **Anomaly.** score ≥ `min_score`, spend − expected ≥ `min_usd` (the absolute floor, the
   `ANOMALY_MIN_USD` setting), and a jump that matters for the workload: spend − expected ≥
-  `LARGE_USD` ($1), or spend ≥ `MIN_RATIO` (3) × expected. So a small workload's ×3 day is
-  found, while a large one's few cents of noise over a tight series is not. Spikes only: a drop
-  in spend costs nothing, and this is a spend audit (a workload that stopped shows in its own
-  traffic pages).
+  `LARGE_USD` ($1), or spend ≥ `MIN_RATIO` (3) × expected on a *steady* series (its spread at
+  most `STEADY_SHARE`, half, of an expected spend above zero). So a small steady workload's ×3
+  day is found, while a large one's few cents of noise is not, nor a bursty job's usual burst
+  over mostly idle references, nor a new workload's first cents (a jump from nothing needs $1).
+  Spikes only: a drop in spend costs nothing, and this is a spend audit (a workload that
+  stopped shows in its own traffic pages).
 - **Cause.** spend = requests × (tokens / request) × (spend / token): volume × mix × price.
   The change from the expected day to the actual day is split among the three with the Shapley
   value (each factor's change averaged over the 6 orders of changing them one at a time), in
@@ -49,6 +51,7 @@ MIN_REFERENCES = 2
 MIN_USD = Decimal("0.05")
 LARGE_USD = Decimal("1")
 MIN_RATIO = Decimal("3")
+STEADY_SHARE = Decimal("0.5")
 WEEK = timedelta(days=7)
 
 
@@ -158,9 +161,13 @@ def _by_day(series: Sequence[DayUsage]) -> dict[date, DayUsage]:
     return by_day
 
 
-def _matters(actual: DayUsage, expected: DayUsage, excess: Decimal) -> bool:
-    """A jump of LARGE_USD or more, or a day of MIN_RATIO times its expected spend or more."""
-    return excess >= LARGE_USD or actual.spend_usd >= MIN_RATIO * expected.spend_usd
+def _matters(actual: DayUsage, expected: DayUsage, excess: Decimal, spread: Decimal) -> bool:
+    """A jump of LARGE_USD or more, or a steady workload's day of MIN_RATIO times its expected
+    spend or more (module docstring)."""
+    if excess >= LARGE_USD:
+        return True
+    steady = 0 < spread <= STEADY_SHARE * expected.spend_usd
+    return steady and actual.spend_usd >= MIN_RATIO * expected.spend_usd
 
 
 def detect(
@@ -200,7 +207,7 @@ def detect(
         expected, spread = expected_day(day, references)
         excess = actual.spend_usd - expected.spend_usd
         score = float(excess / spread)
-        if score >= min_score and excess >= min_usd and _matters(actual, expected, excess):
+        if score >= min_score and excess >= min_usd and _matters(actual, expected, excess, spread):
             anomalies.append(
                 Anomaly(
                     day=day,

@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from audit_app.budgets.anomalies import Cause, DayUsage, detect
-from audit_app.lib.query_params import ParameterError, QueryParams, choice_param, text_param
+from audit_app.lib.query_params import QueryParams, choice_param, decimal_param
 from audit_app.lib.results_cache import cached
 from audit_app.reporting.days import last_complete_day
 from audit_app.reporting.filters import SpendFilters, date_window
@@ -69,6 +69,7 @@ def anomaly_window(params: QueryParams) -> tuple[date, date]:
 
 # ?sort=: newest day first (the default), or the largest change in dollars, or score, first.
 ANOMALY_SORTS = ("day", "change", "score")
+MAX_MIN_USD = Decimal(1_000_000_000)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,15 +85,9 @@ def anomaly_query(params: QueryParams) -> AnomalyQuery:
     a bad value raises ParameterError naming it."""
     start, end = anomaly_window(params)
     sort = choice_param(params, "sort", ANOMALY_SORTS, default="day")
-    raw = text_param(params, "min_usd")
-    try:
-        floor = Decimal(raw) if raw else Decimal(0)
-    except ArithmeticError:
-        raise ParameterError(
-            "min_usd", f"min_usd must be a number of dollars, not {raw!r}"
-        ) from None
-    if not floor.is_finite() or floor < 0:
-        raise ParameterError("min_usd", f"min_usd must be 0 or more, not {raw!r}")
+    floor = decimal_param(
+        params, "min_usd", default=Decimal(0), minimum=Decimal(0), maximum=MAX_MIN_USD
+    )
     return AnomalyQuery(start=start, end=end, sort=sort, min_change_usd=floor)
 
 

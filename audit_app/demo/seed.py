@@ -107,8 +107,7 @@ def demo_data_load(
             budgets=tuple(demo_budgets_ensure(today=today)),
         )
     specs = list(DEFAULT_WORKLOADS if workloads is None else DEFAULT_WORKLOADS[:workloads])
-    # The traffic and the bill end with the last complete day (`reporting.days`).
-    end_day = today or last_complete_day() + timedelta(days=1)
+    end_day = today or last_complete_day() + timedelta(days=1)  # the first day not complete
     start = datetime.combine(end_day - timedelta(days=days), time.min, tzinfo=UTC)
     frame = generate_requests(start=start, days=days, workloads=specs, scale=scale, seed=seed)
     frame, anomalies = plant_anomalies(
@@ -133,9 +132,8 @@ def demo_data_load(
     # The bill for the same month: API token charges (one day billed 25 % over the logs, for the
     # reconciliation page to flag) and instance-hours of the self-hosted pools, idle hours too.
     bill_path = directory / f"{DEMO_PREFIX}focus-billing-export.csv"
-    summary = write_focus_export(
-        frame, bill_path, seed=seed, until=datetime.combine(end_day, time.min, tzinfo=UTC)
-    )
+    until = datetime.combine(end_day, time.min, tzinfo=UTC)  # no hour after the last complete day
+    summary = write_focus_export(frame, bill_path, seed=seed, until=until)
     uploads.append(_ingest_file(bill_path, kind=Upload.Kind.BILLING))
     for pool in DEFAULT_POOLS:
         ServingPool.objects.update_or_create(

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 
 from audit_app.costs.billing import PoolReport, pool_reports
 from audit_app.models import WorkloadClass
 from audit_app.recommendations.plan import Plan, PoolStep, plan_read, pool_steps
 from audit_app.recommendations.pools import pools_without_throughput
-from audit_app.reporting.days import PartialDays, partial_days
 from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import UploadsPerDay, uploads_per_day
 from audit_app.reporting.spend import (
@@ -33,16 +31,6 @@ TOP_WORKLOADS = 10
 # The breakdown table lists this many rows, then one row adding up the others.
 TOP_BREAKDOWN_ROWS = 25
 ZERO = Decimal(0)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TodaySoFar:
-    """Spend logged on the partial days: API spend of their traffic (their GPU hours are
-    scheduled until their day completes)."""
-
-    days: PartialDays
-    spend_usd: Decimal
-    requests: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,15 +60,8 @@ class OverviewRead:
     pools_idle: Decimal
     pools_scheduled: Decimal
     pool_workloads: dict[str, Sequence[Decimal]]  # workload -> GPU cost in each USD pool
-    months: MonthComparison
-    today: TodaySoFar
+    months: MonthComparison  # with today so far
     uploads: UploadsPerDay
-
-
-def today_so_far(now: datetime | None = None) -> TodaySoFar:
-    days = partial_days(now)
-    report = spend_report(SpendFilters(start=days.first, end=days.last))
-    return TodaySoFar(days=days, spend_usd=report.total_usd, requests=sum(report.daily.requests, 0))
 
 
 def _class_split(rows: list[SpendRow]) -> dict[str, Decimal]:
@@ -133,6 +114,5 @@ def overview_read(filters: SpendFilters, stack: str) -> OverviewRead:
         pools_scheduled=sum((r.scheduled for r in usd_pools), ZERO),
         pool_workloads={w: [r.by_workload.get(w, ZERO) for r in usd_pools] for w in workloads},
         months=month_comparison(),
-        today=today_so_far(),
         uploads=uploads_per_day(days=30),
     )

@@ -28,7 +28,7 @@ from decimal import Decimal
 
 from audit_app.costs.billing import pool_reports, pooled_models
 from audit_app.lib.results_cache import cached
-from audit_app.reporting.days import default_end, same_days_end
+from audit_app.reporting.days import PartialDays, default_end, partial_days, same_days_end
 from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import (
     EMPTY_LATENCY,
@@ -451,6 +451,9 @@ class MonthComparison:
     this_label: str
     same_days_label: str
     previous_label: str
+    today: PartialDays  # the days after the last complete day: "today so far"
+    today_usd: Decimal  # their API spend (their pool hours are scheduled)
+    today_requests: int
 
     @property
     def change_percent(self) -> float | None:
@@ -471,8 +474,10 @@ def _span(first: date, last: date) -> str:
 def month_comparison(*, today: date | None = None) -> MonthComparison:
     """The month so far like for like (see `MonthComparison`), through the last complete day
     with data (`reporting.days.default_end`; given ``today``, the day before it is the last
-    complete day)."""
-    last = default_end(last_complete=today - timedelta(days=1) if today else None)
+    complete day), and today so far apart."""
+    partial = partial_days() if today is None else PartialDays(first=today, last=today)
+    last = default_end(last_complete=partial.first - timedelta(days=1))
+    today_report = spend_report(SpendFilters(start=partial.first, end=partial.last))
     first = last.replace(day=1)
     month_end = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     previous_end = first - timedelta(days=1)
@@ -500,6 +505,9 @@ def month_comparison(*, today: date | None = None) -> MonthComparison:
         if complete
         else f"Same days of {previous_start:%B} ({_span(previous_start, same_end)})",
         previous_label=f"{previous_start:%B %Y}",
+        today=partial,
+        today_usd=today_report.total_usd,
+        today_requests=sum(today_report.daily.requests, 0),
     )
 
 

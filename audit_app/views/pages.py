@@ -82,7 +82,6 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             breakdown_rows=read.breakdown_rows,
             breakdown_rest=read.breakdown_rest,
             months=read.months,
-            today=read.today,
             spend_figure=charts.build_spend_per_day_figure(
                 days=read.per_day.days,
                 series=read.per_day.series,

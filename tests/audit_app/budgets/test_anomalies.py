@@ -213,6 +213,9 @@ def test_a_small_workloads_threefold_day_is_an_anomaly_and_small_money_is_not() 
     [anomaly] = detect([*base, _usage(30, 30_000, "0.30", D0 + WEEK * 4)])
     assert (anomaly.spend_usd, anomaly.score) == (Decimal("0.30"), pytest.approx(20.0))
     assert anomaly.cause.volume_usd == Decimal("0.20")
+    # Three times the tokens per request at the usual requests and price: all of it is mix.
+    [anomaly] = detect([*base, _usage(10, 30_000, "0.30", D0 + WEEK * 4)])
+    assert (anomaly.cause.mix_usd, anomaly.cause.volume_usd) == (Decimal("0.20"), Decimal(0))
     # $0.29 is under three times $0.10 and under $1 over it: not an anomaly, whatever its score.
     assert detect([*base, _usage(29, 29_000, "0.29", D0 + WEEK * 4)]) == []
     # A raised absolute floor (the ANOMALY_MIN_USD setting) hides it.
@@ -225,6 +228,12 @@ def test_a_small_workloads_threefold_day_is_an_anomaly_and_small_money_is_not() 
     assert [a.day for a in detect([*big, _usage(1500, 1_500_000, "150", D0 + WEEK * 4)])] == [
         D0 + WEEK * 4
     ]
+    # A bursty series (references $0, $0, $0.10, $0.20: expected $0.05, spread $0.07) is not
+    # steady: its $0.40 day (score 4.7) is no anomaly although it is eight times the median.
+    bursty = [
+        _usage(n, n * 1_000, f"{n / 100:.2f}", D0 + WEEK * w) for w, n in enumerate((0, 0, 10, 20))
+    ]
+    assert detect([*bursty, _usage(40, 40_000, "0.40", D0 + WEEK * 4)]) == []
     # Drops are not anomalies.
     assert detect([*big, _usage(10, 10_000, "1", D0 + WEEK * 4)]) == []
 
