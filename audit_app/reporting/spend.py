@@ -36,6 +36,7 @@ from audit_app.reporting.selectors import (
     UnpricedModel,
     WorkloadUsage,
     daily_rollups,
+    data_date_range,
     priced_groups,
     workload_usage,
 )
@@ -451,14 +452,16 @@ class MonthComparison:
     this_label: str
     same_days_label: str
     previous_label: str
+    previous_data_from: date | None  # the first day with data, when after previous_start
     today: PartialDays  # the days after the last complete day: "today so far"
     today_usd: Decimal  # their API spend (their pool hours are scheduled)
     today_requests: int
 
     @property
     def change_percent(self) -> float | None:
-        """This month so far against the previous month's same days."""
-        if not self.previous_same_days:
+        """This month so far against the previous month's same days (None when those days
+        have no data, or only part of them)."""
+        if not self.previous_same_days or self.previous_data_from is not None:
             return None
         return float((self.this_month - self.previous_same_days) / self.previous_same_days * 100)
 
@@ -490,6 +493,8 @@ def month_comparison(*, today: date | None = None) -> MonthComparison:
         previous_end=previous_end,
     )
     complete = last == month_end
+    bounds = data_date_range()
+    data_from = bounds[0] if bounds and bounds[0] > previous_start else None
     return MonthComparison(
         first=first,
         last=last,
@@ -505,6 +510,7 @@ def month_comparison(*, today: date | None = None) -> MonthComparison:
         if complete
         else f"Same days of {previous_start:%B} ({_span(previous_start, same_end)})",
         previous_label=f"{previous_start:%B %Y}",
+        previous_data_from=data_from,
         today=partial,
         today_usd=today_report.total_usd,
         today_requests=sum(today_report.daily.requests, 0),

@@ -174,8 +174,20 @@ def test_the_month_so_far_compares_the_same_days(
         Decimal(0),
         Decimal("4.00"),
     )
+    # The data start on 20 October: October's same days are only partly known, so no change.
+    assert months.previous_data_from == date(2026, 10, 20)
     assert months.change_percent is None
-    # Read on 1 December (a month boundary): November is complete, against all of October.
+    # With data from September, October 1-11 is known: $5.00 against November's $37.75.
+    _ingest_row("2026-09-30T10:00:00Z,2026-09-30T10:00:01Z,chat,web,openai,gpt-4o,1,1,1.00,", "s")
+    _ingest_row("2026-10-05T10:00:00Z,2026-10-05T10:00:01Z,chat,web,openai,gpt-4o,1,1,5.00,", "o")
+    months = month_comparison()
+    assert (months.previous_data_from, months.previous_same_days, months.previous_month) == (
+        None,
+        Decimal("5.00"),
+        Decimal("9.00"),
+    )
+    assert months.change_percent == pytest.approx((37.75 - 5) / 5 * 100)
+    # Read on 1 December (a month boundary): the month holding the last complete day with data.
     _freeze(monkeypatch, datetime(2026, 12, 1, 9, tzinfo=UTC))
     months = month_comparison()
     assert (months.first, months.last, months.complete) == (
@@ -184,6 +196,7 @@ def test_the_month_so_far_compares_the_same_days(
         False,
     )
     assert months.this_month == Decimal("137.75")
+    assert (months.previous_same_days, months.previous_month) == (Decimal("5.00"), Decimal("9.00"))
 
 
 def test_a_bill_with_future_dated_lines_is_scheduled(
