@@ -21,6 +21,7 @@ from django.utils import timezone
 from audit_app.budgets.anomaly_service import anomaly_list
 from audit_app.budgets.status import budget_status
 from audit_app.costs.billing import pool_reports
+from audit_app.costs.bills import bills_summary
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
 from audit_app.models import BillingCharge, Budget, Upload
@@ -233,6 +234,7 @@ def test_a_bill_with_future_dated_lines_is_scheduled(
     # Nov 4's two hours and the 11th's 24 count; the 12th and 13th's 48 are scheduled.
     assert (report.attribution.hours_billed, report.attribution.billed) == (26, Decimal("44.00"))
     assert (report.hours_scheduled, report.scheduled) == (48, Decimal("48.00"))
+    assert bills_summary().scheduled_cost == {"USD": Decimal("48.00")}
     # Spend so far: the idle hour of Nov 4 and the 11th's idle day, none of the scheduled.
     assert spend_report(window).idle_gpu_usd == Decimal("34.00")
     budget = Budget.objects.create(name="all", scope_kind="all", amount_usd=Decimal("1000"))
@@ -241,6 +243,7 @@ def test_a_bill_with_future_dated_lines_is_scheduled(
     _freeze(monkeypatch, datetime(2026, 11, 13, 1, tzinfo=UTC))
     [report] = pool_reports(start=window.start, end=window.end)
     assert (report.attribution.hours_billed, report.hours_scheduled) == (50, 24)
+    assert bills_summary().scheduled_cost == {"USD": Decimal("24.00")}
     assert spend_report(window).idle_gpu_usd == Decimal("58.00")
 
 
