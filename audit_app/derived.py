@@ -118,7 +118,7 @@ def warm_defaults() -> None:
     after a change is served from the cache, a year of data included; and the savings plan the
     overview, the recommendations and the workload pages show."""
     filter_choices()
-    month_comparison(today=timezone.now().date())  # the overview's this month vs last
+    month_comparison()  # the overview's this month vs last
     default = parse_filters({})
     windows = [default, *(w for w in quick_windows() if w != default)]
     for filters in windows:  # the default first: most visitors see it

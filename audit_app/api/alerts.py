@@ -15,7 +15,12 @@ from audit_app.access.permissions import ALL_ROLES
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.api.spend import MONEY
 from audit_app.budgets.alerts import alert_acknowledge
-from audit_app.budgets.anomaly_service import anomaly_list, anomaly_payload, anomaly_window
+from audit_app.budgets.anomaly_service import (
+    ANOMALY_SORTS,
+    anomaly_payload,
+    anomaly_query,
+    anomaly_rows,
+)
 from audit_app.models import Alert
 
 
@@ -46,22 +51,34 @@ class AnomalyPageOutput(PageOutput):
 
 
 class AnomalyListApi(APIView):
-    """Spend anomalies per workload × model × day, newest day first, with their cause."""
+    """Spend anomalies per workload × model × day (complete days only), newest day first or by
+    ``sort``, with their cause; ``min_usd`` leaves out smaller changes."""
 
     @extend_schema(
         parameters=[
             OpenApiParameter("start", str, description="First day, YYYY-MM-DD (UTC)."),
             OpenApiParameter("end", str, description="Last day, YYYY-MM-DD (UTC), inclusive."),
+            OpenApiParameter(
+                "sort",
+                str,
+                enum=list(ANOMALY_SORTS),
+                default="day",
+                description="day: newest first; change: the most dollars over expected first; "
+                "score: the highest score first.",
+            ),
+            OpenApiParameter(
+                "min_usd", str, description="Only changes of at least this many USD (default 0)."
+            ),
             *PAGE_PARAMETERS,
         ],
         responses=AnomalyPageOutput,
     )
     def get(self, request: Request) -> Response:
-        start, end = anomaly_window(request.query_params)
-        page = paginate(anomaly_list(start, end), request)
+        query = anomaly_query(request.query_params)
+        page = paginate(anomaly_rows(query), request)
         data = {
-            "start": start.isoformat(),
-            "end": end.isoformat(),
+            "start": query.start.isoformat(),
+            "end": query.end.isoformat(),
             **page.envelope([anomaly_payload(row) for row in page.items]),
         }
         return Response(data)

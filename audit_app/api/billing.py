@@ -161,8 +161,16 @@ class PoolOutput(serializers.Serializer):
     attributed = serializers.DecimalField(**MONEY)
     idle = serializers.DecimalField(**MONEY)
     utilisation = serializers.FloatField(allow_null=True)
-    hours_billed = serializers.IntegerField()
+    hours_billed = serializers.IntegerField(
+        help_text="Billed hours of the window through the last complete day."
+    )
     hours_with_traffic = serializers.IntegerField()
+    scheduled = serializers.DecimalField(
+        **MONEY,
+        help_text="Billed for hours after the last complete day (any window): not yet spent, "
+        "in no other figure until their day completes.",
+    )
+    hours_scheduled = serializers.IntegerField()
     tokens = serializers.IntegerField()
     by_workload = serializers.DictField(child=serializers.DecimalField(**MONEY))
     instance_types = serializers.ListField(child=serializers.CharField())
@@ -209,6 +217,8 @@ class PoolListApi(APIView):
                 "utilisation": r.attribution.utilisation,
                 "hours_billed": r.attribution.hours_billed,
                 "hours_with_traffic": r.attribution.hours_with_traffic,
+                "scheduled": r.scheduled,
+                "hours_scheduled": r.hours_scheduled,
                 "tokens": r.attribution.tokens,
                 "by_workload": r.by_workload,
                 "instance_types": r.instance_types,

@@ -22,6 +22,11 @@ class BillPeriodOutput(serializers.Serializer):
         help_text="`amortized`: from an amortized-cost export; it holds no billed cost.",
     )
     billed_cost = serializers.DictField(child=serializers.CharField())
+    scheduled_cost = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Of billed_cost, the lines dated after the last complete day: scheduled, in "
+        "no spend figure until their day completes.",
+    )
     effective_cost = serializers.DictField(child=serializers.CharField())
     upload_id = serializers.IntegerField(help_text="The upload whose charges count.")
     superseded_upload_ids = serializers.ListField(
@@ -34,6 +39,11 @@ class BillsOutput(PageOutput):
     """Totals over every current period, and one page of the periods (``results``)."""
 
     billed_cost = serializers.DictField(child=serializers.CharField())
+    scheduled_cost = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Of billed_cost, the lines dated after the last complete day: scheduled, in "
+        "no spend figure until their day completes.",
+    )
     effective_cost = serializers.DictField(child=serializers.CharField())
     results = BillPeriodOutput(many=True)
 

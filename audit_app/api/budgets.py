@@ -94,7 +94,10 @@ class BudgetOutput(serializers.Serializer):
     created_by = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    as_of = serializers.DateField(help_text="The last day counted (the last day with data).")
+    as_of = serializers.DateField(
+        help_text="The last day counted: the last complete day with data by default, never "
+        "after the last complete day."
+    )
     period_start = serializers.DateField()
     period_end = serializers.DateField()
     actual_usd = serializers.DecimalField(**MONEY, help_text="Spent period_start..as_of.")
@@ -105,6 +108,18 @@ class BudgetOutput(serializers.Serializer):
     pct_forecast = serializers.DecimalField(max_digits=12, decimal_places=1, coerce_to_string=True)
     status = serializers.ChoiceField(choices=BUDGET_STATUSES)
     forecast_method = serializers.CharField()
+    previous_start = serializers.DateField(help_text="The previous period's first day.")
+    previous_same_end = serializers.DateField(
+        help_text="The last of the previous period's days like period_start..as_of."
+    )
+    previous_same_days_usd = serializers.DecimalField(
+        **MONEY,
+        help_text="Spent previous_start..previous_same_end: the same days of the previous "
+        "period (its whole once this period is complete).",
+    )
+    previous_period_usd = serializers.DecimalField(
+        **MONEY, help_text="The previous period's whole spend."
+    )
 
 
 class BudgetDetailOutput(BudgetOutput):
@@ -146,6 +161,10 @@ def budget_payload(
         "pct_forecast": state.pct_forecast,
         "status": state.status,
         "forecast_method": state.forecast.method,
+        "previous_start": state.previous_start,
+        "previous_same_end": state.previous_same_end,
+        "previous_same_days_usd": state.previous_same_days_usd,
+        "previous_period_usd": state.previous_period_usd,
     }
     if days:
         payload["days"] = [

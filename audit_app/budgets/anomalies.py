@@ -13,9 +13,14 @@ anomalies: the method"):
 - **Score.** spread = 1.4826 × MAD of the references' spend (σ for normal noise, robust to one
   odd week), floored at 10 % of the expected spend and at one cent, so a flat series does not
   make every cent an anomaly; score = (spend − expected) / spread.
-- **Anomaly.** score ≥ `min_score` and spend − expected ≥ `min_usd`. Spikes only: a drop in
-  spend costs nothing, and this is a spend audit (a workload that stopped shows in its own
-  traffic pages).
+- **Anomaly.** score ≥ `min_score`, spend − expected ≥ `min_usd` (the absolute floor, the
+  `ANOMALY_MIN_USD` setting), and a jump that matters for the workload: spend − expected ≥
+  `LARGE_USD` ($1), or spend ≥ `MIN_RATIO` (3) × expected on a *steady* series (its spread at
+  most `STEADY_SHARE`, half, of an expected spend above zero). So a small steady workload's ×3
+  day is found, while a large one's few cents of noise is not, nor a bursty job's usual burst
+  over mostly idle references, nor a new workload's first cents (a jump from nothing needs $1).
+  Spikes only: a drop in spend costs nothing, and this is a spend audit (a workload that
+  stopped shows in its own traffic pages).
 - **Cause.** spend = requests × (tokens / request) × (spend / token): volume × mix × price.
   The change from the expected day to the actual day is split among the three with the Shapley
   value (each factor's change averaged over the 6 orders of changing them one at a time), in
@@ -43,6 +48,10 @@ MAD_SCALE = Decimal("1.4826")
 SPREAD_FLOOR_SHARE = Decimal("0.1")
 SPREAD_FLOOR_USD = Decimal("0.01")
 MIN_REFERENCES = 2
+MIN_USD = Decimal("0.05")
+LARGE_USD = Decimal("1")
+MIN_RATIO = Decimal("3")
+STEADY_SHARE = Decimal("0.5")
 WEEK = timedelta(days=7)
 
 
@@ -152,6 +161,15 @@ def _by_day(series: Sequence[DayUsage]) -> dict[date, DayUsage]:
     return by_day
 
 
+def _matters(actual: DayUsage, expected: DayUsage, excess: Decimal, spread: Decimal) -> bool:
+    """A jump of LARGE_USD or more, or a steady workload's day of MIN_RATIO times its expected
+    spend or more (module docstring)."""
+    if excess >= LARGE_USD:
+        return True
+    steady = 0 < spread <= STEADY_SHARE * expected.spend_usd
+    return steady and actual.spend_usd >= MIN_RATIO * expected.spend_usd
+
+
 def detect(
     series: Sequence[DayUsage],
     *,
@@ -159,7 +177,7 @@ def detect(
     end: date | None = None,
     weeks: int = 4,
     min_score: float = 3.5,
-    min_usd: Decimal = Decimal("1"),
+    min_usd: Decimal = MIN_USD,
 ) -> list[Anomaly]:
     """Anomalous days of one workload × model among the days in [start, end], oldest first.
 
@@ -189,7 +207,7 @@ def detect(
         expected, spread = expected_day(day, references)
         excess = actual.spend_usd - expected.spend_usd
         score = float(excess / spread)
-        if score >= min_score and excess >= min_usd:
+        if score >= min_score and excess >= min_usd and _matters(actual, expected, excess, spread):
             anomalies.append(
                 Anomaly(
                     day=day,

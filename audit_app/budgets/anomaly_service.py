@@ -8,6 +8,12 @@ of the previous weeks, and splits each jump into volume, mix and price. The seri
 earlier than the first day with data: a day before any data was loaded is unknown, not a zero
 day (or every pair's first weeks would be jumps from nothing).
 
+Only complete days are scored (`reporting.days`): a window reaching past the last complete day
+stops at it, so a day still running is never judged against whole ones. Each anomaly's day
+spends at least `ANOMALY_MIN_USD` over its expected day (and $1 over it, or three times it:
+`anomalies.detect`); the page and the API sort by dollars or score and filter by dollars
+(`anomaly_query`), so small workloads' anomalies do not crowd out large ones.
+
 A list for one window is cached per data version, like the spend report.
 """
 
@@ -20,8 +26,11 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+
 from audit_app.budgets.anomalies import Cause, DayUsage, detect
-from audit_app.lib.query_params import QueryParams
+from audit_app.lib.days import last_complete_day
+from audit_app.lib.query_params import QueryParams, choice_param, decimal_param
 from audit_app.lib.results_cache import cached
 from audit_app.reporting.filters import SpendFilters, date_window
 from audit_app.reporting.selectors import data_date_range
@@ -58,6 +67,40 @@ def anomaly_window(params: QueryParams) -> tuple[date, date]:
     return date_window(params)
 
 
+# ?sort=: newest day first (the default), or the largest change in dollars, or score, first.
+ANOMALY_SORTS = ("day", "change", "score")
+MAX_MIN_USD = Decimal(1_000_000_000)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnomalyQuery:
+    start: date
+    end: date
+    sort: str
+    min_change_usd: Decimal
+
+
+def anomaly_query(params: QueryParams) -> AnomalyQuery:
+    """``?start=&end=&sort=day|change|score&min_usd=`` (the smallest change in dollars shown);
+    a bad value raises ParameterError naming it."""
+    start, end = anomaly_window(params)
+    sort = choice_param(params, "sort", ANOMALY_SORTS, default="day")
+    floor = decimal_param(
+        params, "min_usd", default=Decimal(0), minimum=Decimal(0), maximum=MAX_MIN_USD
+    )
+    return AnomalyQuery(start=start, end=end, sort=sort, min_change_usd=floor)
+
+
+def anomaly_rows(query: AnomalyQuery) -> list[AnomalyRow]:
+    """The window's anomalies changing spend by at least ``min_change_usd``, in its order."""
+    rows = [r for r in anomaly_list(query.start, query.end) if r.change_usd >= query.min_change_usd]
+    if query.sort == "change":
+        return sorted(rows, key=lambda r: (-r.change_usd, -r.day.toordinal(), r.workload))
+    if query.sort == "score":
+        return sorted(rows, key=lambda r: (-abs(r.score), -r.day.toordinal(), r.workload))
+    return rows
+
+
 def usage_series(start: date, end: date) -> dict[tuple[str, str], list[DayUsage]]:
     """Every workload × model with traffic or spend from ``start`` to ``end``: one DayUsage a
     day, zero days included, oldest first."""
@@ -83,20 +126,25 @@ def usage_series(start: date, end: date) -> dict[tuple[str, str], list[DayUsage]
 
 
 def anomaly_list(start: date, end: date) -> list[AnomalyRow]:
-    """Anomalies from ``start`` to ``end``, newest day first, the strongest first within a day
-    (cached per data version)."""
-    return cached("anomaly_list", f"{start}|{end}", lambda: _anomaly_list(start, end))
+    """Anomalies from ``start`` to ``end`` (complete days only), newest day first, the strongest
+    first within a day (cached per data version, day and floor)."""
+    key = f"{start}|{end}|{last_complete_day()}|{settings.ANOMALY_MIN_USD}"
+    return cached("anomaly_list", key, lambda: _anomaly_list(start, end))
 
 
 def _anomaly_list(start: date, end: date) -> list[AnomalyRow]:
+    end = min(end, last_complete_day())
     history_start = start - timedelta(weeks=HISTORY_WEEKS)
     bounds = data_date_range()
-    if bounds is None or bounds[0] > end:
+    if bounds is None or bounds[0] > end or start > end:
         return []
     history_start = max(history_start, bounds[0])
     rows = []
     for (workload, model), series in usage_series(history_start, end).items():
-        for found in detect(series, start=start, end=end, weeks=HISTORY_WEEKS):
+        found_days = detect(
+            series, start=start, end=end, weeks=HISTORY_WEEKS, min_usd=settings.ANOMALY_MIN_USD
+        )
+        for found in found_days:
             rows.append(
                 AnomalyRow(
                     day=found.day,

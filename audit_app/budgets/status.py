@@ -12,6 +12,13 @@ period up to ``as_of``, with ``HISTORY_DAYS`` days before the period so the fore
   as provider, e.g. ``aws`` for EC2 GPU instances) and the pools that served its traffic (e.g.
   ``hosted_vllm``), their traffic's GPU share and their idle cost. No line is counted twice.
 
+``as_of`` is the last day counted: by default the last complete day with data
+(`audit_app.reporting.days`); a later day chooses its period, but its actuals stop at the last
+complete day, so a partial day never counts as a whole one and a charge dated after it is
+scheduled, not spent. Beside spent, the previous period's same days
+(``previous_same_days_usd``: Nov 1–5 for Dec 1–5, the whole previous period once this one is
+complete) and its whole total (``previous_period_usd``) compare like with like.
+
 Status (first that holds): ``over`` when spent ≥ amount; ``forecast_over`` when the budget
 alerts on the forecast and the forecast ≥ amount; ``warning`` when spent, or (alerting on the
 forecast) the forecast, reaches the lowest ``alert_at_pct`` threshold; else ``ok``.
@@ -26,12 +33,12 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
-from django.utils import timezone
-
 from audit_app.budgets.forecast import Forecast, forecast_period, period_bounds
 from audit_app.costs.billing import charges_in_range, pool_charges
+from audit_app.lib.days import last_complete_day
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, Budget, ServingPool, Upload
+from audit_app.reporting.days import default_end, same_days_end
 from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import data_date_range
 from audit_app.reporting.spend import spend_lines, spend_report
@@ -50,10 +57,9 @@ TENTH = Decimal("0.1")
 
 
 def default_as_of(today: date | None = None) -> date:
-    """The last day with data, never after today (today when there is no data)."""
-    today = today or timezone.now().date()
-    bounds = data_date_range()
-    return min(bounds[1], today) if bounds else today
+    """The last complete day with data (`reporting.days.default_end`), where every default
+    window ends; given ``today``, the day before it is the last complete day."""
+    return default_end(last_complete=today - timedelta(days=1) if today else None)
 
 
 def pool_billing_providers(
@@ -102,7 +108,7 @@ def scope_daily_spend(
     if scope_kind == Budget.ScopeKind.PROVIDER:
         found = cached(
             "budget_provider_daily",
-            f"{scope_value}|{start}|{end}",
+            f"{scope_value}|{start}|{end}|{last_complete_day()}",
             lambda: _provider_daily(scope_value, start, end),
         )
         return {day: found.get(day, ZERO) for day in _days(start, end)}
@@ -135,6 +141,19 @@ class BudgetStatus:
     pct_forecast: Decimal
     status: str  # ok | warning | forecast_over | over
     forecast: Forecast
+    previous_start: date
+    previous_same_end: date  # the previous period's like-for-like days: previous_start..this
+    previous_end: date
+    previous_same_days_usd: Decimal
+    previous_period_usd: Decimal
+
+    @property
+    def change_percent(self) -> Decimal | None:
+        """Spent against the previous period's same days, in percent (None from nothing)."""
+        if not self.previous_same_days_usd:
+            return None
+        change = (self.actual_usd - self.previous_same_days_usd) / self.previous_same_days_usd
+        return (change * 100).quantize(TENTH, rounding=ROUND_HALF_UP)
 
     @property
     def scope(self) -> dict[str, str]:
@@ -184,24 +203,58 @@ def _exact_actuals(forecast: Forecast, daily: Mapping[date, Decimal]) -> Forecas
     return dataclasses.replace(forecast, days=tuple(days))
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Previous:
+    start: date
+    same_end: date
+    end: date
+
+
+def _previous(period: str, *, start: date, end: date, last: date) -> _Previous:
+    """The previous period and the last of its days like ``start..last``."""
+    previous_start, previous_end = period_bounds(period, start - timedelta(days=1))
+    same_end = same_days_end(
+        start=start,
+        last=last,
+        period_end=end,
+        previous_start=previous_start,
+        previous_end=previous_end,
+    )
+    return _Previous(start=previous_start, same_end=same_end, end=previous_end)
+
+
+def _counted(as_of: date | None) -> tuple[date, date]:
+    """(the day choosing the period, the last day counted: never after the last complete
+    day)."""
+    chosen = as_of or default_as_of()
+    return chosen, min(chosen, last_complete_day())
+
+
 def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
-    """The budget in the period holding ``as_of`` (default: `default_as_of`)."""
-    day = as_of or default_as_of()
-    start, end = period_bounds(budget.period, day)
-    history_start = start - timedelta(days=HISTORY_DAYS)
+    """The budget in the period holding ``as_of`` (default: `default_as_of`), counted through
+    ``as_of`` or the last complete day, whichever is earlier."""
+    chosen, day = _counted(as_of)
+    start, end = period_bounds(budget.period, chosen)
+    previous = _previous(budget.period, start=start, end=end, last=min(day, end))
+    history_start = min(start - timedelta(days=HISTORY_DAYS), previous.start)
     bounds = data_date_range()
     if bounds is not None and bounds[0] > history_start:
         # Days before the first day with any data are unknown, not $0 days: a quarter whose
         # data starts in its second month is projected from that month's level.
         history_start = min(bounds[0], day)
     daily = scope_daily_spend(
-        scope_kind=budget.scope_kind, scope_value=budget.scope_value, start=history_start, end=day
+        scope_kind=budget.scope_kind,
+        scope_value=budget.scope_value,
+        start=min(history_start, day),
+        end=day,
     )
     forecast = forecast_period(daily, period_start=start, period_end=end, as_of=day)
-    # Spent is the read model's own sum, to the read model's precision (the forecast rounds
-    # what it returns to the cent), so the page, API and command agree with every other page.
-    actual = sum((v for d, v in daily.items() if start <= d <= day), ZERO)
-    forecast = _exact_actuals(forecast, daily)
+    # Spent, and the previous period's figures, are the read model over exactly their days, to
+    # its precision (the forecast rounds to the cent): the overview's month so far and the
+    # spend API for the same days give the same figures.
+    spent = _scope_days(budget, start, day)
+    actual = sum(spent.values(), ZERO)
+    forecast = _exact_actuals(forecast, spent)
     amount = budget.amount_usd
     return BudgetStatus(
         budget_id=budget.pk,
@@ -227,6 +280,22 @@ def budget_status(budget: Budget, *, as_of: date | None = None) -> BudgetStatus:
             alert_at_pct=list(budget.alert_at_pct),
         ),
         forecast=forecast,
+        previous_start=previous.start,
+        previous_same_end=previous.same_end,
+        previous_end=previous.end,
+        previous_same_days_usd=sum(
+            _scope_days(budget, previous.start, previous.same_end).values(), ZERO
+        ),
+        previous_period_usd=sum(_scope_days(budget, previous.start, previous.end).values(), ZERO),
+    )
+
+
+def _scope_days(budget: Budget, first: date, last: date) -> dict[date, Decimal]:
+    """The budget's scope's spend on each day first..last (none when last < first)."""
+    if last < first:
+        return {}
+    return scope_daily_spend(
+        scope_kind=budget.scope_kind, scope_value=budget.scope_value, start=first, end=last
     )
 
 

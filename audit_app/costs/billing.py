@@ -23,6 +23,7 @@ from audit_app.costs.attribution import PoolAttribution, attribute_pool, spread_
 from audit_app.costs.pricing import normalize_model
 from audit_app.costs.providers import normalize_provider, usage_provider
 from audit_app.costs.rollups import hosted_pooled_q, priced_groups, rollups_in_range
+from audit_app.lib.days import complete_until
 from audit_app.lib.query_params import QueryParams, bool_param, decimal_param
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, HourlyRollup, ServingPool, Upload
@@ -57,17 +58,24 @@ def _bounds(start: date, end: date) -> tuple[datetime, datetime]:
     )
 
 
-def charges_in_range(*, start: date, end: date) -> QuerySet[BillingCharge]:
-    """Billed charges over start..end: of landed uploads, not superseded by a restated export,
-    and not from an amortized-cost export (whose billed cost is 0 by construction)."""
-    low, high = _bounds(start, end)
+def _billed_charges() -> QuerySet[BillingCharge]:
+    """Charges of landed uploads, not superseded by a restated export, and not from an
+    amortized-cost export (whose billed cost is 0 by construction)."""
     return BillingCharge.objects.filter(
-        upload__status=Upload.Status.SUCCEEDED,
-        superseded_by__isnull=True,
-        amortized=False,
-        period_start__lt=high,
-        period_end__gt=low,
+        upload__status=Upload.Status.SUCCEEDED, superseded_by__isnull=True, amortized=False
     )
+
+
+def charges_in_range(*, start: date, end: date) -> QuerySet[BillingCharge]:
+    """Billed charges over start..end (`_billed_charges`)."""
+    low, high = _bounds(start, end)
+    return _billed_charges().filter(period_start__lt=high, period_end__gt=low)
+
+
+def scheduled_charges(*, until: datetime) -> QuerySet[BillingCharge]:
+    """Billed charges running past ``until`` (`lib.days.complete_until`): the part of
+    each after it is scheduled, not yet spent."""
+    return _billed_charges().filter(period_end__gt=until)
 
 
 def pooled_models() -> dict[str, str]:
@@ -103,9 +111,11 @@ TrafficKey = tuple[str, str, str, str]  # (workload, team, provider, model)
 class PoolReport:
     pool: ServingPool
     currency: str
-    attribution: PoolAttribution[TrafficKey]
+    attribution: PoolAttribution[TrafficKey]  # hours of the window through the last complete day
     instance_types: list[str]
     upload_ids: list[int]
+    scheduled: Decimal = Decimal("0.00")  # the pool's bill after the last complete day
+    hours_scheduled: int = 0
 
     @property
     def by_workload(self) -> dict[str, Decimal]:
@@ -117,17 +127,39 @@ class PoolReport:
 
 
 def pool_reports(*, start: date, end: date) -> list[PoolReport]:
-    """Each pool's bill over start..end, spread hour by hour over the traffic it served
-    (cached per data version: it reads every hourly charge and rollup of the pools)."""
-    return cached("pool_reports", f"{start}|{end}", lambda: _pool_reports(start, end))
+    """Each pool's bill over start..end, spread hour by hour over the traffic it served, up to
+    the last complete day; the hours after it are scheduled (cached per data version and day:
+    it reads every hourly charge and rollup of the pools)."""
+    until = complete_until()
+    return cached(
+        "pool_reports", f"{start}|{end}|{until:%Y-%m-%d}", lambda: _pool_reports(start, end, until)
+    )
 
 
-def _pool_reports(start: date, end: date) -> list[PoolReport]:
+def _scheduled(pool: ServingPool, until: datetime) -> dict[str, tuple[Decimal, int]]:
+    """Currency -> (cost, hours) of the pool's bill after ``until``."""
+    by_currency: dict[str, list[tuple[datetime, datetime, Decimal]]] = defaultdict(list)
+    for charge in pool_charges(pool, scheduled_charges(until=until)).only(
+        "period_start", "period_end", "billed_cost", "currency"
+    ):
+        by_currency[charge.currency].append(
+            (charge.period_start, charge.period_end, charge.billed_cost)
+        )
+    found = {}
+    for currency, items in by_currency.items():
+        later = [cost for hour, cost in spread_over_hours(items).items() if hour >= until]
+        found[currency] = (sum(later, Decimal(0)).quantize(Decimal("0.01")), len(later))
+    return found
+
+
+def _pool_reports(start: date, end: date, until: datetime) -> list[PoolReport]:
     low, high = _bounds(start, end)
+    high = min(high, until)
     reports = []
     rollups = rollups_in_range(start=start, end=end)
     for pool in ServingPool.objects.all():
         charges = pool_charges(pool, charges_in_range(start=start, end=end))
+        scheduled = _scheduled(pool, until)
         by_currency: dict[str, list[tuple[datetime, datetime, Decimal]]] = defaultdict(list)
         instance_types: set[str] = set()
         upload_ids: set[int] = set()
@@ -149,8 +181,10 @@ def _pool_reports(start: date, end: date) -> list[PoolReport]:
         ):
             key = (row["workload"], row["team"], row["provider"], row["model"])
             tokens[row["hour"]][key] = row["i"] + row["o"]
-        for currency, items in sorted(by_currency.items()):
+        for currency in sorted(set(by_currency) | set(scheduled)):
+            items = by_currency.get(currency, [])
             hourly = {h: c for h, c in spread_over_hours(items).items() if low <= h < high}
+            later, later_hours = scheduled.get(currency, (Decimal("0.00"), 0))
             reports.append(
                 PoolReport(
                     pool=pool,
@@ -162,6 +196,8 @@ def _pool_reports(start: date, end: date) -> list[PoolReport]:
                     ),
                     instance_types=sorted(instance_types),
                     upload_ids=sorted(upload_ids),
+                    scheduled=later,
+                    hours_scheduled=later_hours,
                 )
             )
     return reports

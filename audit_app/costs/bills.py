@@ -8,7 +8,9 @@ of amortized-cost charges (`cost_basis`): only the newest upload of each counts
 cost comes from the amortized export when one covers the period (it spreads commitment
 purchases over usage; the actual export leaves its commitment rows without one), else from
 the actual one; lines without an effective cost (AWS CUR without amortized columns) add
-nothing to it.
+nothing to it. Billed cost on lines dated after the last complete day (`reporting.days`) is
+also given apart as scheduled: a bill may charge ahead, and no spend figure counts it until
+its day completes.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Max, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from audit_app.costs.billing import pool_charges
+from audit_app.lib.days import complete_until
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, ServingPool, Upload
 
@@ -69,6 +72,7 @@ class BillPeriod:
     effective_cost: Money
     upload_id: int
     superseded_upload_ids: list[int]
+    scheduled_cost: Money = field(default_factory=dict)  # billed, dated after the last complete day
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +82,7 @@ class BillPeriod:
             "period_end": self.period_end.date().isoformat(),
             "cost_basis": self.cost_basis,
             "billed_cost": money_json(self.billed_cost),
+            "scheduled_cost": money_json(self.scheduled_cost),
             "effective_cost": money_json(self.effective_cost),
             "upload_id": self.upload_id,
             "superseded_upload_ids": self.superseded_upload_ids,
@@ -89,11 +94,13 @@ class BillsSummary:
     billed_cost: Money
     effective_cost: Money
     periods: list[BillPeriod]
+    scheduled_cost: Money = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """What `manage.py bills --json` prints and `GET /api/v1/bills/` answers."""
         return {
             "billed_cost": money_json(self.billed_cost),
+            "scheduled_cost": money_json(self.scheduled_cost),
             "effective_cost": money_json(self.effective_cost),
             "periods": [period.as_json() for period in self.periods],
         }
@@ -103,6 +110,7 @@ class BillsSummary:
 class _PeriodParts:
     period_end: datetime | None = None
     billed: Money = field(default_factory=dict)
+    scheduled: Money = field(default_factory=dict)
     effective: Money = field(default_factory=dict)
     current_upload_ids: set[int] = field(default_factory=set)
     superseded_upload_ids: set[int] = field(default_factory=set)
@@ -110,11 +118,12 @@ class _PeriodParts:
 
 def bills_summary() -> BillsSummary:
     """Every bill period of the landed billing uploads, current charges only (cached per data
-    version: it reads every charge)."""
-    return cached("bills_summary", "", _bills_summary)
+    version and day: it reads every charge)."""
+    until = complete_until()
+    return cached("bills_summary", f"{until:%Y-%m-%d}", lambda: _bills_summary(until))
 
 
-def _bills_summary() -> BillsSummary:
+def _bills_summary(until: datetime) -> BillsSummary:
     rows = (
         BillingCharge.objects.filter(upload__status=Upload.Status.SUCCEEDED)
         .values(
@@ -128,6 +137,7 @@ def _bills_summary() -> BillsSummary:
         )
         .annotate(
             billed=Sum("billed_cost"),
+            scheduled=Sum("billed_cost", filter=Q(period_start__gte=until)),
             effective=Sum("effective_cost"),
             period_end=Max("billing_period_end"),
         )
@@ -144,6 +154,7 @@ def _bills_summary() -> BillsSummary:
         part.current_upload_ids.add(row["upload_id"])
         if not row["amortized"]:
             _add(part.billed, row["currency"], row["billed"])
+            _add(part.scheduled, row["currency"], row["scheduled"])
         _add(part.effective, row["currency"], row["effective"])
         if part.period_end is None or row["period_end"] > part.period_end:
             part.period_end = row["period_end"]
@@ -163,11 +174,13 @@ def _bills_summary() -> BillsSummary:
                 effective_cost=part.effective,
                 upload_id=max(part.current_upload_ids),
                 superseded_upload_ids=sorted(part.superseded_upload_ids),
+                scheduled_cost=part.scheduled,
             )
         )
     periods.sort(key=lambda p: (p.period_start, p.provider, p.account, p.cost_basis))
 
     billed: Money = {}
+    scheduled: Money = {}
     effective: Money = {}
     amortized_keys = {
         (p.provider, p.account, p.period_start) for p in periods if p.cost_basis == AMORTIZED
@@ -175,11 +188,15 @@ def _bills_summary() -> BillsSummary:
     for period in periods:
         for currency, amount in period.billed_cost.items():
             _add(billed, currency, amount)
+        for currency, amount in period.scheduled_cost.items():
+            _add(scheduled, currency, amount)
         key = (period.provider, period.account, period.period_start)
         if period.cost_basis == AMORTIZED or key not in amortized_keys:
             for currency, amount in period.effective_cost.items():
                 _add(effective, currency, amount)
-    return BillsSummary(billed_cost=billed, effective_cost=effective, periods=periods)
+    return BillsSummary(
+        billed_cost=billed, effective_cost=effective, periods=periods, scheduled_cost=scheduled
+    )
 
 
 # --- One billing upload ---------------------------------------------------------------------------

@@ -18,7 +18,8 @@ with no rejects. The bill holds three things the audit pages must find:
   midnight of the first request's UTC day to the end of the last request's UTC day (later if a
   request ends after that), whether or not the pool served anything in that hour, so nights and
   weekends give natural idle hours. The last instance of a pool with `idle_tail_hours` keeps
-  running that many hours after the span: pure idle.
+  running that many hours after the span: pure idle. Given `until`, no hour from it on is
+  billed (the seed passes the end of the last complete day).
 
 **Matching key between bill lines and token logs.** A token line matches the log rows with
 `provider == Tags["provider"]`, `model == Tags["model"]` and the UTC day of `started_at` equal to
@@ -316,8 +317,11 @@ def write_focus_export(
     pools: Sequence[DemoPool] = DEFAULT_POOLS,
     discrepancy: Discrepancy | None = DEFAULT_DISCREPANCY,
     seed: int = 0,
+    until: datetime | None = None,
 ) -> FocusExportSummary:
     """Write the demo organisation's FOCUS bill for `requests` to `path` (see module docstring).
+    Pool hours from `until` on (the first instant not yet complete) are left out: a bill
+    charges no hour that has not happened yet.
 
     Raises ValueError for an empty frame, an API provider this module cannot bill, an unlogged
     model with no catalog price, or a discrepancy whose provider × model × day has no logged cost.
@@ -336,7 +340,9 @@ def write_focus_export(
     pool_billed: dict[str, Decimal] = {}
     pool_hours: dict[str, int] = {}
     for pool in pools:
-        pool_rows = _pool_rows(pool, span_start=span.start, span_end=span.end, seed=seed)
+        pool_rows = _pool_rows(
+            pool, span_start=span.start, span_end=span.end, seed=seed, until=until
+        )
         rows.extend(pool_rows)
         pool_hours[pool.name] = len(pool_rows)
         pool_billed[pool.name] = pool.usd_per_hour * len(pool_rows)
@@ -633,9 +639,15 @@ def bedrock_billing_name(model: str) -> str:
 
 
 def _pool_rows(
-    pool: DemoPool, *, span_start: datetime, span_end: datetime, seed: int
+    pool: DemoPool,
+    *,
+    span_start: datetime,
+    span_end: datetime,
+    seed: int,
+    until: datetime | None = None,
 ) -> list[list[str]]:
-    """One line per instance per hour of the span; the last instance adds its idle tail."""
+    """One line per instance per hour of the span; the last instance adds its idle tail; no
+    hour from `until` on."""
     hours = int((span_end - span_start) / HOUR)
     usage_type = f"{AWS_USAGE_PREFIX}-BoxUsage:{pool.instance_type}"
     price = _money(pool.usd_per_hour)
@@ -674,6 +686,8 @@ def _pool_rows(
         name = f"{pool.name}-{index + 1}"
         for hour in range(instance_hours):
             start = span_start + hour * HOUR
+            if until is not None and start >= until:
+                break
             values = {
                 **_billing_columns("AWS", start, seed=seed),
                 **constant,

@@ -14,7 +14,6 @@ import pandas as pd
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
-from django.utils import timezone
 
 from audit_app.access.permissions import Role
 from audit_app.demo.anomalies import PlantedAnomaly, plant_anomalies
@@ -27,6 +26,7 @@ from audit_app.demo.workloads import DEFAULT_WORKLOADS
 from audit_app.demo.writers import write_litellm_csv, write_otel_jsonl
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.uploads import upload_create
+from audit_app.lib.days import last_complete_day
 from audit_app.models import Budget, ServingPool, Upload
 
 
@@ -109,7 +109,7 @@ def demo_data_load(
             budgets=tuple(demo_budgets_ensure(today=today)),
         )
     specs = list(DEFAULT_WORKLOADS if workloads is None else DEFAULT_WORKLOADS[:workloads])
-    end_day = today or timezone.now().date()
+    end_day = today or last_complete_day() + timedelta(days=1)  # the first day not complete
     start = datetime.combine(end_day - timedelta(days=days), time.min, tzinfo=UTC)
     frame = generate_requests(start=start, days=days, workloads=specs, scale=scale, seed=seed)
     frame, anomalies = plant_anomalies(
@@ -134,7 +134,8 @@ def demo_data_load(
     # The bill for the same month: API token charges (one day billed 25 % over the logs, for the
     # reconciliation page to flag) and instance-hours of the self-hosted pools, idle hours too.
     bill_path = directory / f"{DEMO_PREFIX}focus-billing-export.csv"
-    summary = write_focus_export(frame, bill_path, seed=seed)
+    until = datetime.combine(end_day, time.min, tzinfo=UTC)  # no hour after the last complete day
+    summary = write_focus_export(frame, bill_path, seed=seed, until=until)
     uploads.append(_ingest_file(bill_path, kind=Upload.Kind.BILLING))
     for pool in DEFAULT_POOLS:
         ServingPool.objects.update_or_create(

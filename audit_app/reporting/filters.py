@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from audit_app.costs.providers import normalize_provider
 from audit_app.costs.rollups import daily_rollups, rollups_in_range
+from audit_app.lib.days import last_complete_day
 from audit_app.lib.query_params import ParameterError, QueryParams, date_param, text_param
 from audit_app.models import DailyRollup, HourlyRollup
+from audit_app.reporting.days import default_end
 from audit_app.reporting.selectors import data_date_range
 
 DEFAULT_DAYS = 30
@@ -41,6 +43,8 @@ class SpendFilters:
         return bool(self.team or self.provider or self.model or self.workload)
 
     def cache_key(self) -> str:
+        """The filters, and the last complete day: pool hours after it are scheduled, so the
+        same window's money changes when a day completes."""
         return "|".join(
             (
                 self.start.isoformat(),
@@ -49,6 +53,7 @@ class SpendFilters:
                 self.provider,
                 self.model,
                 self.workload,
+                last_complete_day().isoformat(),
             )
         )
 
@@ -95,7 +100,7 @@ class SpendFilters:
 
 
 def whole_range() -> SpendFilters:
-    """Every day with data (today alone when there is none): what the CLI shows by default."""
+    """Every day with data (today alone when there is none)."""
     bounds = data_date_range()
     if bounds is None:
         today = timezone.now().date()
@@ -103,25 +108,20 @@ def whole_range() -> SpendFilters:
     return SpendFilters(start=bounds[0], end=bounds[1])
 
 
-def last_data_day() -> date:
-    """The last day with data (today when there is none): where default windows end."""
-    bounds = data_date_range()
-    return bounds[1] if bounds else timezone.now().date()
-
-
 def quick_windows() -> list[SpendFilters]:
-    """The QUICK_WINDOW_DAYS windows ending on the last day with data, unfiltered."""
-    end = last_data_day()
+    """The QUICK_WINDOW_DAYS windows ending where default windows end, unfiltered."""
+    end = default_end()
     return [SpendFilters(start=end - timedelta(days=n - 1), end=end) for n in QUICK_WINDOW_DAYS]
 
 
 def date_window(params: QueryParams) -> tuple[date, date]:
     """``?start=&end=`` (YYYY-MM-DD): without them, the DEFAULT_DAYS days ending on the last
-    day with data (today when there is none). A bad value raises ParameterError naming it."""
+    complete day with data (`reporting.days.default_end`), the one default window of every
+    page, API answer and command. A bad value raises ParameterError naming it."""
     start = date_param(params, "start")
     end = date_param(params, "end")
     if end is None:
-        end = last_data_day()
+        end = default_end()
     if start is None:
         start = end - timedelta(days=DEFAULT_DAYS - 1)
     if start > end:
@@ -134,7 +134,7 @@ def date_window(params: QueryParams) -> tuple[date, date]:
 
 
 def parse_filters(params: QueryParams) -> SpendFilters:
-    """Filters from query parameters. Without dates: the 30 days ending on the last data day.
+    """Filters from query parameters. Without dates: the default window (`date_window`).
     A bad value raises ParameterError naming it."""
     start, end = date_window(params)
     text = {name: text_param(params, name) for name in ("team", "provider", "model")}

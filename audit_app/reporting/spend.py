@@ -29,6 +29,7 @@ from decimal import Decimal
 from audit_app.costs.billing import pool_reports, pooled_models
 from audit_app.costs.rollups import PricedGroup, daily_rollups, priced_groups
 from audit_app.lib.results_cache import cached
+from audit_app.reporting.days import PartialDays, default_end, partial_days, same_days_end
 from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.selectors import (
     EMPTY_LATENCY,
@@ -433,49 +434,84 @@ def spend_breakdown(*, group_by: str, filters: SpendFilters) -> SpendBreakdown:
 # --- Months -----------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class MonthComparison:
+    """The month holding the last complete day with data, so far, against the same days of the
+    month before (Dec 1–5 against Nov 1–5; the whole month before once this one is complete),
+    with the month before's whole total beside it."""
+
+    first: date
+    last: date  # the last day counted
+    complete: bool  # last is the month's last day
     this_month: Decimal
-    last_month: Decimal
+    previous_start: date
+    previous_same_end: date
+    previous_end: date
+    previous_same_days: Decimal
+    previous_month: Decimal
     this_label: str
-    last_label: str
-    change_label: str
+    same_days_label: str
+    previous_label: str
+    previous_data_from: date | None  # the first day with data, when after previous_start
+    today: PartialDays  # the days after the last complete day: "today so far"
+    today_usd: Decimal  # their API spend (their pool hours are scheduled)
+    today_requests: int
 
     @property
     def change_percent(self) -> float | None:
-        if not self.last_month:
+        """This month so far against the previous month's same days (None when those days
+        have no data, or only part of them)."""
+        if not self.previous_same_days or self.previous_data_from is not None:
             return None
-        return float((self.this_month - self.last_month) / self.last_month * 100)
+        return float((self.this_month - self.previous_same_days) / self.previous_same_days * 100)
 
 
-def _month_total(first: date, last: date) -> Decimal:
-    return spend_report(SpendFilters(start=first, end=last)).total_usd
+def _total(first: date, last: date) -> Decimal:
+    return spend_report(SpendFilters(start=first, end=last)).total_usd if first <= last else ZERO
 
 
-def _previous_month(first: date) -> date:
-    return (first - timedelta(days=1)).replace(day=1)
+def _span(first: date, last: date) -> str:
+    return f"{first:%b} {first.day}–{last.day}" if first != last else f"{first:%b} {first.day}"
 
 
-def month_comparison(*, today: date) -> MonthComparison:
-    """This month so far against last month; on a month with no data yet (the 1st, or data
-    that stops earlier), the last complete month against the one before it."""
-    first = today.replace(day=1)
+def month_comparison(*, today: date | None = None) -> MonthComparison:
+    """The month so far like for like (see `MonthComparison`), through the last complete day
+    with data (`reporting.days.default_end`; given ``today``, the day before it is the last
+    complete day), and today so far apart."""
+    partial = partial_days() if today is None else PartialDays(first=today, last=today)
+    last = default_end(last_complete=partial.first - timedelta(days=1))
+    today_report = spend_report(SpendFilters(start=partial.first, end=partial.last))
+    first = last.replace(day=1)
+    month_end = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
+    previous_end = first - timedelta(days=1)
+    previous_start = previous_end.replace(day=1)
+    same_end = same_days_end(
+        start=first,
+        last=last,
+        period_end=month_end,
+        previous_start=previous_start,
+        previous_end=previous_end,
+    )
+    complete = last == month_end
     bounds = data_date_range()
-    if bounds is None or bounds[1] >= first:
-        previous = _previous_month(first)
-        return MonthComparison(
-            this_month=_month_total(first, today),
-            last_month=_month_total(previous, first - timedelta(days=1)),
-            this_label=f"{first:%B %Y} so far",
-            last_label=f"{previous:%B %Y}",
-            change_label="Change so far",
-        )
-    complete = _previous_month(first)
-    before = _previous_month(complete)
+    data_from = bounds[0] if bounds and bounds[0] > previous_start else None
     return MonthComparison(
-        this_month=_month_total(complete, first - timedelta(days=1)),
-        last_month=_month_total(before, complete - timedelta(days=1)),
-        this_label=f"{complete:%B %Y}",
-        last_label=f"{before:%B %Y}",
-        change_label=f"Change on {before:%B}",
+        first=first,
+        last=last,
+        complete=complete,
+        this_month=_total(first, last),
+        previous_start=previous_start,
+        previous_same_end=same_end,
+        previous_end=previous_end,
+        previous_same_days=_total(previous_start, same_end),
+        previous_month=_total(previous_start, previous_end),
+        this_label=f"{first:%B %Y}" if complete else f"{first:%B %Y} so far ({_span(first, last)})",
+        same_days_label=f"{previous_start:%B %Y}"
+        if complete
+        else f"Same days of {previous_start:%B} ({_span(previous_start, same_end)})",
+        previous_label=f"{previous_start:%B %Y}",
+        previous_data_from=data_from,
+        today=partial,
+        today_usd=today_report.total_usd,
+        today_requests=sum(today_report.daily.requests, 0),
     )
 
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from audit_app.access.audit import audit_record
 from audit_app.access.permissions import Actor, Role, has_role, user_roles
+from audit_app.lib.days import last_complete_day
 from audit_app.lib.errors import DomainError, ErrorKind
 from audit_app.lib.query_params import (
     EARLIEST_DATE,
@@ -35,7 +36,8 @@ from audit_app.lib.query_params import (
 )
 from audit_app.lib.results_cache import cached
 from audit_app.models import AllocationRule, AuditEvent, ServingPool, Team, Upload, WorkloadDay
-from audit_app.reporting.filters import SpendFilters, last_data_day
+from audit_app.reporting.days import default_end
+from audit_app.reporting.filters import SpendFilters
 from audit_app.reporting.spend import spend_lines
 from audit_app.statements.allocation import (
     Line,
@@ -68,9 +70,11 @@ def previous_month(first: date) -> date:
 
 
 def month_is_over(first: date, *, today: date | None = None) -> bool:
-    """True when the month's last day is before today (UTC): only then is it sent, and shown
-    as a whole month rather than "month to date"."""
-    return month_bounds(first)[1] < (today or timezone.now().date())
+    """True when the month's last day is complete (`audit_app.reporting.days`; with ``today``,
+    the days before it): only then is it sent, and shown as a whole month rather than "month
+    to date"."""
+    complete = today - timedelta(days=1) if today else last_complete_day()
+    return month_bounds(first)[1] <= complete
 
 
 def month_param(params: QueryParams, name: str = "month") -> date | None:
@@ -98,9 +102,10 @@ def parse_month(text: str | None, *, today: date | None = None) -> date:
 
 
 def default_month(*, today: date | None = None) -> date:
-    """The month of the last day with data when it is over, else the month before today's."""
+    """The month of the last complete day with data when it is over, else the month before
+    today's."""
     today = today or timezone.now().date()
-    last = last_data_day().replace(day=1)
+    last = default_end().replace(day=1)
     return last if month_is_over(last, today=today) else previous_month(today.replace(day=1))
 
 

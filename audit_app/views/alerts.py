@@ -14,7 +14,12 @@ from django.views.generic import TemplateView
 
 from audit_app.access.permissions import ALL_ROLES, RoleRequiredMixin
 from audit_app.budgets.alerts import AcknowledgeRefused, alert_acknowledge
-from audit_app.budgets.anomaly_service import AnomalyRow, anomaly_list, anomaly_window
+from audit_app.budgets.anomaly_service import (
+    ANOMALY_SORTS,
+    AnomalyRow,
+    anomaly_query,
+    anomaly_rows,
+)
 from audit_app.models import Alert
 from audit_app.reporting import charts
 from audit_app.views.query import QueryParamsMixin
@@ -40,11 +45,14 @@ class AnomalyListView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        start, end = self.param(anomaly_window)
-        rows = anomaly_list(start, end)
+        query = self.param(anomaly_query)
+        rows = anomaly_rows(query)
         context.update(
-            start=start,
-            end=end,
+            start=query.start,
+            end=query.end,
+            sort=query.sort,
+            sorts=ANOMALY_SORTS,
+            min_usd=query.min_change_usd,
             anomalies=rows,
             figure=anomaly_chart(rows),
             chart_limited=len(rows) > CHART_ANOMALIES,

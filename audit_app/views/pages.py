@@ -8,25 +8,20 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from django.views import View
 from django.views.generic import TemplateView
 
 from audit_app.access.permissions import RoleRequiredMixin, has_role, method_roles
-from audit_app.costs.billing import pool_reports
 from audit_app.ingestion.live.selectors import live_pending
 from audit_app.lib import formatting
 from audit_app.lib.csv_export import csv_response
 from audit_app.lib.query_params import choice_param, int_param
-from audit_app.models import WorkloadClass
-from audit_app.recommendations.plan import plan_read, pool_steps
-from audit_app.recommendations.pools import pools_without_throughput
 from audit_app.reporting import charts
 from audit_app.reporting.filters import SpendFilters, parse_filters
+from audit_app.reporting.overview import overview_read
 from audit_app.reporting.selectors import (
     filter_choices,
     upload_list,
-    uploads_per_day,
 )
 from audit_app.reporting.spend import (
     GROUP_BY_FIELDS,
@@ -34,68 +29,42 @@ from audit_app.reporting.spend import (
     STACK_CHOICES,
     SpendBreakdown,
     WorkloadStats,
-    month_comparison,
     spend_report,
 )
 from audit_app.views.query import QueryParamsMixin
 from audit_app.views.recommendations import WorkloadOverrideView
 from audit_app.views.uploads import UploadCreateView
 from audit_app.workloads.selectors import WORKLOAD_SORT_CHOICES, workload_page, workload_table
-from audit_app.workloads.services import effective_classes
 
-TOP_WORKLOADS = 10
-# The overview's breakdown table lists this many rows, then one row adding up the others.
-TOP_BREAKDOWN_ROWS = 25
 # The workloads page lists this many workloads a page (?page=2, ...), in the chosen order.
 WORKLOADS_PER_PAGE = 100
 
 
 class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
+    """The overview: formats what `reporting.overview.overview_read` computes."""
+
     template_name = "audit/overview.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         filters = self.param(parse_filters)
         stack = self.param(choice_param, "stack", STACK_CHOICES, default="provider")
-        report = spend_report(filters)
-        breakdown = report.breakdown(stack)
-        breakdown_rows, breakdown_rest = breakdown.head(TOP_BREAKDOWN_ROWS)
-        per_day = report.series[stack]
-        by_workload = report.breakdown("workload").rows
-        top = by_workload[:TOP_WORKLOADS]
-        uploads = uploads_per_day(days=30)
-        reports = pool_reports(start=filters.start, end=filters.end)
-        usd_pools = [r for r in reports if r.currency == "USD"]
-        workloads_in_pools = sorted({w for r in usd_pools for w in r.by_workload})
-        class_split: dict[str, Decimal] = {c: Decimal(0) for c in WorkloadClass.values}
-        classes = effective_classes()
-        for row in by_workload:
-            class_split[classes.get(row.key, WorkloadClass.UNKNOWN)] += row.spend_usd
-        window = f"between {filters.start} and {filters.end}"
-        plan = plan_read()
-        pool_best = pool_steps(plan)
-        # Read only when a pool has no priced step (a cache miss reads every pool's demand).
-        unpriced = {r.pool.name for r in reports} - set(pool_best)
-        notes = pools_without_throughput() if unpriced else {}
-        no_throughput = {name: note for name, note in notes.items() if name in unpriced}
+        read = overview_read(filters, stack)
+        usd_pools = read.usd_pools
         context.update(
-            report=report,
-            class_split=class_split,
-            plan=plan.plan,
-            pools=reports,
-            pool_best=pool_best,
-            pool_rows=[
-                (r, pool_best.get(r.pool.name), no_throughput.get(r.pool.name, "")) for r in reports
-            ],
-            pools_no_throughput=sorted(no_throughput.items()),
-            pools_billed=sum((r.attribution.billed for r in usd_pools), Decimal(0)),
-            pools_idle=sum((r.attribution.idle for r in usd_pools), Decimal(0)),
+            report=read.report,
+            class_split=read.class_split,
+            plan=read.plan,
+            pools=read.pools,
+            pool_best={row.report.pool.name: row.best for row in read.pool_rows if row.best},
+            pool_rows=[(row.report, row.best, row.no_throughput) for row in read.pool_rows],
+            pools_no_throughput=read.pools_no_throughput,
+            pools_billed=read.pools_billed,
+            pools_idle=read.pools_idle,
+            pools_scheduled=read.pools_scheduled,
             pools_figure=charts.build_pool_attribution_figure(
                 pools=[r.pool.name for r in usd_pools],
-                by_workload={
-                    w: [r.by_workload.get(w, Decimal(0)) for r in usd_pools]
-                    for w in workloads_in_pools
-                },
+                by_workload=read.pool_workloads,
                 idle=[r.attribution.idle for r in usd_pools],
             )
             if usd_pools
@@ -104,25 +73,25 @@ class OverviewView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             choices=filter_choices(),
             stack=stack,
             stack_choices=STACK_CHOICES,
-            breakdown=breakdown,
-            breakdown_rows=breakdown_rows,
-            breakdown_rest=breakdown_rest,
-            months=month_comparison(today=timezone.now().date()),
+            breakdown=read.breakdown,
+            breakdown_rows=read.breakdown_rows,
+            breakdown_rest=read.breakdown_rest,
+            months=read.months,
             spend_figure=charts.build_spend_per_day_figure(
-                days=per_day.days,
-                series=per_day.series,
+                days=read.per_day.days,
+                series=read.per_day.series,
                 dimension_label=stack,
-                idle=per_day.idle,
+                idle=read.per_day.idle,
                 idle_label=IDLE_LABEL,
             ),
             top_figure=charts.build_top_workloads_figure(
-                names=[row.key for row in top], spend=[row.spend_usd for row in top]
+                names=[row.key for row in read.top], spend=[row.spend_usd for row in read.top]
             ),
-            empty_window=f"No spend {window}.",
-            has_spend=not report.is_empty,
-            uploads_total=uploads.total,
+            empty_window=f"No spend between {filters.start} and {filters.end}.",
+            has_spend=not read.report.is_empty,
+            uploads_total=read.uploads.total,
             uploads_figure=charts.build_uploads_per_day_figure(
-                days=uploads.days, counts_by_kind=uploads.counts_by_kind
+                days=read.uploads.days, counts_by_kind=read.uploads.counts_by_kind
             ),
         )
         return context

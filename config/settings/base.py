@@ -8,7 +8,9 @@ with no variable set, the app runs on SQLite in ``var/`` with an embedded Celery
 from __future__ import annotations
 
 import contextlib
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dj_database_url
 from celery.schedules import crontab
@@ -218,6 +220,24 @@ RECOMMENDATION_MIN_SAVINGS_USD = env_int("RECOMMENDATION_MIN_SAVINGS_USD", 10)
 POOL_RECOMMENDATION_MIN_IDLE_USD = env_int("POOL_RECOMMENDATION_MIN_IDLE_USD", 1000)
 # Pool recommendations size each hour for its demand plus this share (0.2 = 20 % headroom).
 POOL_HEADROOM = env_float("POOL_HEADROOM", 0.2)
+# The time zone whose midnight completes a day (audit_app.reporting.days): default windows,
+# forecasts' actuals and anomaly scores end at the last day that has ended there (and in UTC,
+# where bills and rollups are dated); the day still running shows apart, as "today so far".
+REPORT_TIMEZONE = env_str("REPORT_TIMEZONE", "UTC")
+try:
+    _report_zone = ZoneInfo(REPORT_TIMEZONE)
+except (ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(
+        f"REPORT_TIMEZONE {REPORT_TIMEZONE!r} is not a time zone name (e.g. UTC, Europe/Paris)"
+    ) from None
+# An anomaly's day must spend at least this many USD over its expected day (besides its score,
+# and either $1 over it or three times it: audit_app.budgets.anomalies).
+try:
+    ANOMALY_MIN_USD = Decimal(env_str("ANOMALY_MIN_USD", "0.05"))
+except InvalidOperation:
+    raise ImproperlyConfigured("ANOMALY_MIN_USD must be a number of dollars, e.g. 0.05") from None
+if not ANOMALY_MIN_USD.is_finite() or ANOMALY_MIN_USD < 0:
+    raise ImproperlyConfigured(f"ANOMALY_MIN_USD must be 0 or more, not {ANOMALY_MIN_USD}")
 # Refresh workload classes and recommendations in the worker whenever one of their inputs
 # changes (an upload landed or deleted, a price card, pool, hardware entry or override edited).
 DERIVED_REFRESH_ON_CHANGE = env_bool("DERIVED_REFRESH_ON_CHANGE", True)

@@ -70,7 +70,7 @@ AGREES = {
     "budget-detail": "the budget's spent in its period",
     "api-budgets": "each budget's actual_usd",
     "api-budget-detail": "the budget's actual_usd and its days",
-    "command:budgets": "budgets --json",
+    "command:budgets": "budgets --json (and the month to date: test_one_month_to_date_figure)",
     "api-plan": "the savings plan: spend now, after, savings and each option's now",
     "command:plan": "plan --json: the API's answer",
     "statements": "each team's direct, allocated and total; the month's total",
@@ -696,3 +696,37 @@ def test_statements_share_the_months_total(seeded: None, finops: Client, policy:
     book = _xlsx_rows(finops.get("/statements.xlsx?month=2026-11").content)
     assert {r["team"]: Decimal(str(r["total_usd"])).quantize(CENT) for r in book[:-1]} == expected
     assert Decimal(str(book[-1]["total_usd"])).quantize(CENT) == month_total
+
+
+def test_one_month_to_date_figure(
+    seeded: None, finops: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read at 15:00 on 29 November: the 29th is still running, so the month to date is
+    # November 1-28, and the pool's hours of the 29th are scheduled, in none of the figures.
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 11, 29, 15, tzinfo=UTC))
+    expected = API_NOVEMBER / 30 * 28 + POOL_NOVEMBER / 2
+    budget = Budget.objects.create(
+        name="everything", scope_kind="all", amount_usd=Decimal("1000.00"), alert_at_pct=[80]
+    )
+    html = finops.get("/").content.decode()
+    assert close(by_testid(html, "month-this"), expected, CENT)
+    spend = finops.get("/api/v1/spend/?start=2026-11-01&end=2026-11-28").json()
+    assert Decimal(spend["total_usd"]) == expected
+    detail = finops.get(f"/api/v1/budgets/{budget.pk}/").json()
+    assert (detail["as_of"], Decimal(detail["actual_usd"])) == ("2026-11-28", expected)
+    out = io.StringIO()
+    call_command("budgets", "--json", stdout=out)
+    [printed] = json.loads(out.getvalue())
+    assert Decimal(printed["actual_usd"]) == expected
+    page = finops.get("/budgets/").content.decode()
+    [on_page] = re.findall(r'data-testid="budget-actual">([^<]+)<', page)
+    assert money(on_page) == expected.quantize(CENT)
+    # Like for like: October 1-28 had no data; June's figures are in no month shown.
+    assert Decimal(detail["previous_same_days_usd"]) == Decimal(0)
+    assert by_testid(html, "month-same-days") == Decimal(0)
+    # The partial day: its API spend alone (its pool hours are scheduled).
+    assert by_testid(html, "today-so-far") == (API_NOVEMBER / 30).quantize(CENT)
+    pools = finops.get("/api/v1/pools/?start=2026-11-01&end=2026-11-29").json()["results"]
+    [gpu] = [p for p in pools if p["name"] == "gpu"]
+    assert (gpu["hours_billed"], gpu["hours_scheduled"]) == (24, 24)
+    assert Decimal(gpu["scheduled"]) == POOL_NOVEMBER / 2

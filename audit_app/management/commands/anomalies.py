@@ -7,13 +7,19 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.budgets.anomaly_service import anomaly_list, anomaly_payload, anomaly_window
+from audit_app.budgets.anomaly_service import (
+    ANOMALY_SORTS,
+    anomaly_payload,
+    anomaly_query,
+    anomaly_rows,
+)
 from audit_app.lib.query_params import ParameterError
 
 
 class Command(BaseCommand):
     help = (
-        "Print spend anomalies (default: the 30 days ending on the last day with data) as a "
+        "Print spend anomalies (default: the 30 days ending on the last complete day with data; "
+        "complete days only) as a "
         "table or, with --json, a list of {day, workload, model, spend_usd, expected_usd, "
         "score, cause: {volume_usd, mix_usd, price_usd}}."
     )
@@ -21,15 +27,23 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
         parser.add_argument("--start", help="YYYY-MM-DD (default: 29 days before --end)")
-        parser.add_argument("--end", help="YYYY-MM-DD (default: the last day with data)")
+        parser.add_argument("--end", help="YYYY-MM-DD (default: the last complete day with data)")
+        parser.add_argument("--sort", choices=ANOMALY_SORTS, help="day (default), change or score")
+        parser.add_argument("--min-usd", help="only changes of at least this many USD")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        params = {"start": options["start"] or "", "end": options["end"] or ""}
+        params = {
+            "start": options["start"] or "",
+            "end": options["end"] or "",
+            "sort": options["sort"] or "",
+            "min_usd": options["min_usd"] or "",
+        }
         try:
-            start, end = anomaly_window(params)
+            query = anomaly_query(params)
         except ParameterError as exc:
             raise CommandError(str(exc)) from None
-        rows = [anomaly_payload(row) for row in anomaly_list(start, end)]
+        start, end = query.start, query.end
+        rows = [anomaly_payload(row) for row in anomaly_rows(query)]
         if options["json"]:
             self.stdout.write(json.dumps(rows))
             return

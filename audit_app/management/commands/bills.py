@@ -32,6 +32,11 @@ class Command(BaseCommand):
             self.stdout.write("No billing export has landed.")
             return
         self.stdout.write(f"billed:    {_money(data['billed_cost'])}")
+        if data["scheduled_cost"]:
+            self.stdout.write(
+                f"scheduled: {_money(data['scheduled_cost'])} (of billed, dated after the last "
+                "complete day)"
+            )
         self.stdout.write(f"effective: {_money(data['effective_cost'])}")
         self.stdout.write("")
         self.stdout.write(

@@ -19,14 +19,16 @@ def _usd(amount: Decimal) -> str:
 class Command(BaseCommand):
     help = (
         "Print budgets (as a table or, with --json, a list): spent in the period holding "
-        "--as-of (default: the last day with data), the period's forecast and the status "
-        "ok | warning | forecast_over | over."
+        "--as-of (default: the last complete day with data; never counted past the last "
+        "complete day), the previous period's same days and whole total, the period's "
+        "forecast and the status ok | warning | forecast_over | over."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
         parser.add_argument(
-            "--as-of", help="YYYY-MM-DD: the last day counted (default: the last day with data)"
+            "--as-of",
+            help="YYYY-MM-DD: the last day counted (default: the last complete day with data)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -42,7 +44,10 @@ class Command(BaseCommand):
                 "scope": {"kind": s.scope_kind, "value": s.scope_value},
                 "period": s.period,
                 "amount_usd": str(s.amount_usd),
+                "as_of": s.as_of.isoformat(),
                 "actual_usd": _usd(s.actual_usd),
+                "previous_same_days_usd": _usd(s.previous_same_days_usd),
+                "previous_period_usd": _usd(s.previous_period_usd),
                 "forecast_usd": _usd(s.forecast_usd),
                 "status": s.status,
             }

@@ -11,28 +11,25 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from audit_app.lib import formatting
 from audit_app.lib.query_params import ParameterError
 from audit_app.models import Workload
-from audit_app.reporting.filters import parse_filters, whole_range
+from audit_app.reporting.filters import parse_filters
 from audit_app.reporting.spend import spend_report, workload_list
 from audit_app.workloads.services import class_summary
 
 
 class Command(BaseCommand):
     help = (
-        "Print workloads (all data unless --start/--end) as a table or, with --json, a list; "
+        "Print workloads (the pages' default window, the 30 days ending on the last complete "
+        "day with data, unless --start/--end) as a table or, with --json, a list; "
         "spend_usd = api_spend_usd + gpu_cost_usd."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")
-        parser.add_argument("--start", help="YYYY-MM-DD (default: the first day with data)")
-        parser.add_argument("--end", help="YYYY-MM-DD (default: the last day with data)")
+        parser.add_argument("--start", help="YYYY-MM-DD (default: 29 days before --end)")
+        parser.add_argument("--end", help="YYYY-MM-DD (default: the last complete day with data)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        everything = whole_range()
-        params = {
-            "start": options["start"] or everything.start.isoformat(),
-            "end": options["end"] or everything.end.isoformat(),
-        }
+        params = {"start": options["start"] or "", "end": options["end"] or ""}
         try:
             filters = parse_filters(params)
         except ParameterError as exc:

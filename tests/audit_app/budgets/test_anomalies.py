@@ -206,15 +206,35 @@ def test_a_spread_is_floored_so_a_flat_series_keeps_its_cents() -> None:
     assert anomaly.cause.price_usd == Decimal("7.00")
 
 
-def test_small_money_and_drops_are_not_anomalies() -> None:
+def test_a_small_workloads_threefold_day_is_an_anomaly_and_small_money_is_not() -> None:
     base = [_usage(10, 10_000, "0.10", D0 + WEEK * week) for week in range(4)]
-    # From $0.10 to $0.90: a score of 80 (spread: the 1-cent floor), but $0.80 is under
-    # min_usd ($1).
-    small = [*base, _usage(90, 90_000, "0.90", D0 + WEEK * 4)]
-    assert detect(small) == []
-    [anomaly] = detect(small, min_usd=Decimal("0.5"))
-    assert (anomaly.day, anomaly.score) == (D0 + WEEK * 4, pytest.approx(80.0))
+    # From $0.10 to $0.30: three times its usual (the spread is the 1-cent floor: score 20),
+    # $0.20 over it, above the $0.05 floor though far under $1.
+    [anomaly] = detect([*base, _usage(30, 30_000, "0.30", D0 + WEEK * 4)])
+    assert (anomaly.spend_usd, anomaly.score) == (Decimal("0.30"), pytest.approx(20.0))
+    assert anomaly.cause.volume_usd == Decimal("0.20")
+    # Three times the tokens per request at the usual requests and price: all of it is mix.
+    [anomaly] = detect([*base, _usage(10, 30_000, "0.30", D0 + WEEK * 4)])
+    assert (anomaly.cause.mix_usd, anomaly.cause.volume_usd) == (Decimal("0.20"), Decimal(0))
+    # $0.29 is under three times $0.10 and under $1 over it: not an anomaly, whatever its score.
+    assert detect([*base, _usage(29, 29_000, "0.29", D0 + WEEK * 4)]) == []
+    # A raised absolute floor (the ANOMALY_MIN_USD setting) hides it.
+    assert detect([*base, _usage(30, 30_000, "0.30", D0 + WEEK * 4)], min_usd=Decimal("0.25")) == []
+    # Under the default floor ($0.05): $0.01 to $0.04 is four times, but 3 cents.
+    cents = [_usage(1, 1_000, "0.01", D0 + WEEK * week) for week in range(4)]
+    assert detect([*cents, _usage(4, 4_000, "0.04", D0 + WEEK * 4)]) == []
+    # A large workload: $1 or more over its usual counts without tripling.
     big = [_usage(1000, 1_000_000, "100", D0 + WEEK * week) for week in range(4)]
+    assert [a.day for a in detect([*big, _usage(1500, 1_500_000, "150", D0 + WEEK * 4)])] == [
+        D0 + WEEK * 4
+    ]
+    # A bursty series (references $0, $0, $0.10, $0.20: expected $0.05, spread $0.07) is not
+    # steady: its $0.40 day (score 4.7) is no anomaly although it is eight times the median.
+    bursty = [
+        _usage(n, n * 1_000, f"{n / 100:.2f}", D0 + WEEK * w) for w, n in enumerate((0, 0, 10, 20))
+    ]
+    assert detect([*bursty, _usage(40, 40_000, "0.40", D0 + WEEK * 4)]) == []
+    # Drops are not anomalies.
     assert detect([*big, _usage(10, 10_000, "1", D0 + WEEK * 4)]) == []
 
 

@@ -68,13 +68,14 @@ def test_a_provider_budget_adds_its_pools_idle_hour_to_the_read_models_filter(
     }
 
 
-def test_default_as_of_is_the_last_day_with_data_capped_to_today(sample: None) -> None:
+def test_default_as_of_is_the_last_complete_day_with_data(sample: None) -> None:
     assert default_as_of(today=date(2026, 12, 1)) == date(2026, 11, 12)
-    assert default_as_of(today=date(2026, 11, 7)) == date(2026, 11, 7)
+    # On 7 November, the 7th is still running: the 6th is the last complete day.
+    assert default_as_of(today=date(2026, 11, 7)) == date(2026, 11, 6)
 
 
-def test_default_as_of_without_data_is_today(db: Any) -> None:
-    assert default_as_of(today=date(2026, 3, 4)) == date(2026, 3, 4)
+def test_default_as_of_without_data_is_the_last_complete_day(db: Any) -> None:
+    assert default_as_of(today=date(2026, 3, 4)) == date(2026, 3, 3)
 
 
 def _fake_forecast(total: str, calls: list[dict[str, Any]]) -> Any:

@@ -56,9 +56,31 @@ def test_json_on_a_given_day(budgets: list[int]) -> None:
     everything, chat = budgets
     rows = _json("--as-of", "2026-11-10")
     assert [set(row) for row in rows] == [
-        {"id", "name", "scope", "period", "amount_usd", "actual_usd", "forecast_usd", "status"}
+        {
+            "id",
+            "name",
+            "scope",
+            "period",
+            "amount_usd",
+            "as_of",
+            "actual_usd",
+            "previous_same_days_usd",
+            "previous_period_usd",
+            "forecast_usd",
+            "status",
+        }
     ] * 2
     by_name = {row.pop("name"): row for row in rows}
+    previous = {
+        name: (row.pop("as_of"), row.pop("previous_same_days_usd"), row.pop("previous_period_usd"))
+        for name, row in by_name.items()
+    }
+    assert previous == {
+        # The third quarter has no data.
+        "Everything": ("2026-11-10", "0.000000", "0.000000"),
+        # October 1-10 spent nothing; October 20 spent 4.00.
+        "Chat": ("2026-11-10", "0.000000", "4.000000"),
+    }
     forecast = {name: row.pop("forecast_usd") for name, row in by_name.items()}
     assert by_name == {
         # The quarter up to 10 November: 4.00 in October and 37.75 in November, past 40.00.

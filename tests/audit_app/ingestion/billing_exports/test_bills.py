@@ -72,6 +72,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "period_start": start,
             "period_end": end,
             "cost_basis": "actual",
+            "scheduled_cost": {},  # every line of 2024 is long complete
             **kw,
         }
 
@@ -158,7 +159,12 @@ def test_bills_json_oct_nov_restated_by_nov_only() -> None:
 
 
 def test_bills_with_nothing_landed() -> None:
-    assert bills_json() == {"billed_cost": {}, "effective_cost": {}, "periods": []}
+    assert bills_json() == {
+        "billed_cost": {},
+        "scheduled_cost": {},
+        "effective_cost": {},
+        "periods": [],
+    }
     out = StringIO()
     call_command("bills", stdout=out)
     assert out.getvalue().strip() == "No billing export has landed."
@@ -250,4 +256,5 @@ def test_bills_api_is_in_the_schema(finops_user: Any) -> None:
         "next",
         "previous",
         "results",
+        "scheduled_cost",
     ]
