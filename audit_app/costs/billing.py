@@ -1,9 +1,10 @@
 """Reads over billing charges: self-hosted pool attribution and invoice reconciliation.
 
-No double counting (DESIGN §3.4): API usage is costed from token logs (the log's cost, else a
-price card) because logs say which workload spent it; API bill lines are used to reconcile those
-estimates, never added to them. Self-hosted usage is costed only from GPU bills, spread over the
-workloads a pool served; its requests are never priced from price cards.
+No double counting (`docs/methods.md`, "Cost attribution"): API usage is costed from token logs
+(the log's cost, else a price card) because logs say which workload spent it; API bill lines are
+used to reconcile those estimates, never added to them. Self-hosted usage is costed only from
+GPU bills, spread over the workloads a pool served; its requests are never priced from price
+cards.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Recommendations: price each asynchronous workload's last 30 days on cheaper targets.
 
-Targets (DESIGN §3.6): the batch tier of the same API model; cheaper providers of the same open
-model; dedicated throughput hardware. The option math is `audit_app.recommendations.options`
-(pure); `targets` reads what it prices against (price cards, the catalog's API listings and
-instances, the throughput assumptions), `candidates` each workload's and pool's options over
-the window; this module ranks them and keeps the results.
+Targets (`docs/methods.md`, "Recommendations"): the batch tier of the same API model; cheaper
+providers of the same open model; dedicated throughput hardware. The option math is
+`audit_app.recommendations.options` (pure); `targets` reads what it prices against (price cards,
+the catalog's API listings and instances, the throughput assumptions), `candidates` each
+workload's and pool's options over the window; this module ranks them and keeps the results.
 
 What a workload costs now comes from the one read model (`reporting.spend`: API spend plus its
 share of GPU pool bills), scaled from the window to a month. Options saving less than

@@ -1,4 +1,5 @@
-"""The one read model for money (DESIGN §3.4): what every page, chart, API, CSV and CLI shows.
+"""The one read model for money (`docs/methods.md`): what every page, chart, API, CSV and CLI
+shows.
 
 For a window and filters, each piece of traffic costs
 

@@ -100,7 +100,7 @@ class CanonicalRequest:
 
     @property
     def tpot_ms(self) -> float | None:
-        """Time per output token after the first (vLLM / MLPerf definition, DESIGN 4.1)."""
+        """Time per output token after the first (vLLM / MLPerf definition, `docs/methods.md`)."""
         ttft_ms = self.ttft_ms
         if ttft_ms is None or self.output_tokens <= 1:
             return None

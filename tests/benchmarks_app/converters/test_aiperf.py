@@ -75,7 +75,7 @@ def test_synthetic_streaming_shape() -> None:
     assert reported["ttft_p50_ms"] == 142.5
     assert reported["ttft_p99_ms"] == 195.0
     assert "ttft_p95_ms" not in reported  # the file has p50/p90/p99 only
-    # inter_token_latency = (latency − TTFT)/(OSL − 1) is DESIGN's TPOT
+    # inter_token_latency = (latency − TTFT)/(OSL − 1) is the TPOT of docs/methods.md
     assert reported["tpot_mean_ms"] == 25.0
     assert reported["tpot_p99_ms"] == 32.5
     assert reported["e2e_p99_ms"] == 390.0

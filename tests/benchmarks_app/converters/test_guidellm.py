@@ -45,7 +45,7 @@ def test_v2_report_first_benchmark() -> None:
     # request_latency is seconds: 0.01978909969329834 s × 1000 = 19.78909969329834 ms
     assert reported["e2e_mean_ms"] == approx(19.78909969329834)
     assert reported["e2e_p95_ms"] == approx(20.308971405029297)
-    # DESIGN 4.2: 16 output tokens / 5.01964807510376 s = 3.1874745 tok/s (GuideLLM's own
+    # docs/methods.md: 16 output tokens / 5.01964807510376 s = 3.1874745 tok/s (GuideLLM's own
     # time-weighted mean, 3.195, is only quoted).
     assert reported["output_tokens_per_s"] == approx(16 / 5.01964807510376)
     assert reported["requests_per_s"] == approx(2 / 5.01964807510376)
