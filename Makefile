@@ -29,9 +29,14 @@ run: $(STAMP)
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-true} DJANGO_STATIC_MANIFEST=$${DJANGO_STATIC_MANIFEST:-true} \
 		$(PY) manage.py serve --prepare --host $(HOST) --port $(PORT)
 
-## make test: the whole suite (services are used when their variables are set; see README)
+## make test: the whole suite in parallel, one pytest-xdist worker per core (TEST_WORKERS=4 sets
+## the number, TEST_WORKERS=0 runs in one process), then the tests marked `serial` in one
+## process; services are used when their variables are set (see README)
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	@# Exit status 5 is "no test selected": PYTEST_ARGS may select tests of one pass only.
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 ## make lint: ruff, then mypy (configured in pyproject.toml)
 lint: $(STAMP)

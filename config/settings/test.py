@@ -11,6 +11,14 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("DJANGO_VAR_DIR", tempfile.mkdtemp(prefix="audit-test-var-"))
+# A parallel run (pytest-xdist): the workers inherit the starting process's environment, so each
+# moves to a directory of its own inside the run's (media, caches, SQLite files), which the
+# processes it starts inherit in turn. A directory a test gives a process it starts is kept.
+os.environ.setdefault("AUDIT_TEST_RUN_VAR_DIR", os.environ["DJANGO_VAR_DIR"])
+if (_worker := os.environ.get("PYTEST_XDIST_WORKER")) and (
+    os.environ["DJANGO_VAR_DIR"] == os.environ["AUDIT_TEST_RUN_VAR_DIR"]
+):
+    os.environ["DJANGO_VAR_DIR"] = str(Path(os.environ["DJANGO_VAR_DIR"]) / _worker)
 
 from config.settings.base import *  # noqa: E402,F403
 from config.settings.base import VAR_DIR  # noqa: E402

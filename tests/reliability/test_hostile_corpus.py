@@ -57,7 +57,8 @@ KNOWN_BUGS: dict[str, str] = {}
 # name -> channel -> outcome text, filled in corpus order by test_hostile_file.
 OUTCOMES: dict[str, dict[str, str]] = {}
 
-pytestmark = pytest.mark.django_db
+# One process runs the whole module (make test's serial pass): the last test needs every case.
+pytestmark = [pytest.mark.django_db, pytest.mark.serial]
 
 
 def _short(text: str) -> str:

@@ -60,8 +60,9 @@ def wait_for_log(
 def celery_worker(
     *, env: Mapping[str, str], tmp_path: Path, pool: str = "solo"
 ) -> Iterator[RunningWorker]:
-    """A real worker on its own queue, so stray workers on the same broker cannot steal tasks."""
-    queue = f"test-{uuid.uuid4().hex[:10]}"
+    """A real worker on its own queue, so stray workers on the same broker cannot steal tasks:
+    not another test's, nor another pytest-xdist worker's (its name is in the queue's)."""
+    queue = f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{uuid.uuid4().hex[:10]}"
     log_path = tmp_path / f"worker-{queue}.log"
     full_env = child_env(env)
     command = [
