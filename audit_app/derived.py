@@ -1,30 +1,6 @@
 """The refresh of derived results: classify, recommend, plan, evaluate alerts, warm caches.
 
-Workload classes, recommendations and the savings plan are derived from the token logs and
-bills that landed, price cards, serving pools, hardware entries, throughput assumptions,
-workloads' latency SLOs and class overrides. A change to any of those is recorded in one place,
-`audit_app.lib.results_cache.data_changed`, which starts a new data version and, once the
-change commits, queues the `audit_app.refresh_derived` task by its name. That task runs
-`derived_refresh`, in this order: re-classify workloads, re-price recommendations (the savings
-plan with them), record the data version it computed from (`DerivedState`), warm the pages'
-cache, then evaluate alerts (budgets crossing a threshold and new anomalies become alerts, their
-deliveries queued, never sent inline). The command-line commands that return with fresh
-results (`ingest`, `seed_demo`, `land_live`, `sources poll`) call `derived_refresh` themselves
-after their change; the task queued by that change then finds nothing due.
-
-`derived_refresh` recomputes only when a refresh is due (`lib.derived_state.refresh_due`: the
-data changed since the last refresh, live landings only on their throttle), so a duplicate or
-redelivered task changes nothing. Refreshes lock the state row: two never run at once.
-
-A refresh is proportional to the workloads (at most `MAX_WORKLOADS_TOTAL`, batches of a few
-queries each) and cancellable: it checks the data version between its steps and every
-`CHECKPOINT_EVERY` workloads, and when the data changed under it (another upload landed, one
-was deleted) it stops there, writes nothing (its transaction rolls back) and asks for a new
-refresh, which sees the new data. Live records landing under it do not stop it (their records
-wait for the next refresh).
-
-This module is the top of the layers beside the front ends: only `audit_app.tasks` and the
-management commands import it.
+Its rules in full: `docs/architecture.md`, section "The refresh, step by step".
 """
 
 from __future__ import annotations

@@ -1,44 +1,9 @@
 """The benchmark gate: compare a candidate run with a baseline, point by point along their
 curves. One concern: the gate's decision and its figures.
 
-Pure module (no Django). A run is a curve of measured points (`benchmarks_app.curves`); points
-are matched by load and lengths, and every matched point is checked. `evaluate_gate` decides in
-this order and stops at the first that holds:
+Pure module (no Django).
 
-1. `invalid` — a stated confounder differs: model (the canonical model when stated; the model
-   hash when both runs have one), quantization, server batch size (not for a hosted API),
-   dataset; for two single-point runs also their load and lengths. Or no point matches.
-2. `fail` — a checked metric regresses beyond its tolerance at any matched point (default 0 %;
-   error rate in percentage points, default 0.5), or, with an SLO, a side has no measured point
-   inside it or the cost at the operating points regresses. A missing figure cannot rescue a
-   regression: the missing ones are listed too.
-3. `incomplete` — a required metric is missing at a matched point (output tokens per GPU-hour
-   and GPU utilization only when both sides run their own accelerators; decode tok/s, p95 TTFT,
-   p95 TPOT and cost per 1M output tokens always), or a field is stated on one side only. Each
-   sentence names the side (and point) to fill and how.
-4. `pass` otherwise.
-
-The verdict still carries every check, confounder, missing value and cost it could work out,
-so a page can show all of them whatever the verdict. Accelerator metrics are *not applicable*
-on a hosted API, never missing; with one hosted side they are not compared.
-
-Cost per 1M output tokens of a self-hosted point uses `audit_app.costs.costing`, one replica =
-that run's accelerators at the point's decode tok/s and price, both sides priced on the same
-traffic profile:
-
-- `demand_per_hour` given (a workload's last 30 days, an uploaded CSV): both sides serve exactly
-  that demand, so replica rounding, idle hours and cold starts count as they would in production.
-- Default, "always busy": demand grows with capacity on each side, so every replica is fully
-  busy and the cost is the busy-only figure `P × G / (T × 3600) × 1e6` (+ energy) of each run,
-  the same in every scaling mode. Pricing both on one fixed demand, the baseline's T × 3600 an
-  hour, was rejected: on a one-hour profile the candidate pays for whole replicas, so a candidate
-  2 % slower would need a second replica and look twice as dear, and one twice as fast would run
-  half idle and look no cheaper. The busy-only figure is what that demand tends to as it grows,
-  where replica rounding no longer matters.
-
-A hosted API is priced per token over the point's own token mix (`hosted_usd_per_million`).
-The headline cost is each side's *operating point*'s: with an SLO the highest-throughput point
-inside it, else the highest-throughput point.
+Its rules in full: `docs/methods.md`, section "The benchmark gate".
 """
 
 from __future__ import annotations

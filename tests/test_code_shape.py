@@ -1,5 +1,6 @@
-"""The code's shape targets: no function over MAX_FUNCTION_LINES lines, and a module
-over MAX_MODULE_LINES lines states in its docstring the one concern it holds."""
+"""The code's shape targets: no function over MAX_FUNCTION_LINES lines, a module over
+MAX_MODULE_LINES lines states in its docstring the one concern it holds, and no module
+docstring runs over MAX_MODULE_DOCSTRING_LINES lines."""
 
 from __future__ import annotations
 
@@ -48,3 +49,18 @@ def test_a_long_module_names_its_one_concern() -> None:
     assert not unexplained, "split these or say their one concern in the docstring: " + ", ".join(
         unexplained
     )
+
+
+MAX_MODULE_DOCSTRING_LINES = 20
+
+
+def test_a_module_docstring_says_what_and_why_in_a_few_lines() -> None:
+    # A method that needs more has its section in docs/ (formats, methods, architecture), which
+    # the docstring names.
+    long = []
+    for path in _modules():
+        docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+        lines = len(docstring.strip().splitlines())
+        if lines > MAX_MODULE_DOCSTRING_LINES:
+            long.append(f"{path.relative_to(REPO)} ({lines} lines)")
+    assert not long, "move the method to docs/ and name it:\n" + "\n".join(long)

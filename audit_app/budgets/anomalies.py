@@ -1,36 +1,8 @@
 """Days a workload × model spent more than its usual, and why: volume, mix or price.
 
-Pure module (no Django), Decimal money. The method (also in docs/using.md, "Forecasts and
-anomalies: the method"):
+Pure module (no Django), Decimal money.
 
-- **Expected day.** A day is compared with the same weekday of the previous `weeks` weeks
-  (its references): the expected spend is their median, and so are the expected requests and
-  tokens (each its own median, rounded to a whole number). A weekly batch job that spends ten
-  times more every Sunday is therefore expected on Sundays. A reference day without traffic
-  counts as a zero day; a reference before the series' first day is unknown and left out, and a
-  day with fewer than `MIN_REFERENCES` references (or `weeks`, if smaller) is not judged, so
-  give `detect` the `weeks` weeks before `start` as well.
-- **Score.** spread = 1.4826 × MAD of the references' spend (σ for normal noise, robust to one
-  odd week), floored at 10 % of the expected spend and at one cent, so a flat series does not
-  make every cent an anomaly; score = (spend − expected) / spread.
-- **Anomaly.** score ≥ `min_score`, spend − expected ≥ `min_usd` (the absolute floor, the
-  `ANOMALY_MIN_USD` setting), and a jump that matters for the workload: spend − expected ≥
-  `LARGE_USD` ($1), or spend ≥ `MIN_RATIO` (3) × expected on a *steady* series (its spread at
-  most `STEADY_SHARE`, half, of an expected spend above zero). So a small steady workload's ×3
-  day is found, while a large one's few cents of noise is not, nor a bursty job's usual burst
-  over mostly idle references, nor a new workload's first cents (a jump from nothing needs $1).
-  Spikes only: a drop in spend costs nothing, and this is a spend audit (a workload that
-  stopped shows in its own traffic pages).
-- **Cause.** spend = requests × (tokens / request) × (spend / token): volume × mix × price.
-  The change from the expected day to the actual day is split among the three with the Shapley
-  value (each factor's change averaged over the 6 orders of changing them one at a time), in
-  exact fractions, so the parts add up to the change. A side with no requests has no mix or
-  price of its own and takes the other side's (a day from nothing, or to nothing, is all
-  volume); a side with no tokens likewise takes the other side's price. Spend that tokens do not
-  explain (spend on a side with no tokens or no requests) is counted as price. The three are
-  rounded to the cent by largest remainder and what rounding leaves (a part of a cent, when the
-  amounts carry more digits) goes to the largest part, so they sum *exactly* to spend −
-  expected.
+Its rules in full: `docs/methods.md`, section "Anomalies".
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Where a budget period's spend will land: a weekday-aware projection with a band.
 
-Pure module (no Django). Money is Decimal throughout; every amount a `Forecast` returns is
-rounded half up to the cent at the end (the cumulative projection is summed unrounded, so a
-period's total is the last day's cumulative figure, not a sum of rounded days).
+Pure module (no Django).
 
-The method (also in docs/using.md, "Forecasts and anomalies: the method"):
-
-1. **Actual.** The days of the period through `as_of` are spend already gone: counted as they
-   are (a day missing from `daily_spend` spent nothing).
-2. **Weekday shape.** The history is the last `HISTORY_DAYS` (six weeks) of days through
-   `as_of`, from the first day `daily_spend` knows (or the period's start, whichever is
-   earlier). Each weekday's level is the median of that weekday's spend in the history, so a
-   week with an incident does not move it. With under a week of history there is no shape:
-   every day gets the history's mean; with no history at all nothing is projected.
-3. **Period level.** The shape is scaled to this period by the ratio of what its days so far
-   spent to what the shape expected of them, shrunk toward 1 by `PRIOR_DAYS` (a week) of the
-   shape's mean level, so the first day or two of a month cannot swing the whole projection.
-4. **Projection.** Each remaining day of the period is its weekday's level times that scale;
-   the forecast is actual plus the remaining days, cumulated day by day.
-5. **Band.** σ, the robust spread (1.4826 × MAD) of the history's days around their weekday
-   level as a share of that level (each day against the median of the *other* days of its
-   weekday: residuals around a median they helped make are too small), floored at 5 % and at
-   25 % / √n with n days of history (a short history gives a wide band). After k remaining
-   days the cumulative band is ±1.645 × √(Σ (σ·p_j)² + (ρ·P_k)²): each remaining day's own
-   noise (p_j its projection) plus an error of the level itself, ρ = σ / √(days spent +
-   `PRIOR_DAYS`), on P_k, the projection of those k days; a nominal 90 % band (it held the
-   month's total in 91 % of the stationary backtest's forecasts), widening with the days left.
-   The low edge never goes below what is already spent.
+Its rules in full: `docs/methods.md`, section "Forecasts".
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Where each budget stands: spent so far in its period, where the period will land, its status.
 
-Spend is the one read model (`audit_app.reporting.spend`): the scope's daily spend over the
-period up to ``as_of``, with ``HISTORY_DAYS`` days before the period so the forecast
-(`audit_app.budgets.forecast`) learns the weekday shape. Per scope kind:
-
-- ``all``: every line and the serving pools' idle GPU cost (the overview's total);
-- ``team`` / ``workload`` / ``model``: the read model's filter of that name (API spend and the
-  GPU share of its traffic; idle cost belongs to none of them);
-- ``provider``: the traffic logged under that provider (its filter), and the whole cost of
-  *the provider's serving pools*: the pools it bills (a bill line matched to the pool names it
-  as provider, e.g. ``aws`` for EC2 GPU instances) and the pools that served its traffic (e.g.
-  ``hosted_vllm``), their traffic's GPU share and their idle cost. No line is counted twice.
-
-``as_of`` is the last day counted: by default the last complete day with data
-(`audit_app.reporting.days`); a later day chooses its period, but its actuals stop at the last
-complete day, so a partial day never counts as a whole one and a charge dated after it is
-scheduled, not spent. Beside spent, the previous period's same days
-(``previous_same_days_usd``: Nov 1–5 for Dec 1–5, the whole previous period once this one is
-complete) and its whole total (``previous_period_usd``) compare like with like.
-
-Status (first that holds): ``over`` when spent ≥ amount; ``forecast_over`` when the budget
-alerts on the forecast and the forecast ≥ amount; ``warning`` when spent, or (alerting on the
-forecast) the forecast, reaches the lowest ``alert_at_pct`` threshold; else ``ok``.
+Its rules in full: `docs/methods.md`, section "Where a budget stands".
 """
 
 from __future__ import annotations

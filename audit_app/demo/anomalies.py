@@ -1,39 +1,7 @@
 """Three spend anomalies planted in the demo's logs, one of each cause, so the Anomalies page
 (and the Alerts page) show them on first start.
 
-The detector (`audit_app.budgets.anomalies`) compares each workload × model × day with the same
-weekday of the four weeks before and splits a jump into volume (requests), mix (tokens per
-request) and price (spend per token). `plant_anomalies` changes one workload's traffic on one
-day for each cause (`DEMO_ANOMALIES`), after `demo.traffic.generate_requests` made the month
-and before the writers and the bill see it:
-
-- **volume**: support-chat (gpt-4o), its day drawn again at 5 × the traffic scale: about five
-  times the usual chats (a campaign day), each request the usual size and price.
-- **mix**: code-assistant (Claude Sonnet 4.5), its day drawn again with 4 × the mean input and
-  output tokens: the usual number of requests, but long-context prompts (whole files in the
-  prompt) with longer answers. Input, cached input and output grow alike, so the cost per
-  token is the usual one; streamed answers take longer, as their decode time follows them.
-- **price**: helpdesk-bot (Claude Haiku 4.5), its day's requests and tokens as generated, but
-  each logged cost 3 × the gateway's Haiku price: what the gateway logs after its price card
-  for the model is set to Claude Sonnet 4.5's rates ($3 / $15 / $0.30 cached per million
-  tokens instead of $1 / $5 / $0.10, exactly 3 ×), as a LiteLLM deployment's custom
-  `input_cost_per_token` / `output_cost_per_token` does. The read model takes the log's own
-  cost, so spend per token triples. The demo's bill is built from the logs' cost
-  (`demo.billing`), so it carries that day at the same rates: the reconciliation page keeps
-  its one planted discrepancy, and this day shows as an anomaly, not as a bill disagreement.
-
-**Days.** The plants fall on three weekdays (Monday to Friday, when the office-hours workloads
-have their usual traffic) among the last seven days of data: the newest weekday (volume), the
-third newest (mix) and the fifth newest (price); seven days always hold five weekdays. So
-they are inside the Anomalies page's default window (the 30 days ending on the last day with
-data), and no later day of the data has them as a same-weekday reference, so they cannot make
-another day look anomalous. A plant is left out when its day has not two weeks of data before
-it (the detector needs two references: `seed_demo --days` under 21 plants fewer) or its
-workload is not loaded (`seed_demo --workloads`).
-
-**Deterministic.** A day drawn again uses its own seed (the demo seed and the cause), so the
-same arguments give the same frame; its rows get request-id row numbers after all of the
-frame's own, so request ids stay unique. The rest of the month is untouched.
+Its rules in full: `docs/methods.md`, section "The demo's planted anomalies".
 """
 
 from __future__ import annotations

@@ -1,42 +1,9 @@
 """A FOCUS 1.2 billing export for the demo organisation, consistent with its token logs.
 
-`write_focus_export` takes a frame from `demo.traffic.generate_requests` and writes the cloud and
-API bill that organisation would receive, as one FOCUS CSV that
-`audit_app.ingestion.billing_exports.focus` reads
-with no rejects. The bill holds three things the audit pages must find:
-
-- **API token lines.** One line per API provider × model × UTC day × token class (input,
-  output) for the requests with no pool. Input tokens include cached input, as in the logs.
-  BilledCost is the real price of those tokens: the day's summed `cost_usd` from the log, split
-  between the input and output lines in proportion to what the catalog (gateway) prices give for
-  each, the two lines summing exactly to the day's log cost (to 1e-10 USD). Requests whose log
-  carries no cost are billed at the catalog price (a private fine-tune `ft:<base>:...` at
-  `FINE_TUNE_PRICE_MULTIPLIER` × its base model's price, as OpenAI charges fine-tuned inference).
-- **One planted discrepancy** (`Discrepancy`): on one provider × model × day the billed cost is
-  `factor` × the log cost, so reconciliation must flag it. The summary names it and its totals.
-- **Instance-hours for the self-hosted pools** (`DemoPool`): one line per instance per hour from
-  midnight of the first request's UTC day to the end of the last request's UTC day (later if a
-  request ends after that), whether or not the pool served anything in that hour, so nights and
-  weekends give natural idle hours. The last instance of a pool with `idle_tail_hours` keeps
-  running that many hours after the span: pure idle. Given `until`, no hour from it on is
-  billed (the seed passes the end of the last complete day).
-
-**Matching key between bill lines and token logs.** A token line matches the log rows with
-`provider == Tags["provider"]`, `model == Tags["model"]` and the UTC day of `started_at` equal to
-the day of `ChargePeriodStart` (token lines cover one UTC day: `ChargePeriodStart` 00:00Z,
-`ChargePeriodEnd` the next 00:00Z). The tags carry the log's own spelling (`openai`,
-`gpt-4o-2024-08-06`; `bedrock`, `us.anthropic.claude-haiku-4-5-20251001-v1:0`). The meter
-repeats the model for `parse_meter`: OpenAI and Anthropic lines have
-`SkuMeter = "<log model>-<input|output>-tokens"` (parsed model = the log model); Bedrock lines
-have AWS's `x_UsageType = "USE1-<billing name>-<input|output>-tokens"` (parsed model = the
-billing name, e.g. `Claude4.5Haiku`), so for Bedrock only the tag carries the log model.
-Pool lines carry `Tags {"pool": "<pool name>"}` and `x_UsageType = "USE1-BoxUsage:<type>"`.
-
-Money is written as Decimal text with at most 10 decimals. Amounts depend only on the requests;
-`seed` changes only identifiers (invoice ids, SaaS account ids). Pure module: no Django.
-
 One concern: the demo organisation's bill, whose three kinds of line above share the columns,
 accounts, identifiers and money format of one FOCUS file (hence one module over 600 lines).
+
+Its rules in full: `docs/methods.md`, section "The demo's bill".
 """
 
 from __future__ import annotations

@@ -1,41 +1,6 @@
 """Ingest fan-out: a large token log is parsed as several parts, in parallel on the workers.
 
-`audit_app.ingest_upload` calls `upload_ingest`, which (inside that task) hands a large file in
-a splittable format here: LiteLLM or generic CSV, or their JSONL variants, of at least
-`INGEST_FANOUT_MIN_BYTES`. A single JSON document or an OpenTelemetry export is read in one
-pass as before. The file is cut into `INGEST_FANOUT_PARTS` byte ranges at record boundaries
-(`audit_app.ingestion.split`), the upload is marked `running` and one `audit_app.ingest_part`
-task is queued per part. The ingest task reads only the file's head: each part finds its own
-start and end from agreed target offsets and counts its own newlines and quotes. (A CSV whose
-first bytes hold a quoted value spanning lines is cut by a scan of the whole file instead, and
-each part is queued as soon as the scan finds its end.) The plan (an id, and the count of parts
-once known) is written to `ingest-parts/<upload_id>/plan.json`. The ingest task then returns.
-
-Each part parses its range into a partial result (aggregate, first rejects, row counts, its
-newline and quote counts), with line numbers counted from its own start, and pickles it to the
-media storage under `ingest-parts/<upload_id>/<index>.pkl` (written under a temporary name, then
-renamed; `audit_app.ingestion.fanout_parts`), where workers on other machines find it the way
-they find the upload's file. The part that finds every part present adds up the newline counts
-into each part's first line number and
-checks that no CSV cut fell inside a quoted value (an odd count of quotes before it); if one did,
-it cuts the file again by a scan and queues those parts instead (the results of the first cut
-are dropped). Otherwise it decides which names fold over the cardinality limits from every
-part's weights (`ingest.name_folds`, the same decision a single pass makes), reads the parts
-back one at a time, folds each and merges them in order, so it never holds every part's rollups
-at once, and lands them with the ingest service's own `land_result`, in one transaction, so
-exactly-once holds as before:
-- a killed part is redelivered (acks_late) and overwrites its own pickle;
-- parts finishing together serialise on the upload row (select_for_update); the second finds
-  the upload no longer `running` and does nothing;
-- a part that cannot read its range (ImportFileError, or any unexpected error) stores the error
-  instead of a result; when all parts are in, the upload fails with the error of the first
-  such part in file order, the one a single pass would have met first.
-No result backend or chord is needed, so the embedded broker of `make run` works too.
-
-Exactness: parts report file-global line numbers and the merged result equals a single pass's
-(tests/audit_app/ingestion/test_fanout.py), except that histogram sums (floats) may differ in the
-last bits, as they already do between chunk sizes, and that a day's callers list, capped per
-chunk at MAX_CALLERS_PER_DAY in both paths, may keep different names past that cap.
+Its rules in full: `docs/architecture.md`, section "Ingest fan-out".
 """
 
 from __future__ import annotations

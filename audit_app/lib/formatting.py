@@ -1,32 +1,9 @@
 """How numbers read on pages: money, per-unit prices, durations, percentages and counts.
 
 Pure module (no Django); the template filters in ``audit_app.templatetags.formatting`` call it,
-and so can views. Every function takes a Decimal, int, float, numeric string or None, and
-returns text. Floats are read through their shortest decimal form (``repr``), so a float
-artefact such as ``0.30000000000000004`` never reaches the page. None, a blank string, NaN and
-infinities read as an em dash ("—"). Rounding is half-up, as people round by hand.
+and so can views.
 
-Rules (each function's docstring has the details):
-
-- ``money``: thousands separators and cents, ``$1,234.50``, ``-$12.00``, ``$0.00``; a currency
-  other than USD is written after the amount (``1,234.50 EUR``).
-- ``money_unit``: a price per token / 1K / 1M tokens. From a dollar up: cents (``$2.50``).
-  From a cent to a dollar: three significant digits, at least cents (``$0.075``, ``$0.15``).
-  Below a cent: six decimals (``$0.000150``), or as many as three significant digits need, up
-  to twelve (``$0.000000150``).
-- ``duration`` from milliseconds: under 1 ms ``0.35 ms``; under 100 ms ``35.4 ms``; under 1 s
-  ``850 ms``; under 10 s ``1.25 s``; under 1 min ``12.3 s``; under 1 h ``3.4 min``; from then
-  on hours, ``51.1 h``. The unit is chosen after rounding, so 999.6 ms reads ``1.00 s``.
-- ``percent``: one decimal and a space, ``12.3 %``; ``percent_change`` adds the sign,
-  ``+12.3 %`` / ``−4.0 %`` (percentages take the typographic minus, U+2212).
-- ``count``: an integer with thousands separators, ``1,234,567``.
-- ``number``: a measure with thousands separators and a fixed number of decimals (one unless
-  told), ``1,234.5`` tokens/s.
-- ``metric``: a measured figure as the API, CSV exports and the CLI give it (a number, not
-  text): half-up to ``METRIC_DECIMALS`` (3) decimals, ``322.156`` ms.
-
-Money and counts use the ASCII hyphen-minus, so a copied figure stays a number in a
-spreadsheet.
+Its rules in full: `docs/architecture.md`, section "How numbers read".
 """
 
 from __future__ import annotations

@@ -2,27 +2,7 @@
 sources, S3-compatible endpoints (their host is checked here; boto3 connects) and alert
 webhooks.
 
-- Only http and https, for the URL and for every redirect it is sent on (at most
-  MAX_REDIRECTS; each is checked again, scheme and host).
-- The host is resolved once (`socket.getaddrinfo`) and every address it resolves to is checked;
-  the connection is then made to a checked address, with the Host header (and for https, SNI and
-  the certificate check) for the name, so a second lookup cannot point it elsewhere.
-- Loopback, private, shared, link-local, multicast, reserved and unspecified addresses, and
-  IPv4-mapped IPv6 addresses, are refused unless inside a network of
-  `OUTBOUND_ALLOW_PRIVATE` (comma-separated CIDRs, default none). Since the check is on the
-  resolved address, every spelling of one (``127.1``, ``0x7f000001``, ``2130706433``,
-  ``[::ffff:127.0.0.1]``, ``localhost``) is refused alike.
-- One deadline covers the whole request (`OUTBOUND_TIMEOUT_SECONDS`, default 60): connecting,
-  the headers and every read of the body, over all redirects. A watchdog shuts the socket down
-  when it passes, so a peer sending a byte every few seconds is cut there.
-- The body is read up to a size cap (``max_bytes``); more is `OutboundFailed`.
-- A user name and password in the URL are sent as HTTP Basic authorization to that URL only,
-  never to where it redirects (unless the redirect names them again).
-
-Failures are `OutboundRefused` (the address or scheme is not allowed) and `OutboundFailed`
-(unreachable, too slow, too large); their message is a clause ("the address 127.0.0.1 of
-127.1 is loopback ...") that callers put after the name of what was fetched. Neither ever
-holds the peer's body or status text. Proxies from the environment are not used.
+Its rules in full: `docs/architecture.md`, section "Outbound requests".
 """
 
 from __future__ import annotations

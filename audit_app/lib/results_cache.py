@@ -1,40 +1,6 @@
 """The data version: where a change to the data is recorded; results of reads cached under it.
 
-Every change to what pages and derived results are computed from is recorded here, by
-`data_changed`, and nowhere else: the model signals in `audit_app.apps` call it for uploads
-that land or go, price cards, serving pools, hardware entries, throughput assumptions,
-workloads and overrides; bulk writes that send no signal call it themselves, and live landings
-call it with ``live=True``. It starts a new data version in the caller's transaction and, once
-that commits, asks a worker for a refresh of derived results (`refresh_request`: the
-`audit_app.refresh_derived` task, queued by its name, so this bottom layer imports nothing
-above it; a duplicate finds nothing due). Whether a refresh is due, and the throttle of live
-landings, is `audit_app.lib.derived_state`; the refresh itself is `audit_app.derived`.
-
-Pages recompute spend, percentiles and filter choices from rollups on every request; over a
-year of data for hundreds of workloads that is seconds of work, while the data only changes
-when an upload lands or is deleted, or a price card, serving pool, hardware entry or override
-is edited. So results are kept in the `results` cache under the *data version* of the database
-they were computed from: a row (`DataVersion`) that each of those changes renews in its own
-transaction, so a reader that sees the new data sees the new version, whichever process or
-machine made the change and whichever cache backend each process uses.
-
-Keys hold the version's random ``token``, not its number: the token is drawn anew at every
-change and when the database is created, so two databases used from one checkout (or sharing
-one Redis), or a database restored from a backup, never read each other's results even when
-their version numbers match. Entries of old versions are never read again and expire.
-
-Keys also include the filters (or SQL) a result was computed from, so two filters never share
-an entry.
-
-Within one web request the token is read once (`request_started` and `request_finished`,
-connected to Django's request signals in `audit_app.apps`): a page reading five cached results
-asks the database for the version once, not five times. Outside requests (the worker, the CLI)
-every read asks, and ``data_changed`` forgets the request's token, so a request that changes
-data reads its own new version.
-
-The first reader after a change pays the full cost; the worker's warm-up after a refresh
-(`audit_app.derived`) pays it instead. Readers of one missing entry in one process
-wait for the first one's result rather than computing it beside it (`_compute_once`).
+Its rules in full: `docs/architecture.md`, section "The data version and the results cache".
 """
 
 from __future__ import annotations

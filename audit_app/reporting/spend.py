@@ -1,23 +1,7 @@
 """The one read model for money (`docs/methods.md`): what every page, chart, API, CSV and CLI
 shows.
 
-For a window and filters, each piece of traffic costs
-
-    spend_usd = api_spend_usd + gpu_cost_usd
-
-- ``api_spend_usd``: token-priced usage, the log's own cost or its tokens priced from the price
-  cards at read time (`costs.rollups.priced_groups`);
-- ``gpu_cost_usd``: its share of the serving pools' GPU bills, spread hour by hour by tokens
-  (`costs.billing.pool_reports`, rounded to cents once per day and key);
-
-and each pool's **idle cost** (billed hours nobody used) stands apart: it belongs to no
-workload, team or model, so it is counted in totals only when no such filter is set.
-``total_usd`` = Σ rows' ``spend_usd`` + ``idle_gpu_usd``, whatever the grouping.
-
-Everything is computed from *lines*, one per (day, workload, team, provider, model, pool), and
-every grouping (by workload, team, model, provider, pool or day, the stacked daily series, a
-workload's own days) is a sum of the same lines, so the figures agree to the cent on every
-surface. The report for one set of filters is cached per data version.
+Its rules in full: `docs/methods.md`, section "The spend read model".
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
 """Give every dollar of a month to a team: direct spend, plus shared cost allocated by policy.
 
-Pure module (no Django). The input is the month's spend lines (team, pool, workload, model,
-API spend, GPU share, volumes) and each pool's idle GPU cost, all from the spend read model.
-**Shared cost** is what no team spent directly, in *pots*:
+Pure module (no Django).
 
-- one pot per serving pool: its idle GPU cost plus the GPU share of its traffic without a team;
-- one pot of API spend without a team (`UNOWNED_API`).
-
-Each pot is split by its pool's rule (the global rule for the API pot and for pools without an
-override of their own):
-
-- ``proportional``: by each team's direct spend on that pool (on all spend for the API pot);
-- ``even``: equal shares among the teams that used the pool (every team for the API pot);
-- ``owner``: all of it to one named team (the platform team that runs the pool).
-
-A pool nobody with a team used (no traffic at all, or only traffic without a team) falls back
-to the API pot's basis: all teams' direct spend (``proportional``) or every team (``even``).
-With no team at all in the month, the shared cost stays with `UNASSIGNED`.
-
-Money stays exact until the end. Then the month's total is rounded to the cent (half-up, as
-the overview shows it), each team's direct spend is rounded with the largest-remainder method,
-and what is left (total − direct) is spread over the teams' exact allocations with the same
-method, so the teams' totals add up to the month's total to the cent under every policy.
+Its rules in full: `docs/methods.md`, section "Allocating shared cost".
 """
 
 from __future__ import annotations

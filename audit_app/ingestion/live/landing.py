@@ -1,50 +1,6 @@
 """Landing live records: micro-batches that land what the receivers kept, exactly once.
 
-The `audit_app.land_live` task (Celery beat, every LIVE_LAND_EVERY_SECONDS; `manage.py serve`
-runs beat in its worker) calls `live_land_due`, which runs `live_land` passes. One pass:
-
-1. takes the oldest `LiveBatch` rows not landed yet, up to `MAX_RECORDS_PER_PASS` records,
-   with SELECT ... FOR UPDATE SKIP LOCKED, so two workers never land the same batch;
-2. files them by source and UTC day of receipt into that day's *stream upload*: one file-less
-   `succeeded` token-log `Upload` per source and day (`stream_source`, `stream_day`), created
-   when first needed;
-3. de-duplicates: a record counts the first time its key (`live.records.record_key`) appears
-   in the micro-batch, and then only if `LiveRecordKey` does not hold that key yet (INSERT ...
-   ON CONFLICT DO NOTHING RETURNING, up to 10,000 keys a statement). A key last seen more than
-   LIVE_DEDUP_WINDOW_DAYS ago is forgotten: the record counts again, and its key is renewed.
-   `live_keys_forget` deletes such keys in bounded chunks at the start of every pass; the
-   window is applied exactly either way, as a key still stored but older than the window is
-   renewed rather than refused;
-4. aggregates the new records as a file's are (`IngestAggregate`, cardinality folding: a
-   stream upload counts as one upload, and names it already has keep them) and merges them
-   into the stream upload's hourly and daily rollups and workload days (`live.merge`): rows
-   with the same key add up, so a stream upload keeps one row per key however many
-   micro-batches it took, and only the rows of the hours and days the micro-batch touches
-   are read and rewritten;
-5. adds to the stream upload's totals (rows read, rejected at receipt, records counted,
-   requests, tokens, logged cost, first rejects up to `MAX_STORED_REJECTS`, last received),
-   marks each batch landed with the counts of its new and re-sent records, and empties its
-   `records` (the payload is not needed any more; the row stays for the upload page's
-   micro-batch totals and goes when its stream upload is deleted);
-6. draws a new data token (`results_cache.data_changed(live=True)`): pages show the records at
-   once, while derived results (classes, recommendations, alerts) follow on their throttle
-   (`lib.derived_state.refresh_due`: at most every LIVE_REFRESH_MIN_SECONDS).
-
-All of it in one transaction: the micro-batch lands whole or not at all. A pass also locks the
-data version row before it merges (as a file's landing does to fold names), so landings run one
-after another and never merge into the same rows at once.
-
-One bad batch never stops everyone's records. A batch whose records cannot be decoded is set
-aside; a pass that fails for any other reason than a lost connection (a database error such as
-text the database refuses, which the receivers refuse before it is kept, or any other error)
-is rolled back and run again batch by batch, each in its own savepoint, and the batches that
-fail alone are set aside. A set-aside batch keeps its payload and the reason (`LiveBatch.error`),
-counts as landed (no pass claims it again) and its records as rejected in its stream upload,
-with a reject saying why; the page and the API of the stream upload show it.
-
-Deleting a stream upload (`ingestion.uploads.upload_delete`) removes its rollups, its landed
-batches and its record keys (cascades): a record re-sent afterwards counts again. Batches of
-that day still waiting land into a new stream upload of the same source and day.
+Its rules in full: `docs/architecture.md`, section "Landing live records".
 """
 
 from __future__ import annotations

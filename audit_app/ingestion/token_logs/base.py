@@ -1,27 +1,6 @@
 """Shared pieces of the token-log importers: the canonical row and its validation.
 
-The coercion of one value is `token_logs.coerce`; reading the files (JSON, JSONL, CSV of flat
-records) is `token_logs.tabular`.
-
-Every importer turns its format into `CanonicalRequest` rows through `build_request`, so the
-validation rules (and the wording of every reject) are the same for LiteLLM, OpenTelemetry and
-the generic format. A row that fails validation becomes a `RowReject`; a file that cannot be
-read at all raises `ImportFileError` with one sentence naming the line, byte or column. Those
-two, the chunking, the CSV row loop and the text decoding are shared with the billing importers
-in `audit_app.ingestion.reading`.
-
-Conventions fixed here for all formats:
-- Timestamps become timezone-aware UTC datetimes. Accepted: ISO 8601 with `T` or a space, with or
-  without `Z` / `UTC` / an offset and with any number of fraction digits (cut to microseconds),
-  and epoch numbers whose magnitude tells the unit (seconds, ms, µs or ns). Naive means UTC.
-  A date without a time of day is rejected: a request log needs the time.
-- `input_tokens` includes cached input tokens and cache-creation (cache write) input tokens
-  (OpenAI and OTel semantics), so `cached_input_tokens` + `cache_creation_input_tokens` can
-  never exceed it.
-- A missing input/output token count is 0 on an error row and an embedding has 0 output tokens
-  when none is given; anywhere else a missing count is a reject, because a silent 0 would
-  under-report spend.
-- Byte offsets in messages are 0-based (what a hex editor shows); line numbers are 1-based.
+Its rules in full: `docs/formats.md`, section "Token logs: the canonical request".
 """
 
 from __future__ import annotations

@@ -1,33 +1,6 @@
 """Importer for the generic request log: CSV, JSON array or JSONL with the canonical columns.
 
-Use this format for any gateway or in-house log the product has no importer for. Column order
-does not matter and unknown columns are ignored. Empty cells and `NULL` count as missing.
-
-| column | required | meaning |
-|---|---|---|
-| `started_at` | yes | when the request was sent (forms below) |
-| `ended_at` | yes | when the last token, or the error, arrived |
-| `first_token_at` | no | when the first token arrived (streamed requests); gives TTFT and TPOT |
-| `workload` | no | workload name; when empty the caller, then `team/model`, names it |
-| `team` | no | owning team |
-| `end_user` | no | the end user the request served |
-| `caller` | no | API key alias or service identity that sent the request |
-| `provider` | no | `openai`, `anthropic`, `aws.bedrock`, `vllm`, ... |
-| `model` | yes | model name as billed |
-| `operation` | no | `chat`, `completion`, `embedding`, ... |
-| `streaming` | no | true / false |
-| `batch_api` | no | true when sent through a batch API (default false) |
-| `input_tokens` | yes | prompt tokens, cached ones included (may be empty on an error row) |
-| `output_tokens` | yes | completion tokens (may be empty on an error or embedding row) |
-| `cached_input_tokens` | no | input tokens read from the prompt cache (default 0) |
-| `cache_creation_input_tokens` | no | input tokens written to the prompt cache (default 0) |
-| `cost_usd` | no | cost the source computed, in USD; empty = priced from a price card |
-| `status` | no | `success` (default) or `error`; `failure`, `failed`, HTTP codes work |
-| `request_id` | no | the request's id in the source system |
-| `pool` | no | self-hosted serving pool the request ran on |
-
-Timestamps: ISO 8601 (`2024-05-01T12:00:00Z`, `2024-05-01 12:00:00.250`, `...+02:00`; no
-zone means UTC) or epoch seconds / ms / µs / ns. Booleans: true/false, yes/no, 1/0.
+Its rules in full: `docs/formats.md`, section "The generic request log".
 """
 
 from __future__ import annotations

@@ -1,41 +1,6 @@
 """A JSON array of records, laid out as JSON lines for the JSONL columnar path.
 
-LiteLLM's spend-log API and UI export a JSON array (`[{...}, {...}]`, on one line or
-pretty-printed). The row path (`tabular._iter_json_array_records`) loads the whole document
-and numbers each record by its position in the array. `array_as_lines` rewrites the document,
-byte for byte as it is read, so that record N is line N: every line break between tokens
-becomes a space, the comma between two records becomes the line break, and the array's closing
-bracket a space. Each record keeps its own bytes and byte offsets, so a chunk's `bytes_read` is
-a position in the uploaded file, and a row the columnar path hands to the row converter is
-parsed from the record's own text, as the row path parses it.
-
-The records are found by `_Structure`, a scan of the bytes with numpy a slice at a time (no
-Python object per record): the quotes that are not escaped tell what is inside a string; the
-brackets outside strings give the depth; a comma at depth 1 ends a record, and the next byte
-that is not whitespace starts the next. The first record is found before anything is read;
-then a thread of its own scans the rest, a window (32 MiB) at a time, ahead of the laid-out
-stream, which waits only where the scan has not reached yet. In a slice with no backslash
-nothing is escaped, and the quotes before each structural byte are counted as bits, 64 to a
-word, instead of listed, which is cheaper. A document of any size costs a few windows and 16
-to 32 bytes a record. The scan lists the line breaks it finds
-where there are at most two a record, so the laid-out stream blanks them from the list instead
-of comparing every byte (pretty-printed windows are still compared).
-
-Whether the whole document is valid JSON is known only once it has been read: each record is
-parsed as a line (by pyarrow, or by `json` where the block goes to the row path), and the scan
-checks what lies between records. Anything the row path would refuse raises `ArrayInvalid`
-while the document is read: a line break inside a string, an array closed by `}`, anything after
-the array, a document that ends before its `]`, and (from the JSONL path, in array mode) a
-record that is not valid JSON. Readers of `litellm.read` only add chunks up and land them at
-the end, so the caller (`litellm._read_json_array`) answers it with the row path's own error
-for the document, and nothing is landed. Nothing checks the whole document before the first
-chunk: that would build every record as Python objects first.
-
-What the row path reads differently is left to it (`None`) before anything is read: a byte
-order mark, a document that does not start with `[`, an empty array, a first item that is not
-an object, or a first record that is not JSON or lacks the required fields (the row path then
-says what is wrong). Items that are not objects later in the array are rejected by the JSONL
-path's row fallback, as the row path rejects them.
+Its rules in full: `docs/formats.md`, section "JSON arrays".
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Columnar fast path for LiteLLM spend logs exported as JSONL.
 
-`litellm.read` sends large JSONL files here; `litellm.read_rows` is the row-by-row reader this
-module must equal: for the same file both give the same canonical rows and the same rejects
-(line, field, value, reason).
-
-How: the file is read in blocks of whole lines (`json_lines`), each parsed by `pyarrow.json`
-with an explicit schema built from `litellm_fields.FIELDS`: each source in the type its kind
-says LiteLLM writes it (text, whole numbers, a float `spend`, a `metadata` object, lists of
-tags); every other field is skipped unread. The parsed columns are put in the shape
-of a parsed CSV block (text columns) and converted by `litellm_columnar`'s own steps (timing,
-usage, status, names and the canonical frame), so the CSV and JSON fast paths share one
-conversion. `metadata` is reduced to the few keys the mapping reads and decoded once per
-distinct combination of them with `litellm_columnar`'s decoder.
-
-What falls back to the row path, exactly as `read_rows` would read it:
-- a whole block, when `json_lines` or pyarrow cannot read it as one object per line in these
-  types (a malformed line, an empty line, a value of another type such as an epoch number in
-  `startTime` or a `metadata` written as text, a repeated key, ...);
-- one row, when a vectorised check cannot vouch for it (every row that will be rejected, a
-  cost within float error of a rounding tie, a `metadata.workload` null beside a
-  `spend_logs_metadata.workload`, tags holding nulls). Its line is parsed again with `json`
-  and converted by `request_from_record`.
+Its rules in full: `docs/architecture.md`, section "The LiteLLM JSONL fast path".
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """Columnar fast path for LiteLLM spend logs exported as CSV.
 
-`litellm.read` sends CSV files here; `litellm.read_rows` is the row-by-row reader this module
-must equal. For the same file both give the same canonical rows, the same rejects (line, field,
-value, reason) and the same totals; this one is many times faster because every field is
-coerced for a whole block of rows at once:
-
-- The file is read in blocks of whole lines and each block is parsed by `pyarrow.csv` with every
-  column the mapping reads as text, exactly the strings the csv module would hand the row path.
-- Values that repeat (metadata JSON, request tags, keys, models, teams, statuses) are decoded
-  once per distinct value with the row path's own functions, and the workload rule runs once
-  per distinct combination of its inputs.
-- A row the vectorised checks can vouch for goes into `ParsedChunk.frame`. Any other row (one
-  that will be rejected, or a value in a spelling the vectorised checks do not cover, such as
-  epoch timestamps or `UTC` suffixes) is rebuilt as the csv module would give it and converted
-  by the row path's converter, so it lands in `requests` or `rejects` with the row path's
-  wording.
-
-Line numbers: the fast path needs every physical line to hold exactly one record, so record
-k of the data sits on line k + 2. Before a block is used, its bytes are checked for what would
-break that or make the csv module read the bytes differently: a quoted value spanning lines
-(the parsed rows would not match the line count), an empty line (the row path skips it), a
-carriage return that does not end a line, a NUL byte, invalid UTF-8, a line longer than the
-csv module's field limit, a malformed row (wrong field count, unterminated quote). Any of
-these raises `ColumnarUnsupported` before the block's rows are yielded; every chunk yielded
-before it is exact. `litellm.read` catches it and carries on with the row path after the last
-line already yielded, so callers of `litellm.read` never see it.
-
 Reading and checking the blocks is `columnar_blocks`; the vectorised coercion of one column is
 `columnar_cells`. One concern here: turning a parsed block into a chunk equal to the row
 path's (decoding repeated values once, then the chunk's conversion step by step); the JSON fast
 paths (`json_columnar`, `otel_columnar`) convert through the same steps (`Columns`, `Facts`,
 `timing_of`, `usage_of`, `status_of`, `names_of`, `canonical_frame`).
+
+Its rules in full: `docs/architecture.md`, section "The LiteLLM CSV fast path".
 """
 
 from __future__ import annotations

@@ -8,19 +8,7 @@ its values. The fast paths convert the rows they can vouch for column by column;
 row (each one to be rejected) goes through `request_from_record`, whose reject names the line,
 field and value. `litellm.read_rows` uses it alone for small files.
 
-Rules beyond "first source present":
-- streaming: `completionStartTime` < `endTime`. LiteLLM writes `completionStartTime ==
-  endTime` for calls that were not streamed: a placeholder, so such rows get no first-token
-  time and `streaming = False`; absent, streaming is unknown.
-- operation: `call_type` (a)completion -> chat, (a)embedding -> embedding, (a)text_completion
-  -> completion, anything else kept as written.
-- cost: `spend`, except none when it is 0 while tokens were used and `cache_hit` is not true:
-  LiteLLM had no price for the model, so the product prices it from a price card.
-- batch_api: `call_type` contains "batch", or `metadata.batch_api` is true, or
-  `metadata.batch_models` is a non-empty list.
-- tags: `request_tags` plus `metadata.tags`; the workload rule reads `metadata` over
-  `metadata.spend_logs_metadata` (the key/values a caller attaches to a request).
-- cached-token counts: SpendLogs has no such column; the usage LiteLLM logged in metadata does.
+Its rules in full: `docs/formats.md`, section "LiteLLM spend logs".
 """
 
 from __future__ import annotations

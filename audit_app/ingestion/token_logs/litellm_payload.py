@@ -1,61 +1,7 @@
 """LiteLLM's StandardLoggingPayload, what its proxy's `generic_api` logging callback posts, as
 canonical requests.
 
-A LiteLLM proxy configured with a `generic_api` callback (`callback_settings` in its
-`config.yaml`) batches one StandardLoggingPayload per LLM call and POSTs the batch in its
-`log_format` (the header is always `Content-Type: application/json`):
-- `json_array` (the default): one JSON array of payloads;
-- `ndjson`: one payload per line;
-- `single`: one request per payload, the body one JSON object.
-`read_payloads` tells them apart from the body itself: an array, one object, or objects on
-consecutive lines. A body that is none of these raises `PayloadBodyError` naming the line; a
-record that parses but cannot be used becomes a `RowReject` (its `line` is its line in NDJSON
-and its 1-based position in an array, as for a JSON array file).
-
-Mapping (canonical field <- payload field), in the vocabulary of the spend-log importer
-(`litellm_fields`), so a call counts the same whether it arrives live or in a spend-log export:
-- request_id <- `id` (LiteLLM's call id; required: it is the key that tells a re-sent record
-  from a new one).
-- started_at / ended_at <- `startTime` / `endTime` (epoch seconds as floats; older payloads and
-  other writers send text, which is read too).
-- streaming <- `stream` when it is true or false, else `completionStartTime` < `endTime`.
-- first_token_at <- `completionStartTime` for a streamed call when strictly before `endTime`:
-  LiteLLM writes `completionStartTime == endTime` when it measured no first token.
-- model <- `model`, else `model_group`. provider <- `custom_llm_provider`.
-- operation <- `call_type` without a `litellm.` prefix, as `litellm_fields.OPERATION_BY_CALL_TYPE`
-  names it ((a)completion -> chat, (a)embedding -> embedding, (a)text_completion -> completion),
-  anything else kept as written.
-- input_tokens / output_tokens <- `prompt_tokens` / `completion_tokens`.
-- cached_input_tokens <- the first of `prompt_tokens_details.cached_tokens` and
-  `cache_read_input_tokens` in the usage LiteLLM logged: `metadata.usage_object` (then
-  `metadata.additional_usage_values`, as in spend logs), `hidden_params.usage_object`, then the
-  `response`'s own `usage`; 0 when none is present.
-- cache_creation_input_tokens <- `cache_creation_input_tokens` in the same usage objects.
-- cost_usd <- `response_cost`, except None (priced later from a price card) when LiteLLM says it
-  could not price the call: `response_cost_failure_debug_info` is set, or the cost is 0 while
-  tokens were used and `cache_hit` is not true.
-- caller <- `metadata.user_api_key_alias`, else `metadata.user_api_key_hash` (the hashed key,
-  the spend log's `api_key`).
-- team <- `metadata.user_api_key_team_id`, else `metadata.user_api_key_team_alias`.
-- end_user <- `end_user`, else `metadata.user_api_key_end_user_id`, else
-  `metadata.user_api_key_user_id` (the spend log's `user`).
-- status <- `status` ("failure" -> error).
-- batch_api <- `call_type` contains "batch", or `metadata.batch_api` is true, or
-  `batch_models` (in `hidden_params` or `metadata`) is a non-empty list.
-- pool <- `metadata.pool`, else `pool` in `metadata.spend_logs_metadata`, else in
-  `metadata.requester_metadata`.
-- workload identity <- tags from `request_tags` plus `metadata.tags`; metadata is `metadata`
-  over `metadata.spend_logs_metadata` over `metadata.requester_metadata` (the `metadata` the
-  caller sent with its request, where a `workload` key usually is).
-
-A failure that names no model (`model` and `model_group` empty) never reached an LLM (the proxy
-refused the request first): a post counts it as ignored, not rejected.
-
-The same records saved to a file (a JSON array or JSONL of payloads, as a logging integration
-writes them) upload as the `litellm-callback` token-log format (`sniff`, `read`); there a record
-without a model is a reject like any row without one.
-
-Pure: no Django.
+Its rules in full: `docs/formats.md`, section "LiteLLM callback payloads".
 """
 
 from __future__ import annotations

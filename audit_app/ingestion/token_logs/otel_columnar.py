@@ -1,26 +1,6 @@
 """Columnar fast path for OpenTelemetry GenAI spans exported as OTLP/JSON lines.
 
-`otel.read` sends large JSONL exports here (one `ExportTraceServiceRequest` document per line,
-what the collector's file exporter writes); its row path is the reader this module must equal:
-for the same file both give the same canonical rows and the same rejects.
-
-How: blocks of whole lines (`json_lines`) are parsed by `pyarrow.json` with an explicit schema
-of the OTLP/JSON fields `otel_fields.span_outcome` reads, in lowerCamelCase with int64 values as
-text and the status code as a number. The nested lists (resource spans, scope spans, spans) are
-flattened with their parent indices, and the attribute lists pivoted by key: for every
-attribute the mapping reads, each span (or resource) gets the index of its entry. Each field
-is then coerced for all spans at once, and the text fields (model, team, caller, ...) are
-decoded once per distinct value; the canonical frame is built by `litellm_columnar`'s step.
-
-What falls back to the row path (`otel_fields.line_outcomes`), exactly as `otel.read` reads it:
-- a whole block, when `json_lines` or pyarrow cannot read it in this schema, or when its bytes
-  hold snake_case field names or a value field written as null (which the schema would read
-  differently);
-- a whole line, when a list in it holds a null or it has no `resourceSpans` list;
-- one span, when a vectorised check cannot vouch for it (every span that will be rejected, an
-  attribute of an unexpected value type or given twice, a float within float error of a
-  rounding tie). Its line is parsed again with `json` and the span converted by
-  `otel_fields.json_span_outcome`.
+Its rules in full: `docs/architecture.md`, section "The OTel JSONL fast path".
 """
 
 from __future__ import annotations

@@ -9,18 +9,7 @@ columnar path (`otel_columnar`, which reads the attributes named here for every 
 at once and sends each span it cannot vouch for to `json_span_outcome`) and the OTLP/HTTP
 receiver (`audit_app.ingestion.live.otlp_wire`, through `span_outcome`) read it.
 
-Rules beyond "first source present":
-- first_token_at: start + the time to first token in seconds (a reject if longer than the
-  span, quoting the seconds).
-- operation: embeddings -> embedding, text_completion -> completion, generate_content -> chat,
-  so all formats share one vocabulary. batch_api: always False (no convention exists).
-- cost_usd: `gen_ai.usage.cost` is OpenLIT's extension (OTel has no cost attribute).
-- status: error when the span status code is 2 (`STATUS_CODE_ERROR`) or `error.type` is set.
-- request_id: `<traceId>/<spanId>`; the workload names `workload` in the identity rule.
-
-Spans without any `gen_ai.*` attribute (HTTP, database, framework spans) are skipped: they are
-not requests to a model. Field names of OTLP/JSON are read in lowerCamelCase, else in the
-proto's snake_case; trace and span ids are lowercased (OTLP/JSON hex is case-insensitive).
+Its rules in full: `docs/formats.md`, section "OpenTelemetry GenAI spans".
 """
 
 from __future__ import annotations

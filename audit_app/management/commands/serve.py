@@ -1,26 +1,6 @@
 """Serve the dashboard with Celery workers beside it: the embedded default of `make run`.
 
-The web server is Django's runserver under DEBUG (forked from this process, so it answers at
-once) and, with DEBUG off, gunicorn as production runs it (`config.processes.web_command`).
-"Dashboard: http://HOST:PORT/" is printed once the server answers HTTP there, not before.
-
-The main worker consumes the default queue (ingest, landing, alert evaluation) and embeds
-Celery beat (``--beat``, its schedule file in the var directory), so the periodic tasks of
-CELERY_BEAT_SCHEDULE (alert evaluation every 15 minutes) run with no extra process.
-Production runs one `celery beat` process of its own instead (docs/running.md). A second worker
-consumes the outbound queue (billing source polls, alert deliveries) with its own processes
-(``--outbound-concurrency``), so a slow peer never holds a worker that ingests or lands.
-
-All run as child processes; Ctrl-C (SIGINT) or SIGTERM stops them all, and if one exits the
-others are stopped too, so the set never runs half-alive.
-
-``--prepare`` (what `make run` passes) first migrates, syncs price cards from the price
-dataset on first start (`prices_sync`), loads the demo data (a no-op once loaded) and, when
-static files are served from a manifest (DJANGO_STATIC_MANIFEST), collects them into
-STATIC_ROOT with hashed names and gzip / brotli copies, all in this one process: each extra
-`manage.py` would pay Django's ~5 s start again. The collect is skipped when the files the
-finders list are unchanged since the last one (a fingerprint beside the manifest), so a
-second start pays nothing for it.
+Its rules in full: `docs/architecture.md`, section "manage.py serve".
 """
 
 from __future__ import annotations
