@@ -363,45 +363,35 @@ def build_hour_of_week_figure(*, matrix: Sequence[Sequence[int]]) -> dict[str, A
     return figure.to_dict()
 
 
-# Measures drawn in a panel of their own: end-to-end latency runs to seconds, and would flatten
-# TTFT and TPOT (tens to hundreds of milliseconds) on a shared axis.
-SEPARATE_LATENCY_MEASURES = ("End-to-end",)
-
-
 def build_latency_figure(*, percentiles: dict[str, Sequence[float | None]]) -> dict[str, Any]:
-    """Grouped bars of p50 / p95 / p99 for each latency measure: TTFT and TPOT in the left
-    panel, end-to-end (`SEPARATE_LATENCY_MEASURES`) in a right panel with its own axis."""
+    """p50 / p95 / p99 bars of each latency measure in a panel of its own, side by side, each
+    with its own millisecond axis: TTFT, TPOT and end-to-end differ by orders of magnitude, so
+    on one axis the smaller ones vanish."""
     labels = ["p50", "p95", "p99"]
     figure = Figure()
-    separate = [m for m in percentiles if m in SEPARATE_LATENCY_MEASURES]
-    for measure, values in _latency_measures_in_order(percentiles):
+    count = len(percentiles)
+    gap = 0.08
+    width = (1.0 - gap * (count - 1)) / count if count else 1.0
+    axes: dict[str, Any] = {}
+    for position, (measure, values) in enumerate(percentiles.items()):
+        suffix = "" if position == 0 else str(position + 1)
         trace = bar(name=plotly_text(measure), x=labels, y=list(values))
-        if measure in separate:
-            trace.update(xaxis="x2", yaxis="y2")
+        if suffix:
+            trace.update(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
         figure.add_trace(trace)
-    axes: dict[str, Any] = {
-        "xaxis": {"title": {"text": "Percentile"}},
-        "yaxis": {"title": {"text": "Milliseconds"}, "rangemode": "tozero"},
-    }
-    if separate:
-        axes["xaxis"]["domain"] = [0.0, 0.58]
-        axes["xaxis2"] = {"title": {"text": "Percentile"}, "domain": [0.72, 1.0], "anchor": "y2"}
-        axes["yaxis2"] = {
-            "title": {"text": f"{' / '.join(separate)} (ms)"},
-            "rangemode": "tozero",
-            "anchor": "x2",
+        left = position * (width + gap)
+        axes[f"xaxis{suffix}"] = {
+            "title": {"text": "Percentile"},
+            "domain": [round(left, 4), round(min(left + width, 1.0), 4)],
+            "anchor": f"y{suffix}",
         }
-    figure.update_layout(
-        **BASE_LAYOUT, barmode="group", title={"text": "Latency percentiles"}, **axes
-    )
+        axes[f"yaxis{suffix}"] = {
+            "title": {"text": f"{plotly_text(measure)} (ms)"},
+            "rangemode": "tozero",
+            "anchor": f"x{suffix}",
+        }
+    figure.update_layout(**BASE_LAYOUT, title={"text": "Latency percentiles"}, **axes)
     return figure.to_dict()
-
-
-def _latency_measures_in_order(
-    percentiles: dict[str, Sequence[float | None]],
-) -> list[tuple[str, Sequence[float | None]]]:
-    """The measures, those of the left panel first, each panel in the order given."""
-    return sorted(percentiles.items(), key=lambda item: item[0] in SEPARATE_LATENCY_MEASURES)
 
 
 def build_pool_attribution_figure(

@@ -284,12 +284,12 @@ class WorkloadDetailView(RoleRequiredMixin, QueryParamsMixin, TemplateView):
             latency_figure=charts.build_latency_figure(
                 percentiles={
                     "TTFT": [stats.ttft.p50_ms, stats.ttft.p95_ms, stats.ttft.p99_ms],
+                    "TPOT": [stats.tpot.p50_ms, stats.tpot.p95_ms, stats.tpot.p99_ms],
                     "End-to-end": [
                         stats.latency.p50_ms,
                         stats.latency.p95_ms,
                         stats.latency.p99_ms,
                     ],
-                    "TPOT": [stats.tpot.p50_ms, stats.tpot.p95_ms, stats.tpot.p99_ms],
                 }
             )
             if stats

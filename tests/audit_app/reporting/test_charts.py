@@ -78,26 +78,34 @@ def test_top_workloads_figure_has_a_log_axis_with_a_tick_per_decade() -> None:
     assert figure["data"][0]["x"] == [0.05, 12.34, 85900.0]
 
 
-def test_latency_figure_draws_end_to_end_in_its_own_panel() -> None:
+def test_latency_figure_draws_each_measure_in_its_own_panel() -> None:
     from audit_app.reporting.charts import build_latency_figure
 
     figure = build_latency_figure(
         percentiles={
             "TTFT": [300.0, 320.0, 350.0],
-            "End-to-end": [40_000.0, 41_000.0, 42_000.0],
             "TPOT": [20.0, 22.0, 25.0],
+            "End-to-end": [40_000.0, 41_000.0, 42_000.0],
         }
     )
     by_name = {t["name"]: t for t in figure["data"]}
     assert [t["name"] for t in figure["data"]] == ["TTFT", "TPOT", "End-to-end"]
-    assert "yaxis" not in by_name["TTFT"] and "yaxis" not in by_name["TPOT"]
-    assert (by_name["End-to-end"]["xaxis"], by_name["End-to-end"]["yaxis"]) == ("x2", "y2")
-    assert by_name["End-to-end"]["y"] == [40_000.0, 41_000.0, 42_000.0]
+    assert "yaxis" not in by_name["TTFT"]
+    assert (by_name["TPOT"]["xaxis"], by_name["TPOT"]["yaxis"]) == ("x2", "y2")
+    assert (by_name["End-to-end"]["xaxis"], by_name["End-to-end"]["yaxis"]) == ("x3", "y3")
+    assert by_name["TPOT"]["y"] == [20.0, 22.0, 25.0]
     layout = figure["layout"]
-    left, right = layout["xaxis"]["domain"], layout["xaxis2"]["domain"]
-    assert left[1] < right[0]  # side by side, not overlapping
-    assert (layout["xaxis2"]["anchor"], layout["yaxis2"]["anchor"]) == ("y2", "x2")
-    assert layout["yaxis2"]["rangemode"] == "tozero"
+    domains = [layout[f"xaxis{s}"]["domain"] for s in ("", "2", "3")]
+    assert domains[0][0] == 0.0 and domains[2][1] == 1.0
+    # side by side, in order, none overlapping
+    assert domains[0][1] < domains[1][0] and domains[1][1] < domains[2][0]
+    assert [layout[f"yaxis{s}"]["title"]["text"] for s in ("", "2", "3")] == [
+        "TTFT (ms)",
+        "TPOT (ms)",
+        "End-to-end (ms)",
+    ]
+    assert (layout["xaxis3"]["anchor"], layout["yaxis3"]["anchor"]) == ("y3", "x3")
+    assert all(layout[f"yaxis{s}"]["rangemode"] == "tozero" for s in ("", "2", "3"))
 
 
 def test_daily_usage_figure_has_spend_bars_and_token_lines() -> None:
@@ -148,7 +156,7 @@ def test_hour_of_week_and_latency_figures() -> None:
     )
     assert [t["name"] for t in latency["data"]] == ["TTFT", "TPOT"]
     assert latency["data"][0]["x"] == ["p50", "p95", "p99"]
-    assert latency["layout"]["yaxis"]["title"]["text"] == "Milliseconds"
+    assert latency["layout"]["yaxis"]["title"]["text"] == "TTFT (ms)"
 
 
 # --- Empty figures and axes that never go negative -------------------------------------------
