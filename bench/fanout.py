@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench import ingest as bench_ingest
 from bench.report import machine_scaling, write_section
+from config.processes import worker_command
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO / "var" / "bench"
@@ -130,25 +131,7 @@ def _workers(count: int, env: dict[str, str], *, pin: bool = False) -> Iterator[
             affinity = ["taskset", "-c", str(n % (os.cpu_count() or 1))] if pin else []
             processes.append(
                 subprocess.Popen(
-                    [
-                        *affinity,
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "worker",
-                        "--concurrency",
-                        "1",
-                        "--pool",
-                        "prefork",
-                        "--without-gossip",
-                        "--without-mingle",
-                        "-n",
-                        f"bench{n}@%h",
-                        "--loglevel",
-                        "INFO",
-                    ],
+                    [*affinity, *worker_command(concurrency=1, hostname=f"bench{n}@%h")],
                     cwd=REPO,
                     env=env,
                     stdout=log,

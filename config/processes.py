@@ -46,10 +46,12 @@ def worker_command(
     queues: Sequence[str] = (),
     loglevel: str = "INFO",
     beat_schedule: Path | None = None,
+    pool: str = "prefork",
 ) -> list[str]:
-    """A Celery worker (prefork, `concurrency` processes) consuming `queues` (every queue the
-    settings declare when empty); with `beat_schedule`, Celery beat runs inside it, keeping its
-    schedule in that file. Gossip and mingle are off: no worker needs the others' state."""
+    """A Celery worker (`pool`, prefork by default, of `concurrency` processes) consuming
+    `queues` (every queue the settings declare when empty); with `beat_schedule`, Celery beat
+    runs inside it, keeping its schedule in that file. Gossip and mingle are off: no worker
+    needs the others' state."""
     return [
         sys.executable,
         "-m",
@@ -60,6 +62,8 @@ def worker_command(
         "--loglevel",
         loglevel,
         *(["--queues", ",".join(queues)] if queues else []),
+        # Celery's default pool is prefork; another one is named.
+        *(["--pool", pool] if pool != "prefork" else []),
         "--concurrency",
         str(concurrency),
         "--hostname",

@@ -90,3 +90,9 @@ def test_a_worker_command_line() -> None:
         "--schedule",
         "/var/beat",
     ]
+
+
+def test_a_worker_command_line_names_a_pool_other_than_celerys_default() -> None:
+    solo = worker_command(concurrency=1, hostname="one@%h", pool="solo")
+    assert solo[solo.index("--pool") + 1] == "solo"
+    assert "--pool" not in worker_command(concurrency=1, hostname="one@%h", pool="prefork")

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from config.processes import worker_command
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -65,26 +67,7 @@ def celery_worker(
     queue = f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{uuid.uuid4().hex[:10]}"
     log_path = tmp_path / f"worker-{queue}.log"
     full_env = child_env(env)
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "config",
-        "worker",
-        "--loglevel",
-        "INFO",
-        "--pool",
-        pool,
-        "--concurrency",
-        "1",
-        "--queues",
-        queue,
-        "--hostname",
-        f"{queue}@%h",
-        "--without-gossip",
-        "--without-mingle",
-    ]
+    command = worker_command(concurrency=1, hostname=f"{queue}@%h", queues=[queue], pool=pool)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command,
