@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from audit_app.budgets.alert_text import chat_text, email_body_text, email_subject
@@ -82,7 +82,11 @@ def deliveries_requeue_stale() -> int:
     return len(ids)
 
 
-def _claim(delivery_id: int) -> bool:
+def delivery_claim(rows: QuerySet[Any], **fields: Any) -> bool:
+    """Claim the one delivery row in ``rows`` for a send: unless it was sent, or another run
+    claimed it less than CLAIM_SECONDS ago, it becomes pending with one more attempt (and
+    ``fields``) in one UPDATE, so two runs never send it twice. Alert and statement deliveries
+    share the statuses pending, sent and failed."""
     now = timezone.now()
     free = (
         Q(status=AlertDelivery.Status.FAILED)
@@ -90,11 +94,13 @@ def _claim(delivery_id: int) -> bool:
         | Q(last_attempt_at__lt=now - timedelta(seconds=CLAIM_SECONDS))
     )
     claimed = (
-        AlertDelivery.objects.filter(pk=delivery_id)
-        .exclude(status=AlertDelivery.Status.SENT)
+        rows.exclude(status=AlertDelivery.Status.SENT)
         .filter(free)
         .update(
-            status=AlertDelivery.Status.PENDING, attempts=F("attempts") + 1, last_attempt_at=now
+            status=AlertDelivery.Status.PENDING,
+            attempts=F("attempts") + 1,
+            last_attempt_at=now,
+            **fields,
         )
     )
     return claimed == 1
@@ -104,7 +110,7 @@ def delivery_attempt(delivery_id: int) -> str:
     """One attempt at one delivery: "sent", or "skipped" when it was sent already or another
     attempt holds it; raises DeliveryFailed (the error kept on the delivery) when it fails, and
     AlertDelivery.DoesNotExist when its alert was deleted."""
-    if not _claim(delivery_id):
+    if not delivery_claim(AlertDelivery.objects.filter(pk=delivery_id)):
         AlertDelivery.objects.get(pk=delivery_id)  # gone: DoesNotExist
         return "skipped"
     delivery = AlertDelivery.objects.select_related("alert", "alert__budget").get(pk=delivery_id)

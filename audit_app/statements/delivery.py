@@ -2,25 +2,24 @@
 
 `statements_send` runs on STATEMENTS_SEND_DAY of each month (Celery beat) for the month before,
 and from the Statements page's "Send now" (finops). For each team with an owner email it first
-*claims* a `StatementDelivery` row, unique per (team, month), then sends: a row already sent,
-or being sent by another run (pending, tried less than CLAIM_SECONDS ago), is not claimed, so a
-redelivered task or a second click never sends twice. A failure is kept on the row (attempts,
-last error) and logged, like alert deliveries; the next run tries it again. Months not yet over
-are never sent.
+*claims* a `StatementDelivery` row, unique per (team, month), then sends: a row already sent, or
+being sent by another run (pending, tried less than `budgets.delivery.CLAIM_SECONDS` ago), is
+not claimed, so a redelivered task or a second click never sends twice. A failure is kept on the
+row (attempts, last error) and logged, like alert deliveries; the next run tries it again.
+Months not yet over are never sent.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 from django.conf import settings
 from django.core.mail import EmailMessage
-from django.db.models import F, Q
 from django.utils import timezone
 
-from audit_app.budgets.delivery import failure_message
+from audit_app.budgets.delivery import delivery_claim, failure_message
 from audit_app.lib.formatting import money
 from audit_app.models import StatementDelivery, Team
 from audit_app.statements.services import (
@@ -36,7 +35,6 @@ from audit_app.statements.workbook import statement_workbook
 
 logger = logging.getLogger(__name__)
 
-CLAIM_SECONDS = 120
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
@@ -51,24 +49,8 @@ def _claim(team: str, first: date, target: str) -> StatementDelivery | None:
     row, _ = StatementDelivery.objects.get_or_create(
         team=team, month=first, defaults={"target": target}
     )
-    now = timezone.now()
-    free = (
-        Q(status=StatementDelivery.Status.FAILED)
-        | Q(last_attempt_at__isnull=True)
-        | Q(last_attempt_at__lt=now - timedelta(seconds=CLAIM_SECONDS))
-    )
-    claimed = (
-        StatementDelivery.objects.filter(pk=row.pk)
-        .exclude(status=StatementDelivery.Status.SENT)
-        .filter(free)
-        .update(
-            status=StatementDelivery.Status.PENDING,
-            attempts=F("attempts") + 1,
-            last_attempt_at=now,
-            target=target,
-        )
-    )
-    return row if claimed == 1 else None
+    claimed = delivery_claim(StatementDelivery.objects.filter(pk=row.pk), target=target)
+    return row if claimed else None
 
 
 def statement_email(statement: MonthStatement, team: TeamStatement, entry: Team) -> EmailMessage:
