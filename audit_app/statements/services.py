@@ -319,6 +319,8 @@ def _computed(first: date, policy: Policy, today: date) -> MonthStatement:
         )
         for bill in allocation.teams
     )
+    # Teams seen in the month's data get a directory row, once per computed statement.
+    team_directory([t.bill.team for t in teams])
     return MonthStatement(
         month=first,
         end=month_bounds(first)[1],
@@ -343,9 +345,7 @@ def month_statement(
     policy = policy or policy_current()
     today = today or timezone.now().date()
     key = f"{first}|{month_is_over(first, today=today)}|{policy.fingerprint()}"
-    statement = cached("month_statement", key, lambda: _computed(first, policy, today))
-    team_directory([t.team for t in statement.teams])
-    return statement
+    return cached("month_statement", key, lambda: _computed(first, policy, today))
 
 
 @dataclass(frozen=True, kw_only=True)
