@@ -25,14 +25,6 @@ class Method(StrEnum):
     OWNER = "owner"
 
 
-METHOD_HELP: dict[str, str] = {
-    Method.PROPORTIONAL: "by each team's direct spend on the pool (on all spend for API spend "
-    "without a team)",
-    Method.EVEN: "in equal shares among the teams that used the pool",
-    Method.OWNER: "all to one named team",
-}
-
-
 @dataclass(frozen=True, kw_only=True)
 class Rule:
     method: Method = Method.PROPORTIONAL
