@@ -196,7 +196,7 @@ def _wait_or_give_up(client: Client, path: str, seen: _Attempts) -> None:
 def _decoded(client: Client, path: str, body: bytes, page: int) -> Mapping[str, Any]:
     reader = Page(client=client, path=path, number=page)
     try:
-        value = json.loads(body, parse_float=Decimal)
+        value = json.loads(body, parse_float=Decimal, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError):
         reader.malformed("(body)", "is not JSON")
     if not isinstance(value, dict):
@@ -351,6 +351,10 @@ class Page:
         if (moment.hour, moment.minute, moment.second, moment.microsecond) != (0, 0, 0, 0):
             self.malformed(where, f"is {json.dumps(obj[key])}, not a UTC midnight")
         return moment.date()
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _kind(value: Any) -> str:

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from audit_app.ingestion.provider_apis import ProviderMalformed, read_report
+from audit_app.ingestion.provider_apis import ProviderMalformed, Report, read_report
 from audit_app.ingestion.provider_apis.anthropic import line_item_of
 from tests.support.provider_api_server import Cost, ProviderApiServer, Usage
 
@@ -77,7 +77,7 @@ USAGE = [
 ]
 
 
-def _read(server: ProviderApiServer, **kwargs: object) -> object:
+def _read(server: ProviderApiServer, **kwargs: object) -> Report:
     options = {
         "kind": "anthropic",
         "base_url": server.base_url("anthropic"),

@@ -259,6 +259,13 @@ def _set(value: Any, *path: Any) -> Any:
         ("openai", "costs", _drop("has_more"), "has_more", "is missing"),
         ("openai", "costs", _set("list", "object"), "object", 'is "list", not "page"'),
         (
+            "openai",
+            "costs",
+            _set("NaN", "data", 0, "results", 0, "amount", "value"),
+            "data[0].results[0].amount.value",
+            'is the string "NaN", not a number',
+        ),
+        (
             "anthropic",
             "usage",
             _drop("data", 0, "results", 0, "cache_creation"),
@@ -427,3 +434,27 @@ def test_the_client_never_shows_its_key() -> None:
     )
     assert "sk-admin-secret-42" not in repr(client)
     assert client.clean("a sk-admin-secret-42 b") == "a [key] b"
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b'{"object": "page", "data": [], "has_more": false, "next_page": NaN}', "is not JSON"),
+        (b"<html>maintenance</html>", "is not JSON"),
+        (b'[{"object": "page"}]', "is not a JSON object"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_is_refused(body: bytes, problem: str) -> None:
+    routes = {"/v1/organization/costs": Route(status=200, body=body)}
+    with http_peer(routes) as peer, pytest.raises(ProviderMalformed) as caught:
+        read_report(
+            kind="openai",
+            base_url=peer.base + "/v1",
+            api_key="sk-admin-peer",
+            start=START,
+            end=END,
+            source_name="openai-prod",
+            sleep=lambda s: None,
+        )
+    assert (caught.value.field, caught.value.page) == ("(body)", 1)
+    assert str(caught.value).endswith(f"not in the documented shape: (body) {problem}.")

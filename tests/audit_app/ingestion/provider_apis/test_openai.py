@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from audit_app.ingestion.provider_apis import read_report
+from audit_app.ingestion.provider_apis import Report, read_report
 from audit_app.ingestion.provider_apis.openai import model_of_line_item
 from tests.support.provider_api_server import Cost, ProviderApiServer, Usage
 
@@ -63,7 +63,7 @@ USAGE = [
 ]
 
 
-def _read(server: ProviderApiServer, **kwargs: object) -> object:
+def _read(server: ProviderApiServer, **kwargs: object) -> Report:
     options = {
         "kind": "openai",
         "base_url": server.base_url("openai"),
@@ -86,6 +86,7 @@ def test_every_page_is_read_and_the_totals_are_exact(
     assert report.pages_read == 6
     # 1.25 + 3.50 + 0.0375 + 2.10 + 0.05 + 0.000123456789012345678, by hand:
     assert sum(line.amount for line in report.costs) == Decimal("6.937623456789012345678")
+    assert provider_api_server.cost_total("openai", D1, END) == Decimal("6.937623456789012345678")
     assert {line.currency for line in report.costs} == {"USD"}
     assert len(report.costs) == 6
     # The amount with more digits than a float holds arrives exactly.

@@ -77,8 +77,9 @@ def test_a_report_holds_both_endpoints_and_its_raw_results_store_as_json(
     )
     assert [c.amount for c in report.costs] == [Decimal("0.07")]
     assert [(u.input_tokens, u.output_tokens) for u in report.usage] == [(40, 9)]
-    for line in (*report.costs, *report.usage):
-        assert json.loads(json.dumps(line.raw)) == line.raw
+    raws = [line.raw for line in report.costs] + [line.raw for line in report.usage]
+    for raw in raws:
+        assert json.loads(json.dumps(raw)) == raw
     assert provider_api_server.key(kind) not in repr(report)
 
 
@@ -131,3 +132,24 @@ def test_the_servers_totals_are_its_data(provider_api_server: ProviderApiServer)
         "cached_input": 0,
         "cache_write": 2,
     }
+
+
+def test_the_errors_pickle_whole() -> None:
+    import pickle
+
+    from audit_app.ingestion.provider_apis import (
+        ProviderMalformed,
+        ProviderRateLimited,
+        ProviderRefused,
+        ProviderUnavailable,
+    )
+
+    for error, attributes in (
+        (ProviderRefused("refused.", status=403), {"status": 403}),
+        (ProviderRateLimited("slow.", retry_after=12.5), {"retry_after": 12.5}),
+        (ProviderUnavailable("down.", status=502), {"status": 502}),
+        (ProviderMalformed("bad.", field="data[0].x", page=3), {"field": "data[0].x", "page": 3}),
+    ):
+        copy = pickle.loads(pickle.dumps(error))
+        assert (type(copy), str(copy)) == (type(error), str(error))
+        assert {name: getattr(copy, name) for name in attributes} == attributes
