@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,9 +66,11 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     if value is None or not value.strip():
         return None
     try:
-        return max(0.0, float(value.strip()))
+        seconds = float(value.strip())
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = parsedate_to_datetime(value.strip())
     except (TypeError, ValueError):

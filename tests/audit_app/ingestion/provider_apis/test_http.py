@@ -420,6 +420,8 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=when - 30) == 30.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=when + 30) == 0.0
     assert retry_after_seconds("soon") is None
+    assert retry_after_seconds("inf") is None
+    assert retry_after_seconds("nan") is None
     assert retry_after_seconds(None) is None
 
 
