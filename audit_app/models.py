@@ -463,8 +463,10 @@ class BillingCharge(models.Model):
     charge_class = models.CharField(max_length=32, blank=True)
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
-    billed_cost = models.DecimalField(max_digits=28, decimal_places=12)
-    effective_cost = models.DecimalField(max_digits=28, decimal_places=12, null=True)
+    # 16 integer digits (parse_amount refuses 10^15 and more) and 20 decimals: an export's
+    # amount as written (Azure writes 16 decimals).
+    billed_cost = models.DecimalField(max_digits=36, decimal_places=20)
+    effective_cost = models.DecimalField(max_digits=36, decimal_places=20, null=True)
     currency = models.CharField(max_length=3)
     quantity = models.DecimalField(max_digits=30, decimal_places=10, null=True)
     unit = models.CharField(max_length=64, blank=True)

@@ -32,6 +32,7 @@ from benchmarks_app.curves import (
     match_points,
     operating_point,
 )
+from benchmarks_app.hints import meta_flag, meta_for_side
 from benchmarks_app.metrics import (
     ACCELERATOR_METRICS,
     METRIC_LABELS,
@@ -413,13 +414,14 @@ def _point_costs(side: Side, metrics: RunMetrics, pricing: _Pricing) -> dict[str
     }
 
 
-def _cost_how(fields: RunFields, metrics: RunMetrics) -> str:
+def _cost_how(fields: RunFields, metrics: RunMetrics, side: str) -> str:
+    """Why one side's cost per 1M output tokens is missing, naming the gate's flags for it."""
     needs = []
     if fields.hosted:
         if fields.usd_per_million_input is None or fields.usd_per_million_output is None:
             needs.append(
-                "state the API's prices (--meta usd_per_million_input=0.90 "
-                "--meta usd_per_million_output=0.90) or add a price card for "
+                f"state the API's prices ({meta_flag('usd_per_million_input', '0.90', side)} "
+                f"{meta_flag('usd_per_million_output', '0.90', side)}) or add a price card for "
                 f"{fields.provider or 'the provider'} / {fields.model}"
             )
         if not metrics.total_output_tokens:
@@ -428,9 +430,9 @@ def _cost_how(fields: RunFields, metrics: RunMetrics) -> str:
             needs.append("the file records no input tokens")
         return f"{LABELS[COST_METRIC]}: {'; '.join(needs)}"
     if fields.usd_per_gpu_hour is None:
-        needs.append("state usd_per_gpu_hour (--meta usd_per_gpu_hour=4.00)")
+        needs.append(f"state usd_per_gpu_hour ({meta_flag('usd_per_gpu_hour', '4.00', side)})")
     if not fields.num_gpus:
-        needs.append("state num_gpus (--meta num_gpus=8)")
+        needs.append(f"state num_gpus ({meta_flag('num_gpus', '8', side)})")
     if metrics.decode_tokens_per_s is None:
         needs.append(metrics.missing.get("decode_tokens_per_s", "needs decode tok/s"))
     elif not metrics.decode_tokens_per_s > 0:
@@ -492,8 +494,8 @@ def _point_result(
         values[side_name][COST_METRIC] = costs[side_name][pricing.mode.value]
         for metric in required:
             if values[side_name][metric] is None:
-                how = metrics.missing.get(metric) or (
-                    _cost_how(side.fields, metrics)
+                how = meta_for_side(metrics.missing.get(metric) or "", side_name) or (
+                    _cost_how(side.fields, metrics, side_name)
                     if metric == COST_METRIC
                     else f"{LABELS[metric]}: not in the file"
                 )
@@ -768,7 +770,8 @@ def _confounders(sides: Mapping[str, Side], matching: Matching) -> tuple[list[st
                 half.append(
                     f"{other} run is missing {label}: the {stating} states "
                     f"{_shown(name, base if base_stated else cand)}, the {other} does not; "
-                    f"state it on the {other} (--meta {name.replace('compared_', '')}=…)"
+                    f"state it on the {other} "
+                    f"({meta_flag(name.removeprefix('compared_'), '…', other)})"
                 )
             continue
         if not base_stated or _same(base, cand):

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks_app.artifacts import BenchmarkArtifact, PerRequest, TelemetrySample
+from benchmarks_app.hints import meta_flag
 
 SECONDS_PER_HOUR = 3600
 
@@ -477,7 +478,7 @@ def _put_rates(found: _Found, fields: RunFields, decode_how: str) -> None:
     if decode is None:
         per_gpu_how = f"{per_gpu_label}: needs decode tok/s ({decode_how})"
     else:
-        per_gpu_how = f"{per_gpu_label}: state the accelerator count (--meta num_gpus=8)"
+        per_gpu_how = f"{per_gpu_label}: state the accelerator count ({meta_flag('num_gpus', '8')})"
     found.put(
         "output_tokens_per_gpu_hour",
         decode * SECONDS_PER_HOUR / fields.num_gpus
@@ -496,7 +497,7 @@ def _put_telemetry(
     utilization = [s.utilization_pct for s in samples if s.utilization_pct is not None]
     utilization_how = (
         f"{METRIC_LABELS['gpu_utilization_pct']}: {TELEMETRY_HOW} "
-        "or state it (--meta gpu_utilization_pct=85)"
+        f"or state it ({meta_flag('gpu_utilization_pct', '85')})"
     )
     if utilization:
         found.put("gpu_utilization_pct", float(np.mean(utilization)), SOURCE_TELEMETRY, "")
@@ -513,7 +514,7 @@ def _put_telemetry(
             "power_w_per_gpu",
             fields.watts_per_gpu,
             SOURCE_STATED,
-            power_how + " or state it (--meta watts_per_gpu=700)",
+            power_how + f" or state it ({meta_flag('watts_per_gpu', '700')})",
         )
 
     decode = found.values["decode_tokens_per_s"]

@@ -34,6 +34,7 @@ from benchmarks_app.forms import (
     field_label,
     stated_meta,
 )
+from benchmarks_app.hints import META_FLAGS, META_KEY, SIDES
 from benchmarks_app.metrics import (
     METRIC_LABELS,
     RunFields,
@@ -53,7 +54,6 @@ from benchmarks_app.services import (
     hosted_prices,
 )
 
-SIDES = ("baseline", "candidate")
 NOT_APPLICABLE = "not applicable"
 # Only engineers import runs, edit them and create gates.
 ENGINEERS = frozenset({Role.ENGINEER})
@@ -667,16 +667,13 @@ class GateView(RoleRequiredMixin, View):
         return render(request, self.template_name, context)
 
 
-_META_FLAGS = re.compile(r"\(((?:--meta \w+=[^)\s]*\s*)+)\)")
-_META_KEY = re.compile(r"--meta (\w+)=")
-
-
 def page_sentence(sentence: str) -> str:
-    """A gate sentence as the page says it: the command line's `(--meta num_gpus=8)` becomes
-    the run page's field, `(“Accelerators per replica” on the run page)`."""
+    """A run's or a gate's sentence as the page says it: the command line's
+    `(--meta-candidate num_gpus=8)` becomes the run page's field,
+    `(“Accelerators per replica” on the run page)`."""
 
     def fields(match: re.Match[str]) -> str:
-        labels = [f"“{field_label(key)}”" for key in _META_KEY.findall(match.group(1))]
+        labels = [f"“{field_label(key)}”" for key in META_KEY.findall(match.group(1))]
         return f"({' and '.join(labels)} on the run page)"
 
-    return _META_FLAGS.sub(fields, sentence)
+    return META_FLAGS.sub(fields, sentence)

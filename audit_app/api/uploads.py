@@ -22,6 +22,7 @@ from audit_app.access.permissions import (
     UPLOADER_ROLES,
     upload_delete_refusal,
 )
+from audit_app.api.fields import ExactMoneyField
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.costs.bills import upload_billing
 from audit_app.ingestion.live.selectors import stream_batches
@@ -70,7 +71,7 @@ class UploadOutput(serializers.ModelSerializer):
         help_text="The billing source that pulled this export (null: sent by hand).",
     )
     progress_percent = serializers.IntegerField()
-    logged_cost_usd = serializers.DecimalField(max_digits=24, decimal_places=9)
+    logged_cost_usd = ExactMoneyField()
     rejects = RejectOutput(many=True)
     notes = serializers.ListField(
         child=serializers.CharField(),

@@ -25,6 +25,7 @@ from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from audit_app.costs.billing import pool_charges
 from audit_app.lib.days import complete_until
+from audit_app.lib.formatting import decimal_text, money_json
 from audit_app.lib.results_cache import cached
 from audit_app.models import BillingCharge, ServingPool, Upload
 
@@ -34,17 +35,6 @@ MAX_LISTED_SUB_ACCOUNTS = 50
 MAX_LISTED_UNKNOWN_METERS = 100
 
 Money = dict[str, Decimal]
-
-
-def decimal_text(amount: Decimal) -> str:
-    """An exact amount as plain decimal text without trailing zeros: 21.52022672899, 0, 100."""
-    if amount == 0:
-        return "0"
-    return format(amount.normalize(), "f")
-
-
-def money_json(amounts: Money) -> dict[str, str]:
-    return {currency: decimal_text(amounts[currency]) for currency in sorted(amounts)}
 
 
 def _add(total: Money, currency: str, amount: Decimal | None) -> None:

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, cast
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -44,6 +44,7 @@ from audit_app.ingestion.supersession import charges_supersede
 from audit_app.ingestion.token_logs.base import ParsedChunk
 from audit_app.ingestion.token_logs.frame import nanos_to_usd, requests_to_frame
 from audit_app.lib.bulk import insert_all
+from audit_app.lib.formatting import money_json
 from audit_app.lib.results_cache import current_version
 from audit_app.models import (
     BillingCharge,
@@ -401,9 +402,6 @@ def day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, A
 
 def _ingest_billing(upload: Upload) -> Upload:
     BillingCharge.objects.filter(upload=upload).delete()
-    billed: dict[str, Decimal] = {}
-    effective: dict[str, Decimal] = {}
-    effective_or_billed: dict[str, Decimal] = {}
     evidence = CostBasisEvidence()
     rejects: list[BillingReject] = []
     rows_read = rows_rejected = 0
@@ -423,16 +421,6 @@ def _ingest_billing(upload: Upload) -> Upload:
                 BillingCharge.objects.bulk_create(
                     (_charge_row(upload, line) for line in chunk.lines), batch_size=BULK_BATCH
                 )
-                for line in chunk.lines:
-                    currency = line.currency
-                    billed[currency] = billed.get(currency, Decimal(0)) + line.billed_cost
-                    if line.effective_cost is not None:
-                        effective[currency] = (
-                            effective.get(currency, Decimal(0)) + line.effective_cost
-                        )
-                    effective_or_billed[currency] = effective_or_billed.get(
-                        currency, Decimal(0)
-                    ) + (line.billed_cost if line.effective_cost is None else line.effective_cost)
                 evidence.add(chunk.lines)
                 rows_read += chunk.rows_read
                 rows_rejected += len(chunk.rejects)
@@ -456,18 +444,37 @@ def _ingest_billing(upload: Upload) -> Upload:
                 effective_cost=Coalesce(F("effective_cost"), F("billed_cost")),
                 billed_cost=Decimal(0),
             )
-            billed = dict.fromkeys(billed, Decimal(0))
-            effective = effective_or_billed
         charges_supersede(upload=landed)
         _mark_landed(landed, rows_read=rows_read, rows_rejected=rows_rejected, rejects=rejects)
+        billed, effective = _stored_totals(landed)
         landed.billing_totals = {
-            "billed": {c: str(v) for c, v in sorted(billed.items())},
-            "effective": {c: str(v) for c, v in sorted(effective.items())},
+            "billed": money_json(billed),
+            "effective": money_json(effective),
             "cost_basis": "amortized" if amortized else "actual",
             "notes": [AMORTIZED_NOTE] if amortized else [],
         }
         landed.save()
     return landed
+
+
+def _stored_totals(upload: Upload) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
+    """Billed and effective cost per currency of the upload's charges as the database holds
+    them, summed per billing period as `costs/bills` sums them: `ingest` and `bills` give one
+    figure (the database may keep fewer digits than the file wrote: `docs/formats.md`)."""
+    billed: dict[str, Decimal] = {}
+    effective: dict[str, Decimal] = {}
+    rows = (
+        BillingCharge.objects.filter(upload=upload)
+        .values("provider", "billing_account", "billing_period_start", "amortized", "currency")
+        .annotate(billed=Sum("billed_cost"), effective=Sum("effective_cost"))
+        .order_by()
+    )
+    for row in rows:
+        currency = row["currency"]
+        billed[currency] = billed.get(currency, Decimal(0)) + row["billed"]
+        if row["effective"] is not None:
+            effective[currency] = effective.get(currency, Decimal(0)) + row["effective"]
+    return billed, effective
 
 
 def _charge_row(upload: Upload, line: BillingLine) -> BillingCharge:

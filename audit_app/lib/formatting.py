@@ -8,6 +8,7 @@ Its rules in full: `docs/architecture.md`, section "How numbers read".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
 DASH = "—"
@@ -209,3 +210,17 @@ def metric(value: Number) -> float | None:
     ``METRIC_DECIMALS`` decimals (``322.15591150057884`` → ``322.156``); None for no value."""
     parsed = to_decimal(value)
     return None if parsed is None else float(_round(parsed, METRIC_DECIMALS))
+
+
+def decimal_text(amount: Decimal) -> str:
+    """Money as machine-readable output gives it: the Decimal exactly, as plain digits without
+    an exponent or trailing zeros (``21.520226728990`` → ``21.52022672899``, ``1.81E-8`` →
+    ``0.0000000181``, zero → ``0``); never through a float."""
+    if amount == 0:
+        return "0"
+    return format(amount.normalize(), "f")
+
+
+def money_json(amounts: Mapping[str, Decimal]) -> dict[str, str]:
+    """Amounts per currency as ``decimal_text``, by currency code."""
+    return {currency: decimal_text(amounts[currency]) for currency in sorted(amounts)}

@@ -332,7 +332,7 @@ def test_self_hosted_against_hosted_compares_what_both_have() -> None:
     # a hosted API has no server batch size to state.
     assert verdict.missing == (
         "candidate run is missing quantization: the baseline states bf16, the candidate does "
-        "not; state it on the candidate (--meta quantization=…)",
+        "not; state it on the candidate (--meta-candidate quantization=…)",
     )
     assert "server batch size" not in " ".join(verdict.missing + verdict.confounders)
 

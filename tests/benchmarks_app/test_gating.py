@@ -267,7 +267,7 @@ def test_incomplete_without_price_or_utilization() -> None:
     assert verdict.missing == (
         f"baseline run is missing {utilization_how}",
         "candidate run is missing cost per 1M output tokens: state usd_per_gpu_hour "
-        "(--meta usd_per_gpu_hour=4.00)",
+        "(--meta-candidate usd_per_gpu_hour=4.00)",
     )
     assert verdict.cost_per_million_tokens["candidate"] is None
 
@@ -309,7 +309,7 @@ def test_a_field_stated_on_one_side_only_is_incomplete(
     (sentence,) = verdict.missing
     label = {"quantization": "quantization", "batch_size": "server batch size"}[field]
     assert sentence.startswith(f"baseline run is missing {label}: the candidate states {value}")
-    assert sentence.endswith(f"state it on the baseline (--meta {option}=…)")
+    assert sentence.endswith(f"state it on the baseline (--meta-baseline {option}=…)")
 
 
 # --- cost per 1M tokens ---------------------------------------------------------------------

@@ -381,7 +381,7 @@ def test_the_gate_page_names_the_run_page_field_where_the_command_names_a_flag(
     gate = gate_evaluate(baseline=run, candidate=other)
     assert gate.verdict == "incomplete"
     (sentence,) = gate.result["missing"]
-    assert sentence.endswith("state usd_per_gpu_hour (--meta usd_per_gpu_hour=4.00)")
+    assert sentence.endswith("state usd_per_gpu_hour (--meta-baseline usd_per_gpu_hour=4.00)")
     client.force_login(finops_user)
     html = client.get(f"/benchmarks/gates/{gate.pk}/").content.decode()
     assert "state usd_per_gpu_hour (“$ per accelerator-hour” on the run page)" in html

@@ -19,7 +19,7 @@ from audit_app.ingestion.uploads import (
     UploadRefused,
     upload_create,
 )
-from audit_app.lib.formatting import money
+from audit_app.lib.formatting import money, money_json
 from audit_app.models import Upload
 from audit_app.reporting.spend import upload_spend
 
@@ -137,11 +137,16 @@ def billing_report(upload: Upload) -> dict[str, Any]:
         "rows_read": upload.rows_read,
         "rows_accepted": upload.rows_accepted,
         "rows_rejected": upload.rows_rejected,
-        "billed_cost": upload.billing_totals.get("billed", {}),
-        "effective_cost": upload.billing_totals.get("effective", {}),
+        "billed_cost": _exact(upload.billing_totals.get("billed", {})),
+        "effective_cost": _exact(upload.billing_totals.get("effective", {})),
         "cost_basis": upload.billing_totals.get("cost_basis", "actual"),
         "notes": upload.billing_totals.get("notes", []),
         "rejects": [
             {"line": r["line"], "reason": r["reason"]} for r in upload.rejects[:MAX_PRINTED_REJECTS]
         ],
     }
+
+
+def _exact(amounts: dict[str, str]) -> dict[str, str]:
+    """An upload's stored totals per currency, each as `decimal_text`."""
+    return money_json({currency: Decimal(amount) for currency, amount in amounts.items()})

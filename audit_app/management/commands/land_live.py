@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from audit_app.derived import derived_refresh
 from audit_app.ingestion.live.landing import LivePass, live_land
 from audit_app.ingestion.live.receive import pending_records
-from audit_app.lib.formatting import money
+from audit_app.lib.formatting import decimal_text, money
 
 
 class Command(BaseCommand):
@@ -78,7 +78,7 @@ def landing_report(passes: list[LivePass], *, refreshed: bool) -> dict[str, Any]
             row["input_tokens"] += s.input_tokens
             row["output_tokens"] += s.output_tokens
             row["logged_cost_usd"] += s.logged_cost_usd
-    rows = [{**r, "logged_cost_usd": str(r["logged_cost_usd"])} for r in streams.values()]
+    rows = [{**r, "logged_cost_usd": decimal_text(r["logged_cost_usd"])} for r in streams.values()]
     return {
         "batches": sum(p.batches for p in passes),
         "records": sum(p.records for p in passes),

@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit_app.models import Recommendation
 from benchmarks_app.forms import SCALING_MODES, meta_from_pairs, tolerances_from_pairs
+from benchmarks_app.hints import SIDES, meta_option
 from benchmarks_app.models import BenchmarkRun, Gate
 from benchmarks_app.services import (
     GateLinkRefused,
@@ -68,7 +69,7 @@ class Command(BaseCommand):
     help = "Compare --candidate with --baseline (paths or run ids); exit 0 only on pass."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             parser.add_argument(
                 f"--{side}",
                 required=True,
@@ -78,7 +79,7 @@ class Command(BaseCommand):
                 "together as one run (a sweep).",
             )
             parser.add_argument(
-                f"--meta-{side}",
+                meta_option(side),
                 action="append",
                 metavar="KEY=VALUE",
                 help=f"Run fields of the {side} (num_gpus=8, usd_per_gpu_hour=4, "

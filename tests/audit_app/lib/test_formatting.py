@@ -13,9 +13,11 @@ from django.template import Context, Template
 
 from audit_app.lib.formatting import (
     count,
+    decimal_text,
     duration,
     metric,
     money,
+    money_json,
     money_unit,
     number,
     percent,
@@ -215,3 +217,25 @@ def test_metric_rounds_half_up_to_three_decimals(value: object, expected: float 
 def test_hourly_rates_read_in_cents() -> None:
     assert money_unit(Decimal("21.500000")) + "/hour" == "$21.50/hour"
     assert money(Decimal("196130.00")) == "$196,130.00"
+
+
+@pytest.mark.parametrize(
+    ("amount", "text"),
+    [
+        (Decimal("21.520226728990"), "21.52022672899"),
+        (Decimal("8.5450077867419368"), "8.5450077867419368"),
+        (Decimal("0E-12"), "0"),
+        (Decimal("-0.000"), "0"),
+        (Decimal("100.000000000000"), "100"),
+        (Decimal("-50.50"), "-50.5"),
+        (Decimal("1.81E-8"), "0.0000000181"),
+        (Decimal("1.2E+3"), "1200"),
+    ],
+)
+def test_decimal_text_is_the_amount_exactly_in_plain_digits(amount: Decimal, text: str) -> None:
+    assert decimal_text(amount) == text
+
+
+def test_money_json_orders_currencies() -> None:
+    amounts = {"USD": Decimal("1.50"), "EUR": Decimal("2.000")}
+    assert list(money_json(amounts).items()) == [("EUR", "2"), ("USD", "1.5")]

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from audit_app.costs.bills import decimal_text
+from audit_app.lib.formatting import decimal_text
 from audit_app.ingestion.uploads import upload_delete
 from tests.audit_app.ingestion.billing_exports.bills import (
     billed_total_by_csv,
@@ -40,21 +40,6 @@ def effective_total_by_csv(content: bytes) -> Decimal:
         if row["EffectiveCost"] not in ("", "NULL"):
             total += Decimal(row["EffectiveCost"])
     return total
-
-
-@pytest.mark.parametrize(
-    ("amount", "text"),
-    [
-        (Decimal("21.520226728990"), "21.52022672899"),
-        (Decimal("0E-12"), "0"),
-        (Decimal("-0.000"), "0"),
-        (Decimal("100.000000000000"), "100"),
-        (Decimal("-50.50"), "-50.5"),
-        (Decimal("1.81E-8"), "0.0000000181"),
-    ],
-)
-def test_decimal_text(amount: Decimal, text: str) -> None:
-    assert decimal_text(amount) == text
 
 
 def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restatement() -> None:

@@ -88,7 +88,7 @@ def test_the_api_shows_the_stream_fields(client: Client, finops_user: Any, strea
     assert row["last_received_at"] == "2026-12-01T10:00:15Z"
     assert row["raw_file_url"] is None
     assert (row["rows_accepted"], row["rows_rejected"], row["requests"]) == (5, 1, 5)
-    assert row["logged_cost_usd"] == "0.000777000"
+    assert row["logged_cost_usd"] == "0.000777"
     detail = client.get(f"/api/v1/uploads/{stream.pk}/").json()
     assert detail["stream"] == {
         "batches": 3,
