@@ -212,8 +212,9 @@ class WorkloadOverrideAdmin(ReadOnlyAdmin):
 
 
 class BillingSourceAdminForm(forms.ModelForm):
-    """The secret key is typed, never shown: left empty on a change, the stored one is kept,
-    unless the kind, bucket or endpoint changes (then the keys are forgotten).
+    """The secret key and the admin key are typed, never shown: left empty on a change, the
+    stored one is kept, unless the kind, bucket, endpoint or base URL changes (then the keys are
+    forgotten).
     Saving goes through `audit_app.ingestion.source_changes`, so the same checks apply as on
     the API (kind-specific fields, the folder under BILLING_SOURCE_ROOTS, ...)."""
 
@@ -224,6 +225,12 @@ class BillingSourceAdminForm(forms.ModelForm):
     )
     clear_secret_access_key = forms.BooleanField(
         required=False, help_text="Forget the stored secret key."
+    )
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="OpenAI / Anthropic only: the organization's admin key. Leave empty to keep "
+        "the stored key.",
     )
 
     class Meta:
@@ -243,8 +250,9 @@ class BillingSourceAdminForm(forms.ModelForm):
         data = {field: cleaned.get(field) for field in FIELDS}
         data["enabled"] = bool(data["enabled"])
         if self.instance.pk:
-            if not data["secret_access_key"]:
-                del data["secret_access_key"]  # kept, unless the source points elsewhere
+            for secret in ("secret_access_key", "api_key"):
+                if not data[secret]:
+                    del data[secret]  # kept, unless the source points elsewhere
             data = changed_data(source_data(self.instance), data)
         if cleaned.get("clear_secret_access_key"):
             data["secret_access_key"] = ""
