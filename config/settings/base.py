@@ -447,6 +447,12 @@ BILLING_SOURCE_ROOTS = [
 OUTBOUND_ALLOW_PRIVATE = env_networks("OUTBOUND_ALLOW_PRIVATE", [])
 OUTBOUND_TIMEOUT_SECONDS = env_float("OUTBOUND_TIMEOUT_SECONDS", 60.0)
 OUTBOUND_MAX_BYTES = env_int("OUTBOUND_MAX_BYTES", 1024 * 1024)
+# Provider cost and usage APIs (audit_app.ingestion.provider_apis): one page of OpenAI's or
+# Anthropic's answer may be PROVIDER_API_MAX_PAGE_BYTES long; a 429 or 5xx is retried after the
+# Retry-After it names (or 1, 2, 4 … s), never waiting longer than PROVIDER_API_MAX_WAIT_SECONDS
+# at once (a longer Retry-After ends the poll; the next one tries again).
+PROVIDER_API_MAX_PAGE_BYTES = env_int("PROVIDER_API_MAX_PAGE_BYTES", 16 * 1024 * 1024)
+PROVIDER_API_MAX_WAIT_SECONDS = env_float("PROVIDER_API_MAX_WAIT_SECONDS", 60.0)
 # A keyless S3 source at a custom endpoint sends unsigned requests; with this, boto3's own
 # credential chain (environment, profile, instance role) signs them instead.
 S3_AMBIENT_CREDENTIALS = env_bool("S3_AMBIENT_CREDENTIALS", False)
