@@ -39,7 +39,12 @@ from audit_app.ingestion.cardinality import (
     workload_fold_note,
 )
 from audit_app.ingestion.daily import PRICING_SUM_FIELDS, daily_from_hourly
-from audit_app.ingestion.provider_usage import aggregate_days, report_usage_land, report_usage_sync
+from audit_app.ingestion.provider_usage import (
+    aggregate_days,
+    report_usage_land,
+    report_usage_sync,
+    window_days,
+)
 from audit_app.ingestion.reading import ImportFileError, RowReject, inert_text, read_head
 from audit_app.ingestion.rollups import IngestAggregate, distinct_sketch
 from audit_app.ingestion.supersession import charges_supersede
@@ -473,6 +478,8 @@ def _ingest_billing(upload: Upload) -> Upload:
             **({"report": report} if report else {}),
         }
         landed.save()
+        if report:
+            report_usage_sync(window_days(report))
     return landed
 
 

@@ -3,10 +3,10 @@
 A poll reads the provider's cost and usage report for its window of complete UTC days
 (`poll_window`: from the source's start date at first, then from the last complete day read,
 minus LOOKBACK_DAYS, up to yesterday) and writes it as one upload of a stored JSON document
-(`billing_exports.provider_reports`), ingested like any billing upload. Figures the same as
-the last report's are only remembered: a second poll adds nothing. A refused key is marked on
-the source and retried no sooner than its interval; a rate limit or an outage takes the
-sources' usual failure backoff; a malformed page lands nothing.
+(`billing_exports.provider_reports`), ingested like any billing upload. Days whose figures
+are the ones the last poll read are only remembered: a second poll adds nothing. A refused
+key is marked on the source and retried no sooner than its interval; a rate limit or an
+outage takes the sources' usual failure backoff; a malformed page lands nothing.
 
 Its rules in full: `docs/using.md`, section "Provider cost APIs", and `docs/methods.md`,
 section "Provider cost and usage reports".
@@ -14,7 +14,6 @@ section "Provider cost and usage reports".
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 from dataclasses import dataclass, replace
@@ -25,8 +24,8 @@ from django.db import transaction
 
 from audit_app.ingestion.billing_exports.provider_reports import (
     FORMAT_OF,
+    day_figures,
     report_document,
-    report_figures,
 )
 from audit_app.ingestion.formats import BILLING
 from audit_app.ingestion.provider_apis import (
@@ -47,7 +46,7 @@ API_KINDS = frozenset(DEFAULT_BASE_URLS)
 LOOKBACK_DAYS = 3
 # What `BillingSource.seen` keeps for a provider source.
 COMPLETE_THROUGH = "complete_through"  # the last complete day read (ISO date)
-FIGURES = "figures"  # sha256 of the last report's figures (`report_figures`)
+FIGURES = "figures"  # {day: sha256 of its figures} of the days the last poll read
 UPLOAD = "upload"  # the upload of the last report that changed
 REFUSED = "refused"  # the status of the last refusal of the key (401/403), if the last poll
 
@@ -63,7 +62,7 @@ class ApiPoll:
     unchanged: bool = False
     error: str = ""
     refused_status: int | None = None
-    figures: str | None = None  # sha256 of the figures read (`report_figures`)
+    figures: dict[str, str] | None = None  # each day's fingerprint (`day_figures`)
 
 
 def default_start(today: date) -> date:
@@ -138,8 +137,10 @@ def api_poll(source: BillingSource, *, now: datetime, enqueue: bool) -> ApiPoll:
         usage=report.usage,
         follows=follows if isinstance(follows, int) else None,
     )
-    figures = hashlib.sha256(report_figures(document)).hexdigest()
-    if figures == seen.get(FIGURES):
+    figures = day_figures(document)
+    known = seen.get(FIGURES)
+    if isinstance(known, dict) and all(known.get(day) == print_ for day, print_ in figures.items()):
+        # Every day as the last poll read it: nothing new to land.
         return ApiPoll(window=window, pages=report.pages_read, unchanged=True, figures=figures)
     landed = _land(source, document, window, enqueue=enqueue)
     return replace(landed, pages=report.pages_read, figures=None if landed.error else figures)

@@ -55,18 +55,20 @@ def report_window(upload: Upload) -> dict[str, str] | None:
     return cast(dict[str, str], found) if isinstance(found, dict) else None
 
 
-def _window_days(window: dict[str, str]) -> list[date]:
+def window_days(window: dict[str, str]) -> list[ProviderDay]:
+    """The (provider, day)s of a report's window."""
     start, end = date.fromisoformat(window["start"]), date.fromisoformat(window["end"])
-    return [start + timedelta(days=n) for n in range((end - start).days)]
+    return [(window["provider"], start + timedelta(days=n)) for n in range((end - start).days)]
 
 
 # --- Landing a report ----------------------------------------------------------------------
 
 
 def report_usage_land(upload: Upload, document: ReportDocument) -> dict[str, str]:
-    """Write the report's spend rows, make them the current ones for its days, and sync
-    coverage; the window to keep in the upload's `billing_totals` under REPORT. Inside the
-    transaction that marks the upload succeeded (after `charges_supersede`)."""
+    """Write the report's spend rows and make them the current ones for its days; the window
+    to keep in the upload's `billing_totals` under REPORT. Inside the transaction that marks
+    the upload succeeded (after `charges_supersede`); once it is saved succeeded,
+    `report_usage_sync(window_days(window))`."""
     ProviderUsage.objects.filter(upload=upload).delete()
     rows = provider_reports.spend_rows(document)
     ProviderUsage.objects.bulk_create(
@@ -102,7 +104,6 @@ def report_usage_land(upload: Upload, document: ReportDocument) -> dict[str, str
     usage_restate(
         provider=document.provider, account=document.account, days=document.days, newest=upload
     )
-    report_usage_sync((document.provider, day) for day in document.days)
     return window
 
 
@@ -179,10 +180,15 @@ def report_usage_release(upload: Upload) -> list[ProviderDay]:
     window = report_window(upload)
     if window is None:
         return []
-    days = _window_days(window)
+    pairs = window_days(window)
     ProviderUsage.objects.filter(upload=upload).delete()
-    usage_restate(provider=window["provider"], account=window["account"], days=days, leaving=upload)
-    return [(window["provider"], day) for day in days]
+    usage_restate(
+        provider=window["provider"],
+        account=window["account"],
+        days=[day for _, day in pairs],
+        leaving=upload,
+    )
+    return pairs
 
 
 # --- Coverage ------------------------------------------------------------------------------

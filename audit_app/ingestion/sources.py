@@ -85,6 +85,7 @@ class PollResult:
     duplicates: tuple[int, ...] = ()
     refused: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    provider: str = ""  # a provider cost API source's kind (openai, anthropic), else ""
     window: str = ""  # provider sources: the days read, "2025-01-01..2025-01-31"
     pages_read: int = 0  # provider sources: the API pages read
 
@@ -494,6 +495,7 @@ def _api_source_poll(source: BillingSource, *, now: datetime, enqueue: bool) -> 
         uploads=() if poll.upload_id is None else (poll.upload_id,),
         duplicates=() if poll.duplicate_of is None else (poll.duplicate_of,),
         errors=(poll.error,) if poll.error else (),
+        provider=source.kind,
         window=window,
         pages_read=poll.pages,
     )

@@ -15,6 +15,7 @@ Pure: no Django.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -219,12 +220,21 @@ def report_document(
     return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
 
 
-def report_figures(document: bytes) -> bytes:
-    """The document without ``follows``: what two polls compare to tell whether the
-    provider's figures changed."""
+def day_figures(document: bytes) -> dict[str, str]:
+    """A fingerprint (sha256) of each day's figures in the document, every day of its window
+    included: what two polls compare to tell whether the provider changed a day."""
     parsed = json.loads(document)
-    parsed.pop("follows", None)
-    return json.dumps(parsed, sort_keys=True).encode("utf-8")
+    start, end = date.fromisoformat(parsed["start"]), date.fromisoformat(parsed["end"])
+    days: dict[str, list[Any]] = {
+        (start + timedelta(days=n)).isoformat(): [] for n in range((end - start).days)
+    }
+    for key in ("costs", "usage"):
+        for row in parsed[key]:
+            days[row["day"]].append([key, row])
+    return {
+        day: hashlib.sha256(json.dumps(rows, sort_keys=True).encode("utf-8")).hexdigest()
+        for day, rows in days.items()
+    }
 
 
 def _decimal_text(amount: Decimal) -> str:

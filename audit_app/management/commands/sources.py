@@ -91,7 +91,7 @@ class Command(BaseCommand):
         return result, {**result.as_dict(), "ingested": ingested}
 
     def _print_poll(self, result: PollResult, report: dict[str, Any]) -> None:
-        if result.window or result.pages_read:
+        if result.provider:
             self.stdout.write(
                 f"{result.source_name}: days {result.window or 'none complete yet'}, "
                 f"{result.pages_read} pages read, {result.unchanged} unchanged, "
