@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import SOURCE_WRITER_ROLES, Actor, has_role
-from audit_app.ingestion.billing_exports.provider_reports import FORMAT_OF
+from audit_app.ingestion.billing_exports.provider_reports import FORMAT_OF, PROVIDER_OF
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
 from audit_app.ingestion.provider_apis import DEFAULT_BASE_URLS
 from audit_app.ingestion.provider_sources import default_start
@@ -270,7 +270,8 @@ def _api_format(kind: str, value: Any) -> str:
 
 
 def _format(value: Any) -> str:
-    formats = FORMATS_BY_KIND[BILLING]
+    # A provider report is what an openai or anthropic source writes, never a file to find.
+    formats = tuple(f for f in FORMATS_BY_KIND[BILLING] if f not in PROVIDER_OF)
     if value not in formats:
         raise _refuse(
             "format",

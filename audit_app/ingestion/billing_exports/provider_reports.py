@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ CHARGE_PLACES = Decimal("1e-12")
 SPEND_PLACES = Decimal("1e-9")
 MAX_TEXT = 500
 ONE_DAY = timedelta(days=1)
+_FORMAT_KEY = re.compile(r'"format"\s*:\s*"([a-z-]+)"')
 
 # OpenAI line items end in the token class ("gpt-4o-2024-08-06, cached input"); Anthropic
 # results give a token_type.
@@ -217,7 +219,8 @@ def report_document(
         "costs": cost_rows,
         "usage": usage_rows,
     }
-    return json.dumps(document, sort_keys=True, indent=1).encode("utf-8")
+    # Keys in the order above, so the format is in the first bytes (`sniff_head`).
+    return json.dumps(document, indent=1).encode("utf-8")
 
 
 def day_figures(document: bytes) -> dict[str, str]:
@@ -246,13 +249,11 @@ def _decimal_text(amount: Decimal) -> str:
 
 def sniff_head(head: bytes) -> str | None:
     """The report format a document's first bytes name, or None."""
-    text = head.lstrip()[:200].decode("utf-8", "ignore")
+    text = head.lstrip()[:1024].decode("utf-8", "ignore")
     if not text.startswith("{"):
         return None
-    for name in PROVIDER_OF:
-        if f'"format": "{name}"' in text:
-            return name
-    return None
+    found = _FORMAT_KEY.search(text)
+    return found[1] if found and found[1] in PROVIDER_OF else None
 
 
 def read_document(stream: BinaryIO, *, format: str) -> ReportDocument:
