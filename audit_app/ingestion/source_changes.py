@@ -265,7 +265,7 @@ def _api_format(kind: str, value: Any) -> str:
     """A provider source's one format (auto stands for it)."""
     wanted = FORMAT_OF[kind]
     if value not in (None, "", "auto", wanted):
-        raise _refuse("format", f"format of a {kind} source is {wanted} (or auto), not {value!r}.")
+        raise _refuse("format", f"format of an {kind} source is {wanted} (or auto), not {value!r}.")
     return wanted
 
 
