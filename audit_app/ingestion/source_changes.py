@@ -186,7 +186,7 @@ def _prefix(kind: str, value: str) -> str:
     return value
 
 
-def _s3_fields(kind: str, data: Mapping[str, Any]) -> dict[str, str]:
+def _s3_fields(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
     values = {field: _text(data, field) for field in S3_ONLY}
     if kind != BillingSource.Kind.S3:
         for field, value in values.items():
@@ -245,17 +245,16 @@ def _start_date(value: Any) -> date | None:
         return None
     if isinstance(value, datetime):
         value = value.date()
-    if isinstance(value, date):
-        found = value
-    else:
+    found: date | None = value if isinstance(value, date) else None
+    if isinstance(value, str):
         try:
-            found = date.fromisoformat(str(value).strip())
+            found = date.fromisoformat(value.strip())
         except ValueError:
             found = None
-        if found is None or not isinstance(value, str):
-            raise _refuse(
-                "start_date", f"start_date must be a date (YYYY-MM-DD), not {str(value)[:40]!r}."
-            ) from None
+    if found is None:
+        raise _refuse(
+            "start_date", f"start_date must be a date (YYYY-MM-DD), not {str(value)[:40]!r}."
+        )
     if found.year < 2000:
         raise _refuse("start_date", f"start_date {found} is before 2000.")
     return found

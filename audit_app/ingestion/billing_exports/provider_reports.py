@@ -55,29 +55,71 @@ _TOKEN_CLASS_WORDS = (
 
 
 class CostLike(Protocol):
-    day: date
-    line_item: str
-    model: str
-    project_id: str
-    project_name: str
-    amount: Decimal
-    currency: str
-    service_tier: str
-    token_type: str
+    """A cost line as a reader gives it (`provider_apis.CostLine`)."""
+
+    @property
+    def day(self) -> date: ...
+
+    @property
+    def line_item(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def project_id(self) -> str: ...
+
+    @property
+    def project_name(self) -> str: ...
+
+    @property
+    def amount(self) -> Decimal: ...
+
+    @property
+    def currency(self) -> str: ...
+
+    @property
+    def service_tier(self) -> str: ...
+
+    @property
+    def token_type(self) -> str: ...
 
 
 class UsageLike(Protocol):
-    day: date
-    model: str
-    project_id: str
-    api_key_id: str
-    batch: bool | None
-    service_tier: str
-    requests: int
-    input_tokens: int
-    output_tokens: int
-    cached_input_tokens: int
-    cache_write_tokens: int
+    """A usage line as a reader gives it (`provider_apis.UsageLine`)."""
+
+    @property
+    def day(self) -> date: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def project_id(self) -> str: ...
+
+    @property
+    def api_key_id(self) -> str: ...
+
+    @property
+    def batch(self) -> bool | None: ...
+
+    @property
+    def service_tier(self) -> str: ...
+
+    @property
+    def requests(self) -> int: ...
+
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+    @property
+    def cached_input_tokens(self) -> int: ...
+
+    @property
+    def cache_write_tokens(self) -> int: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -504,7 +546,7 @@ def spend_rows(document: ReportDocument) -> list[SpendRow]:
     groups: dict[_MatchKey, list[DocUsage]] = defaultdict(list)
     for usage in document.usage:
         groups[(usage.day, usage.project_id, normalize_model(usage.model))].append(usage)
-    rows = []
+    rows: list[SpendRow] = []
     for key, members in groups.items():
         day, project, model = key
         shares = (

@@ -15,6 +15,7 @@ from audit_app.ingestion.billing_exports import detect_billing_format, read_bill
 from audit_app.ingestion.billing_exports.provider_reports import (
     DocCost,
     DocUsage,
+    ReportDocument,
     day_figures,
     read_document,
     report_document,
@@ -75,7 +76,7 @@ def _document(
     return json.dumps(parsed).encode()
 
 
-def _read(raw: bytes):  # type: ignore[no-untyped-def]
+def _read(raw: bytes) -> ReportDocument:
     return read_document(io.BytesIO(raw), format="openai-costs-api")
 
 
