@@ -130,7 +130,9 @@ class ProviderApiServer:
     def start(self) -> ProviderApiServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -263,7 +265,7 @@ class ProviderApiServer:
             return _error(provider, 400, "invalid_request_error", str(exc))
         with self._lock:
             page = self._page(provider, endpoint, asked)
-        text = _NUMBER.sub(r"\1", json.dumps(page))
+        text = _NUMBER.sub(r"\1", json.dumps(page, default=_exact))
         return 200, {"Content-Type": "application/json"}, text.encode()
 
     def _auth_refusal(
@@ -440,6 +442,12 @@ def _number(value: Decimal) -> str:
     return f"@number:{value}@"
 
 
+def _exact(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return _number(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def _envelope(
     provider: str, buckets: list[dict[str, Any]], has_more: bool, next_day: date | None
 ) -> dict[str, Any]:
@@ -583,7 +591,10 @@ def _handler(server: ProviderApiServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             parts = urlsplit(self.path)
             query = parse_qs(parts.query, keep_blank_values=True)
-            status, headers, body = server.answer(parts.path, query, dict(self.headers.items()))
+            try:
+                status, headers, body = server.answer(parts.path, query, dict(self.headers.items()))
+            except Exception as exc:  # a test's switch broke the page: say so, as a 500
+                status, headers, body = 500, {}, f"{type(exc).__name__}: {exc}".encode()
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)

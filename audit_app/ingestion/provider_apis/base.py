@@ -68,13 +68,14 @@ class Report:
 class ProviderApiError(Exception):
     """A provider's API could not be read; str() is one sentence naming the source, never the
     key. Raised as itself for an answer none of the subclasses covers (a 404 from a wrong base
-    URL, a 400)."""
+    URL, a 400, a redirect). Each pickles whole (its attributes are keyword defaults restored
+    from its state), so it may cross a Celery result backend."""
 
 
 class ProviderRefused(ProviderApiError):
     """401 or 403: the provider refused the key."""
 
-    def __init__(self, message: str, *, status: int) -> None:
+    def __init__(self, message: str, *, status: int = 401) -> None:
         super().__init__(message)
         self.status = status
 
@@ -82,7 +83,7 @@ class ProviderRefused(ProviderApiError):
 class ProviderRateLimited(ProviderApiError):
     """429 after every retry, or a Retry-After longer than the longest wait allowed."""
 
-    def __init__(self, message: str, *, retry_after: float | None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
@@ -90,7 +91,7 @@ class ProviderRateLimited(ProviderApiError):
 class ProviderUnavailable(ProviderApiError):
     """5xx or a network failure after every retry (``status`` None when nothing answered)."""
 
-    def __init__(self, message: str, *, status: int | None) -> None:
+    def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
 
@@ -99,7 +100,7 @@ class ProviderMalformed(ProviderApiError):
     """A page not in the documented shape: ``field`` names what is wrong, ``page`` which page
     (1 for the first page of an endpoint)."""
 
-    def __init__(self, message: str, *, field: str, page: int) -> None:
+    def __init__(self, message: str, *, field: str = "", page: int = 0) -> None:
         super().__init__(message)
         self.field = field
         self.page = page

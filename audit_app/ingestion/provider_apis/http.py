@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,9 +66,11 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     if value is None or not value.strip():
         return None
     try:
-        return max(0.0, float(value.strip()))
+        seconds = float(value.strip())
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = parsedate_to_datetime(value.strip())
     except (TypeError, ValueError):
@@ -108,7 +111,13 @@ def fetch_page(client: Client, path: str, params: Params, page: int) -> Mapping[
                 status=None,
             ) from None
         except outbound.OutboundFailed as exc:
-            seen.status, seen.clause, seen.retry_after = None, str(exc), None
+            if "redirect" in str(exc):
+                raise ProviderApiError(
+                    f"{client.label} redirected {path} for source "
+                    f'"{client.source_name}" elsewhere, where the key is not sent: check the '
+                    "source's base URL."
+                ) from None
+            seen.status, seen.clause, seen.retry_after = None, client.clean(str(exc)), None
         else:
             if status == 200:
                 return _decoded(client, path, body, page)
@@ -139,35 +148,45 @@ def _refuse_unretried(client: Client, path: str, status: int) -> None:
         )
 
 
-def _wait_or_give_up(client: Client, path: str, seen: _Attempts) -> None:
+def _give_up(client: Client, path: str, seen: _Attempts) -> ProviderApiError:
     source = f'source "{client.source_name}"'
+    tries = f"{seen.count} retr{'y' if seen.count == 1 else 'ies'}"
+    if seen.status == 429:
+        return ProviderRateLimited(
+            f"{client.label} kept answering 429 (too many requests) to {path} for {source} "
+            f"after {tries}; the next poll tries again.",
+            retry_after=seen.retry_after,
+        )
+    if seen.status is not None:
+        return ProviderUnavailable(
+            f"{client.label} answered {seen.status} to {path} for {source} after {tries}.",
+            status=seen.status,
+        )
+    return ProviderUnavailable(
+        f"{client.label} could not be read at {path} for {source} after {tries}: {seen.clause}.",
+        status=None,
+    )
+
+
+def _wait_or_give_up(client: Client, path: str, seen: _Attempts) -> None:
     if seen.status == 429 and seen.retry_after is not None and seen.retry_after > client.max_wait:
         raise ProviderRateLimited(
-            f"{client.label} asked {source} to wait {seen.retry_after:g} s (429, Retry-After), "
-            f"longer than the {client.max_wait:g} s a poll waits; the next poll tries again.",
+            f'{client.label} asked source "{client.source_name}" to wait '
+            f"{seen.retry_after:g} s (429, Retry-After), longer than the {client.max_wait:g} s "
+            "a poll waits; the next poll tries again.",
             retry_after=seen.retry_after,
         )
     if seen.count >= client.max_retries:
-        tries = f"after {seen.count} retr{'y' if seen.count == 1 else 'ies'}"
-        if seen.status == 429:
-            raise ProviderRateLimited(
-                f"{client.label} kept answering 429 (too many requests) to {path} for "
-                f"{source} {tries}; the next poll tries again.",
-                retry_after=seen.retry_after,
-            )
-        raise ProviderUnavailable(
-            client.clean(f"{client.label} {seen.clause} to {path} for {source} {tries}."),
-            status=seen.status,
-        )
+        raise _give_up(client, path, seen)
     wait = seen.retry_after
     if wait is None:
         wait = BACKOFF_FIRST_SECONDS * 2**seen.count
     wait = min(wait, client.max_wait)
     seen.count += 1
     logger.warning(
-        "%s %s to %s for source %r; retry %d of %d in %g s",
+        "%s: %s at %s for source %r; retry %d of %d in %g s",
         client.label,
-        client.clean(seen.clause),
+        seen.clause,
         path,
         client.source_name,
         seen.count,
@@ -180,7 +199,7 @@ def _wait_or_give_up(client: Client, path: str, seen: _Attempts) -> None:
 def _decoded(client: Client, path: str, body: bytes, page: int) -> Mapping[str, Any]:
     reader = Page(client=client, path=path, number=page)
     try:
-        value = json.loads(body, parse_float=Decimal)
+        value = json.loads(body, parse_float=Decimal, parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError):
         reader.malformed("(body)", "is not JSON")
     if not isinstance(value, dict):
@@ -337,6 +356,10 @@ class Page:
         return moment.date()
 
 
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -381,7 +404,11 @@ class Days:
         a daily bucket inside the window, not seen before."""
         begins = datetime(day.year, day.month, day.day, tzinfo=UTC)
         if not 0 < (ends - begins).total_seconds() <= 86400:
-            page.malformed(where, f"of {day.isoformat()} does not end within that day")
+            page.malformed(
+                where,
+                f"is {day.isoformat()}, but the bucket ends {ends:%Y-%m-%dT%H:%M:%SZ}, not "
+                "within that day",
+            )
         if not self.start <= day < self.end:
             page.malformed(
                 where,
