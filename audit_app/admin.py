@@ -20,6 +20,7 @@ from audit_app.models import (
     HardwareTarget,
     HourlyRollup,
     PriceCard,
+    ProviderUsage,
     Recommendation,
     RecommendationEvent,
     ServingPool,
@@ -264,6 +265,34 @@ class BillingSourceAdminForm(forms.ModelForm):
             return cleaned
         cleaned.update(asdict(values))
         return cleaned
+
+
+@admin.register(ProviderUsage)
+class ProviderUsageAdmin(admin.ModelAdmin):
+    """A provider report's spend rows per day, model, project and key (read only: they come
+    from the report's upload)."""
+
+    list_display = (
+        "day",
+        "provider",
+        "model",
+        "project_id",
+        "api_key_id",
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "upload",
+        "superseded_by",
+    )
+    list_filter = ("provider", "day")
+    search_fields = ("model", "project_id", "project_name", "api_key_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(BillingSource)
