@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 from django.utils import timezone
 
 from audit_app.costs.bills import bills_summary, upload_billing
@@ -205,7 +206,7 @@ def test_a_second_poll_adds_nothing(provider_api_server: ProviderApiServer) -> N
 
 
 def test_a_restated_day_replaces_its_figures_and_shows_on_the_upload(
-    provider_api_server: ProviderApiServer,
+    provider_api_server: ProviderApiServer, finops_user: Any
 ) -> None:
     _openai_data(provider_api_server)
     source = _source(provider_api_server)
@@ -258,6 +259,12 @@ def test_a_restated_day_replaces_its_figures_and_shows_on_the_upload(
     assert [(r.period_start.date(), r.billed_before, r.billed_after) for r in changed] == [
         (restated, {"USD": Decimal("4.15")}, {"USD": Decimal("4.90")})
     ]
+    client = Client()
+    client.force_login(finops_user)
+    page = client.get(f"/uploads/{second.pk}/").content.decode()
+    restated_table = page.split('data-billing="restated"')[1].split("</table>")[0]
+    assert f"{restated:%Y-%m-%d}" in restated_table
+    assert "$4.15" in restated_table and "$4.90" in restated_table
     # The earlier upload keeps its first day current (4 usage lines and the web search cost
     # of that day), the days read again moved on.
     current = ProviderUsage.objects.filter(upload=first, superseded_by__isnull=True)
