@@ -10,7 +10,8 @@ report's spend rows (`spend_rows`), which stand in for token logs where none cov
 Its rules in full: `docs/formats.md`, section "Provider cost and usage reports", and
 `docs/methods.md`, section "Provider cost and usage reports".
 
-Pure: no Django.
+One concern, the stored document: writing it, reading it back, and what its lines mean as
+charges and spend. Pure: no Django.
 """
 
 from __future__ import annotations
