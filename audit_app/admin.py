@@ -20,6 +20,7 @@ from audit_app.models import (
     HardwareTarget,
     HourlyRollup,
     PriceCard,
+    ProviderUsage,
     Recommendation,
     RecommendationEvent,
     ServingPool,
@@ -212,8 +213,9 @@ class WorkloadOverrideAdmin(ReadOnlyAdmin):
 
 
 class BillingSourceAdminForm(forms.ModelForm):
-    """The secret key is typed, never shown: left empty on a change, the stored one is kept,
-    unless the kind, bucket or endpoint changes (then the keys are forgotten).
+    """The secret key and the admin key are typed, never shown: left empty on a change, the
+    stored one is kept, unless the kind, bucket, endpoint or base URL changes (then the keys are
+    forgotten).
     Saving goes through `audit_app.ingestion.source_changes`, so the same checks apply as on
     the API (kind-specific fields, the folder under BILLING_SOURCE_ROOTS, ...)."""
 
@@ -224,6 +226,12 @@ class BillingSourceAdminForm(forms.ModelForm):
     )
     clear_secret_access_key = forms.BooleanField(
         required=False, help_text="Forget the stored secret key."
+    )
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="OpenAI / Anthropic only: the organization's admin key. Leave empty to keep "
+        "the stored key.",
     )
 
     class Meta:
@@ -243,8 +251,9 @@ class BillingSourceAdminForm(forms.ModelForm):
         data = {field: cleaned.get(field) for field in FIELDS}
         data["enabled"] = bool(data["enabled"])
         if self.instance.pk:
-            if not data["secret_access_key"]:
-                del data["secret_access_key"]  # kept, unless the source points elsewhere
+            for secret in ("secret_access_key", "api_key"):
+                if not data[secret]:
+                    del data[secret]  # kept, unless the source points elsewhere
             data = changed_data(source_data(self.instance), data)
         if cleaned.get("clear_secret_access_key"):
             data["secret_access_key"] = ""
@@ -256,6 +265,34 @@ class BillingSourceAdminForm(forms.ModelForm):
             return cleaned
         cleaned.update(asdict(values))
         return cleaned
+
+
+@admin.register(ProviderUsage)
+class ProviderUsageAdmin(admin.ModelAdmin):
+    """A provider report's spend rows per day, model, project and key (read only: they come
+    from the report's upload)."""
+
+    list_display = (
+        "day",
+        "provider",
+        "model",
+        "project_id",
+        "api_key_id",
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "upload",
+        "superseded_by",
+    )
+    list_filter = ("provider", "day")
+    search_fields = ("model", "project_id", "project_name", "api_key_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(BillingSource)

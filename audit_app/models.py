@@ -1041,12 +1041,16 @@ class LiveRecordKey(models.Model):
 class BillingSource(models.Model):
     """A place billing exports appear, polled on a schedule (`audit_app.ingestion.sources`):
     a local or mounted folder, an HTTP(S) URL, or an S3-compatible bucket and prefix. A new or
-    changed object is ingested as a billing upload through the same pipeline as a file."""
+    changed object is ingested as a billing upload through the same pipeline as a file. An
+    `openai` or `anthropic` source reads that provider's cost and usage API instead
+    (`audit_app.ingestion.provider_sources`), each poll's report becoming one upload."""
 
     class Kind(models.TextChoices):
         FOLDER = "folder", "Folder"
         HTTP = "http", "HTTP(S) URL"
         S3 = "s3", "S3-compatible bucket"
+        OPENAI = "openai", "OpenAI costs and usage API"
+        ANTHROPIC = "anthropic", "Anthropic cost and usage API"
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -1063,6 +1067,10 @@ class BillingSource(models.Model):
     secret_access_key = EncryptedTextField(blank=True, default="")
     # Billing format name, or "auto" to detect it (`audit_app.ingestion.formats`).
     format = models.CharField(max_length=32, default="auto")
+    # openai / anthropic only: the organization admin key (encrypted at rest, never shown),
+    # and the first day the first poll reads.
+    api_key = EncryptedTextField(blank=True, default="")
+    start_date = models.DateField(null=True, blank=True)
     poll_every_minutes = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
     created_by = models.ForeignKey(
@@ -1082,6 +1090,51 @@ class BillingSource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_kind_display()})"
+
+
+class ProviderUsage(models.Model):
+    """One spend row of a provider cost and usage report (an `openai` or `anthropic` source's
+    upload): a day's requests, tokens and matched cost of one model, project or workspace, API
+    key and tier. ``cost_usd`` is the report's cost matched to these tokens (None: no cost line
+    matched, the tokens are priced from price cards); a cost line no usage matched is a row of
+    its own with no tokens. Restated like charges: a newer report of the same source, provider
+    and day sets ``superseded_by``. Where no token log covers the provider's day, the current
+    rows become rollups of their upload (`audit_app.ingestion.provider_usage`)."""
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="provider_usage")
+    provider = models.CharField(max_length=32)
+    billing_account = models.CharField(max_length=500, blank=True)
+    day = models.DateField()
+    model = models.CharField(max_length=200)
+    project_id = models.CharField(max_length=200, blank=True)
+    project_name = models.CharField(max_length=200, blank=True)
+    api_key_id = models.CharField(max_length=200, blank=True)
+    batch = models.BooleanField(default=False)
+    service_tier = models.CharField(max_length=32, blank=True)
+    requests = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)  # uncached input
+    output_tokens = models.BigIntegerField(default=0)
+    cached_input_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=24, decimal_places=9, null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        Upload,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="superseded_usage",
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["provider", "day"], name="provider_usage_day"),
+            models.Index(
+                fields=["provider", "billing_account", "day"], name="provider_usage_account"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.model} {self.day}"
 
 
 # --- Statements (audit_app.statements) ---------------------------------------------------------

@@ -3,8 +3,9 @@
 Every role reads; finops analysts (and superusers, who hold every role) write. Input is checked
 by the service (`audit_app.ingestion.source_changes`), whose refusals name the field
 (``location``, ``endpoint_url``, ...) and are answered 400 by `audit_app.api.errors`. The
-secret access key is write-only: answers say only whether one is set; a URL's user name,
-password and query values are masked (sent back masked, they stand for the stored ones)."""
+secret access key and a provider's admin key are write-only: answers say only whether one is
+set; a URL's user name, password and query values are masked (sent back masked, they stand for
+the stored ones)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,11 @@ class SourceInput(serializers.Serializer):
     location = serializers.CharField(
         help_text=(
             "folder: an absolute path under BILLING_SOURCE_ROOTS; http: an http(s) URL of one "
-            "file; s3: the bucket's name."
-        )
+            "file; s3: the bucket's name; openai / anthropic: the API's base URL (default the "
+            "provider's public one)."
+        ),
+        required=False,
+        allow_blank=True,
     )
     prefix = serializers.CharField(
         required=False,
@@ -74,6 +78,23 @@ class SourceInput(serializers.Serializer):
         ),
     )
     format = serializers.ChoiceField(choices=FORMATS_BY_KIND[BILLING], default="auto")
+    api_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text=(
+            "openai / anthropic, required: the organization's admin key. Write-only; changing "
+            "kind or location forgets it unless it is sent again."
+        ),
+    )
+    start_date = serializers.DateField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "openai / anthropic: the first day the first poll reads (default the first day of "
+            "the previous month)."
+        ),
+    )
     poll_every_minutes = serializers.IntegerField(default=60, min_value=1)
     enabled = serializers.BooleanField(default=True)
 
@@ -104,6 +125,8 @@ class SourceOutput(serializers.Serializer):
     region = serializers.CharField()
     access_key_id = serializers.CharField()
     has_secret_access_key = serializers.BooleanField()
+    has_api_key = serializers.BooleanField(help_text="openai / anthropic: an admin key is set.")
+    start_date = serializers.DateField(allow_null=True)
     format = serializers.CharField()
     poll_every_minutes = serializers.IntegerField()
     enabled = serializers.BooleanField()
@@ -158,6 +181,7 @@ def source_payload(source: BillingSource, request: Request) -> dict[str, Any]:
             )
         },
         "has_secret_access_key": bool(source.secret_access_key),
+        "has_api_key": bool(source.api_key),
         "created_by": creator.get_username() if creator else None,
         "next_poll_at": next_poll_at(source),
         "objects_seen": len(source.seen or {}),

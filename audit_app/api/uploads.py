@@ -164,6 +164,13 @@ class ReplacedPeriodOutput(serializers.Serializer):
     period_start = serializers.DateField()
     period_end = serializers.DateField()
     lines = serializers.IntegerField()
+    billed_before = serializers.DictField(
+        child=serializers.CharField(), help_text="Billed cost per currency in the earlier upload."
+    )
+    billed_after = serializers.DictField(
+        child=serializers.CharField(), help_text="Billed cost per currency in this upload."
+    )
+    changed = serializers.BooleanField(help_text="Whether this upload changed the period's cost.")
 
 
 class PoolMatchOutput(serializers.Serializer):

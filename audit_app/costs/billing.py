@@ -387,9 +387,12 @@ def _estimated_sides(start: date, end: date) -> dict[_LogKey, _Side]:
     self-hosted traffic (costed from GPU bills, never reconciled against token charges)."""
     estimates: dict[_LogKey, _Side] = defaultdict(_Side)
     pooled = set(pooled_models())
+    # A provider report's own rollups (days no token log covers) are the invoice side, never
+    # an estimate of it (`audit_app.ingestion.provider_usage`).
     rollups = (
         rollups_in_range(start=start, end=end)
         .filter(pool="")
+        .exclude(upload__kind=Upload.Kind.BILLING)
         .exclude(Q(model__in=pooled) & ~hosted_pooled_q(pooled))
     )
     for group in priced_groups(rollups, ["provider", "model", "day", "upload_id"]):

@@ -223,6 +223,14 @@ class ReplacedPeriod:
     period_start: datetime
     period_end: datetime
     lines: int
+    # Billed cost per currency of the period: as the earlier upload had it, and as this one has
+    # it (a restated day of a provider report shows here when they differ).
+    billed_before: Money = field(default_factory=dict)
+    billed_after: Money = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return self.billed_before != self.billed_after
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,6 +267,11 @@ class UploadBilling:
     unknown_meter_lines: int
     unknown_meters: list[UploadMeter]  # the first MAX_LISTED_UNKNOWN_METERS, largest first
     replaced: list[ReplacedPeriod]
+
+    @property
+    def restated(self) -> list[ReplacedPeriod]:
+        """The replaced periods whose billed cost this upload changed."""
+        return [r for r in self.replaced if r.changed]
 
     @property
     def superseded(self) -> str:
@@ -342,6 +355,9 @@ class UploadBilling:
                     "period_start": r.period_start.date().isoformat(),
                     "period_end": r.period_end.date().isoformat(),
                     "lines": r.lines,
+                    "billed_before": money_json(r.billed_before),
+                    "billed_after": money_json(r.billed_after),
+                    "changed": r.changed,
                 }
                 for r in self.replaced
             ],
@@ -461,8 +477,27 @@ def _unknown_meters(charges: QuerySet[BillingCharge]) -> list[UploadMeter]:
     )
 
 
+def _billed_by_period(charges: QuerySet[BillingCharge]) -> dict[tuple[Any, ...], Money]:
+    """Billed cost per (upload, provider, account, period start) and currency."""
+    found: dict[tuple[Any, ...], Money] = defaultdict(dict)
+    for row in (
+        charges.values(
+            "upload_id", "provider", "billing_account", "billing_period_start", "currency"
+        )
+        .annotate(billed=Sum("billed_cost"))
+        .order_by()
+    ):
+        key = (row["upload_id"], row["provider"], row["billing_account"])
+        _add(found[(*key, row["billing_period_start"])], row["currency"], row["billed"])
+    return found
+
+
 def _replaced_periods(upload: Upload) -> list[ReplacedPeriod]:
-    """The periods of older uploads this upload superseded."""
+    """The periods of older uploads this upload superseded, with their billed cost before
+    and after."""
+    replaced = BillingCharge.objects.filter(superseded_by=upload)
+    before = _billed_by_period(replaced)
+    after = _billed_by_period(BillingCharge.objects.filter(upload=upload))
     return [
         ReplacedPeriod(
             upload_id=row["upload_id"],
@@ -472,9 +507,21 @@ def _replaced_periods(upload: Upload) -> list[ReplacedPeriod]:
             period_start=row["billing_period_start"],
             period_end=row["end"],
             lines=row["n"],
+            billed_before=before.get(
+                (
+                    row["upload_id"],
+                    row["provider"],
+                    row["billing_account"],
+                    row["billing_period_start"],
+                ),
+                {},
+            ),
+            billed_after=after.get(
+                (upload.pk, row["provider"], row["billing_account"], row["billing_period_start"]),
+                {},
+            ),
         )
-        for row in BillingCharge.objects.filter(superseded_by=upload)
-        .values(
+        for row in replaced.values(
             "upload_id",
             "upload__original_name",
             "provider",

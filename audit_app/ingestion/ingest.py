@@ -30,6 +30,7 @@ from audit_app.ingestion import billing_exports as billing
 from audit_app.ingestion import token_logs as importers
 from audit_app.ingestion.billing_exports.azure import AMORTIZED_NOTE, CostBasisEvidence
 from audit_app.ingestion.billing_exports.base import BillingLine, BillingReject
+from audit_app.ingestion.billing_exports.provider_reports import read_document
 from audit_app.ingestion.cardinality import (
     TEAM_BUCKET,
     WORKLOAD_BUCKET,
@@ -38,6 +39,12 @@ from audit_app.ingestion.cardinality import (
     workload_fold_note,
 )
 from audit_app.ingestion.daily import PRICING_SUM_FIELDS, daily_from_hourly
+from audit_app.ingestion.provider_usage import (
+    aggregate_days,
+    report_usage_land,
+    report_usage_sync,
+    window_days,
+)
 from audit_app.ingestion.reading import ImportFileError, RowReject, inert_text, read_head
 from audit_app.ingestion.rollups import IngestAggregate, distinct_sketch
 from audit_app.ingestion.supersession import charges_supersede
@@ -285,6 +292,8 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
         upload.cached_input_tokens = aggregate.total("cached_input_tokens")
         upload.logged_cost_usd = nanos_to_usd(aggregate.total("logged_cost_nanos"))
         upload.save()
+        # The logs now cover these provider days: a provider report's rollups of them go.
+        report_usage_sync(aggregate_days(aggregate))
     return upload
 
 
@@ -445,6 +454,7 @@ def _ingest_billing(upload: Upload) -> Upload:
                 billed_cost=Decimal(0),
             )
         charges_supersede(upload=landed)
+        report = _report_usage(landed, detected)
         _mark_landed(landed, rows_read=rows_read, rows_rejected=rows_rejected, rejects=rejects)
         billed, effective = _stored_totals(landed)
         landed.billing_totals = {
@@ -452,8 +462,11 @@ def _ingest_billing(upload: Upload) -> Upload:
             "effective": money_json(effective),
             "cost_basis": "amortized" if amortized else "actual",
             "notes": [AMORTIZED_NOTE] if amortized else [],
+            **({"report": report} if report else {}),
         }
         landed.save()
+        if report:
+            report_usage_sync(window_days(report))
     return landed
 
 
@@ -475,6 +488,16 @@ def _stored_totals(upload: Upload) -> tuple[dict[str, Decimal], dict[str, Decima
         if row["effective"] is not None:
             effective[currency] = effective.get(currency, Decimal(0)) + row["effective"]
     return billed, effective
+
+
+def _report_usage(upload: Upload, detected: str) -> dict[str, str] | None:
+    """A provider cost report's spend rows (`audit_app.ingestion.provider_usage`), landed
+    with its charges; None for any other billing format."""
+    if detected not in billing.REPORT_FORMATS:
+        return None
+    with upload.file.open("rb") as opened:
+        document = read_document(cast(BinaryIO, opened), format=detected)
+    return report_usage_land(upload, document)
 
 
 def _charge_row(upload: Upload, line: BillingLine) -> BillingCharge:

@@ -5,9 +5,11 @@ A source is given as the API's JSON object (`FIELDS`); each refusal is a `Source
 the field at fault, which the API answers with a 400 and the page shows beside the field. The
 checks are per kind: a folder must lie under `settings.BILLING_SOURCE_ROOTS` (symlinks
 resolved), a URL must be http(s), an S3 source names a bucket (and optionally another store's
-endpoint, a region and a pair of keys); fields of another kind must be empty. The secret key is
-written, never read back (`source_payload` in the API says only whether one is set), and a
-URL's credentials (user name, password, query values) are shown masked (`shown_fields`).
+endpoint, a region and a pair of keys), an `openai` or `anthropic` source an admin key, its
+API's base URL (default the provider's) and a start date (default the first day of the previous
+month); fields of another kind must be empty. The secret key and the admin key are written,
+never read back (`source_payload` in the API says only whether one is set), and a URL's
+credentials (user name, password, query values) are shown masked (`shown_fields`).
 
 Finops analysts write (a superuser holds every role); the command line (no user) may too.
 Polling is `audit_app.ingestion.sources`.
@@ -18,15 +20,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import SOURCE_WRITER_ROLES, Actor, has_role
+from audit_app.ingestion.billing_exports.provider_reports import FORMAT_OF, PROVIDER_OF
 from audit_app.ingestion.formats import BILLING, FORMATS_BY_KIND
+from audit_app.ingestion.provider_apis import DEFAULT_BASE_URLS
+from audit_app.ingestion.provider_sources import default_start
 from audit_app.ingestion.source_objects import check_pattern, folder_in_roots
 from audit_app.lib.encryption import undecryptable
 from audit_app.lib.errors import DomainError, ErrorKind
@@ -43,12 +50,18 @@ FIELDS = (
     "access_key_id",
     "secret_access_key",
     "format",
+    "api_key",
+    "start_date",
     "poll_every_minutes",
     "enabled",
 )
-# What anyone reading a source may see: every field but the secret key.
-PUBLIC_FIELDS = tuple(field for field in FIELDS if field != "secret_access_key")
+SECRET_FIELDS = ("secret_access_key", "api_key")
+# What anyone reading a source may see: every field but the keys.
+PUBLIC_FIELDS = tuple(field for field in FIELDS if field not in SECRET_FIELDS)
 S3_ONLY = ("endpoint_url", "region", "access_key_id", "secret_access_key")
+# The provider cost API kinds and the fields only they take.
+API_KINDS = frozenset(FORMAT_OF)
+API_ONLY = ("api_key", "start_date")
 # Changing where a source reads forgets what it had seen there.
 WHERE_FIELDS = ("kind", "location", "prefix", "endpoint_url")
 # Pointing a source at another store or bucket forgets its keys, unless the secret is sent again.
@@ -64,6 +77,7 @@ _MAX_LENGTH = {
     "region": 64,
     "access_key_id": 200,
     "secret_access_key": 200,
+    "api_key": 500,
 }
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,253}[a-z0-9]$")
 _REGION = re.compile(r"^[A-Za-z0-9_-]*$")
@@ -88,6 +102,8 @@ class SourceValues:
     access_key_id: str
     secret_access_key: str
     format: str
+    api_key: str
+    start_date: date | None
     poll_every_minutes: int
     enabled: bool
 
@@ -158,6 +174,10 @@ def _prefix(kind: str, value: str) -> str:
         raise _refuse(
             "prefix", "prefix applies to folder and S3 sources; leave it empty for a URL."
         )
+    if kind in API_KINDS and value:
+        raise _refuse(
+            "prefix", f"prefix applies to folder and S3 sources; leave it empty for {kind}."
+        )
     if kind == BillingSource.Kind.FOLDER:
         try:
             check_pattern(value or "*")
@@ -166,7 +186,7 @@ def _prefix(kind: str, value: str) -> str:
     return value
 
 
-def _s3_fields(kind: str, data: Mapping[str, Any]) -> dict[str, str]:
+def _s3_fields(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
     values = {field: _text(data, field) for field in S3_ONLY}
     if kind != BillingSource.Kind.S3:
         for field, value in values.items():
@@ -191,8 +211,66 @@ def _s3_fields(kind: str, data: Mapping[str, Any]) -> dict[str, str]:
     return values
 
 
+def _api_fields(kind: str, data: Mapping[str, Any], *, today: date) -> dict[str, Any]:
+    """The admin key (required) and start date (default `default_start`) of a provider cost
+    API source; both empty for any other kind."""
+    key = _text(data, "api_key")
+    start = _start_date(data.get("start_date"))
+    if kind not in API_KINDS:
+        if key or start is not None:
+            field = "api_key" if key else "start_date"
+            raise _refuse(
+                field,
+                f"{field} applies to openai and anthropic sources only; leave it empty for a "
+                f"{kind} source.",
+            )
+        return {"api_key": "", "start_date": None}
+    if not key:
+        raise _refuse(
+            "api_key",
+            f"api_key is required: the {kind} organization's admin key, which reads its costs "
+            "and usage.",
+        )
+    if start is not None and start > today:
+        raise _refuse(
+            "start_date",
+            f"start_date {start} is in the future; the first poll reads "
+            "complete days up to yesterday.",
+        )
+    return {"api_key": key, "start_date": start or default_start(today)}
+
+
+def _start_date(value: Any) -> date | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, datetime):
+        value = value.date()
+    found: date | None = value if isinstance(value, date) else None
+    if isinstance(value, str):
+        try:
+            found = date.fromisoformat(value.strip())
+        except ValueError:
+            found = None
+    if found is None:
+        raise _refuse(
+            "start_date", f"start_date must be a date (YYYY-MM-DD), not {str(value)[:40]!r}."
+        )
+    if found.year < 2000:
+        raise _refuse("start_date", f"start_date {found} is before 2000.")
+    return found
+
+
+def _api_format(kind: str, value: Any) -> str:
+    """A provider source's one format (auto stands for it)."""
+    wanted = FORMAT_OF[kind]
+    if value not in (None, "", "auto", wanted):
+        raise _refuse("format", f"format of an {kind} source is {wanted} (or auto), not {value!r}.")
+    return wanted
+
+
 def _format(value: Any) -> str:
-    formats = FORMATS_BY_KIND[BILLING]
+    # A provider report is what an openai or anthropic source writes, never a file to find.
+    formats = tuple(f for f in FORMATS_BY_KIND[BILLING] if f not in PROVIDER_OF)
     if value not in formats:
         raise _refuse(
             "format",
@@ -231,7 +309,10 @@ def source_values(data: Mapping[str, Any]) -> SourceValues:
         raise _refuse(unknown[0], f"{unknown[0]} is not a source field: use {', '.join(FIELDS)}.")
     name = _text(data, "name", required=True)
     kind = _kind(data)
-    location = _location(kind, _text(data, "location", required=True))
+    api = kind in API_KINDS
+    location = _text(data, "location", required=not api)
+    location = _http_url("location", location or DEFAULT_BASE_URLS[kind]) if api else location
+    location = _location(kind, location) if not api else location
     prefix = _prefix(kind, _text(data, "prefix"))
     return SourceValues(
         name=name,
@@ -239,7 +320,10 @@ def source_values(data: Mapping[str, Any]) -> SourceValues:
         location=location,
         prefix=prefix,
         **_s3_fields(kind, data),
-        format=_format(data.get("format", "auto")),
+        **_api_fields(kind, data, today=timezone.now().date()),
+        format=(
+            _api_format(kind, data.get("format")) if api else _format(data.get("format", "auto"))
+        ),
         poll_every_minutes=_minutes(data.get("poll_every_minutes", 60)),
         enabled=_enabled(data.get("enabled", True)),
     )
@@ -269,6 +353,13 @@ def changed_data(before: Mapping[str, Any], sent: Mapping[str, Any]) -> dict[str
         merged["secret_access_key"] = ""
         if merged.get("access_key_id") == before.get("access_key_id"):
             merged["access_key_id"] = ""
+    if moved and before.get("api_key") and not sent.get("api_key"):
+        merged["api_key"] = ""
+    if merged.get("kind") != before.get("kind"):
+        # Another kind has another format and no start date of this one.
+        for field in ("format", "start_date"):
+            if field not in sent:
+                merged[field] = "auto" if field == "format" else None
     return merged
 
 
@@ -328,7 +419,7 @@ def source_update(*, source: BillingSource, user: Actor, data: Mapping[str, Any]
     locked = BillingSource.objects.select_for_update().get(pk=source.pk)
     before = source_data(locked)
     values = source_values(changed_data(before, data))
-    if any(before[field] != getattr(values, field) for field in WHERE_FIELDS):
+    if any(before[field] != getattr(values, field) for field in (*WHERE_FIELDS, "start_date")):
         locked.seen = {}
         locked.consecutive_failures = 0
     old = _audit_details(locked)
@@ -367,18 +458,23 @@ def _audit_details(source: BillingSource) -> dict[str, Any]:
     said to be set or not, and a URL's credentials masked."""
     details = shown_fields(source)
     details["has_secret_access_key"] = bool(source.secret_access_key)
+    details["has_api_key"] = bool(source.api_key)
+    if details.get("start_date") is not None:
+        details["start_date"] = details["start_date"].isoformat()
     return details
 
 
 def secrets_encrypt_again() -> tuple[int, list[str]]:
-    """Encrypt every stored secret key again with the first key of FIELD_ENCRYPTION_KEYS (a
-    key rotation's middle step): how many were, and the sources whose secret no key
-    decrypts (left as they are)."""
+    """Encrypt every stored secret key and admin key again with the first key of
+    FIELD_ENCRYPTION_KEYS (a key rotation's middle step): how many sources were, and those
+    whose secret no key decrypts (left as they are)."""
     done, failed = 0, []
-    for source in BillingSource.objects.exclude(secret_access_key="").order_by("pk"):
-        if undecryptable(source.secret_access_key):
+    stored = BillingSource.objects.exclude(secret_access_key="", api_key="").order_by("pk")
+    for source in stored:
+        fields = [field for field in SECRET_FIELDS if getattr(source, field)]
+        if any(undecryptable(getattr(source, field)) for field in fields):
             failed.append(source.name)
             continue
-        source.save(update_fields=["secret_access_key"])
+        source.save(update_fields=fields)
         done += 1
     return done, failed

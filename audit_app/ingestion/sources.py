@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from audit_app.access.permissions import Actor
 from audit_app.ingestion.formats import BILLING
+from audit_app.ingestion.provider_sources import API_KINDS, REFUSED, api_poll, api_seen
 from audit_app.ingestion.source_changes import check_writer
 from audit_app.ingestion.source_objects import (
     FolderReader,
@@ -84,6 +85,9 @@ class PollResult:
     duplicates: tuple[int, ...] = ()
     refused: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    provider: str = ""  # a provider cost API source's kind (openai, anthropic), else ""
+    window: str = ""  # provider sources: the days read, "2025-01-01..2025-01-31"
+    pages_read: int = 0  # provider sources: the API pages read
 
     @property
     def ok(self) -> bool:
@@ -100,6 +104,8 @@ class PollResult:
             "duplicates": list(self.duplicates),
             "refused": list(self.refused),
             "errors": list(self.errors),
+            "window": self.window,
+            "pages_read": self.pages_read,
         }
 
 
@@ -108,10 +114,10 @@ class PollResult:
 
 def poll_wait(source: BillingSource) -> timedelta:
     """How long after its last poll a source is due: its interval, or after failures
-    min(interval, 2^failures minutes)."""
+    min(interval, 2^failures minutes); a provider that refused the key waits its interval."""
     interval = max(1, source.poll_every_minutes)
     failures = source.consecutive_failures
-    if failures:
+    if failures and (source.seen or {}).get(REFUSED) is None:
         return timedelta(minutes=min(interval, 2 ** min(failures, MAX_BACKOFF_EXPONENT)))
     return timedelta(minutes=interval)
 
@@ -253,6 +259,8 @@ def source_poll(
     raises for what the source holds or how it answers. Without ``enqueue`` the uploads it
     creates are left for the caller to ingest (the command line does so in-process)."""
     now = now or timezone.now()
+    if source.kind in API_KINDS:
+        return _api_source_poll(source, now=now, enqueue=enqueue)
     outcomes: list[ObjectOutcome] = []
     listed: set[str] = set()
     errors: list[str] = []
@@ -470,6 +478,61 @@ def _record(
     for name in ("seen", "last_polled_at", "last_changed_at", "last_error", "last_error_at"):
         setattr(source, name, getattr(locked, name))
     source.consecutive_failures = locked.consecutive_failures
+
+
+def _api_source_poll(source: BillingSource, *, now: datetime, enqueue: bool) -> PollResult:
+    """One poll of a provider cost API source (`audit_app.ingestion.provider_sources`)."""
+    poll = api_poll(source, now=now, enqueue=enqueue)
+    window = ""
+    if poll.window is not None:
+        window = f"{poll.window[0].isoformat()}..{(poll.window[1] - timedelta(days=1)).isoformat()}"
+    result = PollResult(
+        source_id=source.pk,
+        source_name=source.name,
+        polled_at=now,
+        listed=0 if poll.window is None else 1,
+        unchanged=1 if poll.unchanged else 0,
+        uploads=() if poll.upload_id is None else (poll.upload_id,),
+        duplicates=() if poll.duplicate_of is None else (poll.duplicate_of,),
+        errors=(poll.error,) if poll.error else (),
+        provider=source.kind,
+        window=window,
+        pages_read=poll.pages,
+    )
+    with transaction.atomic():
+        locked = BillingSource.objects.select_for_update().filter(pk=source.pk).first()
+        if locked is None:
+            return result  # deleted while it was polled
+        locked.seen = api_seen(locked, poll)
+        locked.last_polled_at = now
+        if result.uploads:
+            locked.last_changed_at = now
+        locked.consecutive_failures = locked.consecutive_failures + 1 if poll.error else 0
+        locked.last_error = poll.error
+        locked.last_error_at = now if poll.error else None
+        locked.save(
+            update_fields=[
+                "seen",
+                "last_polled_at",
+                "last_changed_at",
+                "last_error",
+                "last_error_at",
+                "consecutive_failures",
+            ]
+        )
+    for name in ("seen", "last_polled_at", "last_changed_at", "last_error", "last_error_at"):
+        setattr(source, name, getattr(locked, name))
+    source.consecutive_failures = locked.consecutive_failures
+    logger.info(
+        "billing source %s (%s) polled: days %s, %s pages, %s new uploads, %s errors",
+        source.pk,
+        source.name,
+        window or "none",
+        poll.pages,
+        len(result.uploads),
+        len(result.errors),
+    )
+    return result
 
 
 # --- What the pages show -------------------------------------------------------------------

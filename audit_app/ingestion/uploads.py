@@ -30,6 +30,11 @@ from audit_app.ingestion.formats import (
     FORMATS_BY_KIND,
     KIND_LABELS,
 )
+from audit_app.ingestion.provider_usage import (
+    report_usage_release,
+    report_usage_sync,
+    upload_days,
+)
 from audit_app.ingestion.reading import ImportFileError
 from audit_app.ingestion.selectors import GateUse, upload_gate_uses
 from audit_app.ingestion.supersession import charges_release
@@ -390,8 +395,11 @@ def upload_delete(*, upload: Upload, user: Actor = None) -> None:
         details={"sha256": upload.sha256, "rows_accepted": upload.rows_accepted},
     )
     name = upload.file.name
+    # The provider days whose coverage this deletion changes (`provider_usage`).
+    provider_days = upload_days(upload)
     if upload.kind == Upload.Kind.BILLING:
         charges_release(upload=upload)
+        provider_days.update(report_usage_release(upload))
     try:
         upload.delete()  # rollups, workload days, charges and benchmark runs cascade
     except ProtectedError:
@@ -401,6 +409,7 @@ def upload_delete(*, upload: Upload, user: Actor = None) -> None:
         if conflict is None:
             raise
         raise conflict from None
+    report_usage_sync(provider_days)
     if upload.kind == Upload.Kind.TOKEN_LOG:
         removed = workloads_prune()
         logger.info("deleting upload %s removed %s workloads", upload.pk, removed)

@@ -1,6 +1,7 @@
 """Sources page: the billing sources with their last poll, last change and last error (red), the
-uploads each created, and for finops analysts a form to add one and a "Poll now" button. Every
-role reads; finops analysts write (`SOURCE_WRITER_ROLES`), others are refused with a 403."""
+uploads each created, and for finops analysts a form to add one (a folder, URL or bucket, or an
+OpenAI or Anthropic cost API with its admin key) and a "Poll now" button. Every role reads;
+finops analysts write (`SOURCE_WRITER_ROLES`), others are refused with a 403."""
 
 from __future__ import annotations
 
@@ -45,7 +46,11 @@ class SourceForm(forms.Form):
     location = forms.CharField(
         label="Location",
         max_length=1000,
-        help_text="A folder's absolute path (under BILLING_SOURCE_ROOTS), a URL, or a bucket.",
+        required=False,
+        help_text=(
+            "A folder's absolute path (under BILLING_SOURCE_ROOTS), a URL, or a bucket; for "
+            "OpenAI and Anthropic the API's base URL (empty: the provider's public one)."
+        ),
     )
     # The source's `prefix` ("prefix" is taken by Django's forms).
     pattern = forms.CharField(
@@ -69,6 +74,18 @@ class SourceForm(forms.Form):
             "Without keys: at AWS, the server's own AWS credentials; at another endpoint, "
             "unsigned requests."
         ),
+    )
+    api_key = forms.CharField(
+        label="Admin key (OpenAI, Anthropic)",
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="The organization's admin key that reads its costs and usage; never shown.",
+    )
+    start_date = forms.DateField(
+        label="Read from (OpenAI, Anthropic)",
+        required=False,
+        help_text="YYYY-MM-DD: the first day the first poll reads (empty: the first day of "
+        "the previous month).",
     )
     format = forms.ChoiceField(
         label="Format",

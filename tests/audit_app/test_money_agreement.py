@@ -730,3 +730,81 @@ def test_one_month_to_date_figure(
     [gpu] = [p for p in pools if p["name"] == "gpu"]
     assert (gpu["hours_billed"], gpu["hours_scheduled"]) == (24, 24)
     assert Decimal(gpu["scheduled"]) == POOL_NOVEMBER / 2
+
+
+# --- Provider cost reports (an openai source's upload, no token log) ------------------------
+# Nov 3-5 2026, per day: gpt-4o $2.40 (project "Web", keys a and b) and an unpriced cost line
+# "web search tool calls" $0.10 (project "Web"): $2.50 a day, $7.50 in all, all of it the
+# report's, as no token log covers those days. Budgets, spend, the bills and the workloads
+# read the same $7.50.
+REPORT_DAYS = [date(2026, 11, 3), date(2026, 11, 4), date(2026, 11, 5)]
+REPORT_TOTAL = Decimal("7.50")
+
+
+@pytest.fixture
+def reported(db: Any) -> Upload:
+    from audit_app.ingestion.billing_exports.provider_reports import (
+        DocCost,
+        DocUsage,
+        report_document,
+    )
+
+    costs, usage = [], []
+    for day in REPORT_DAYS:
+        for line_item, amount in (("gpt-4o, input", "2.40"), ("web search tool calls", "0.10")):
+            costs.append(
+                DocCost(day=day, line_item=line_item, model="gpt-4o" if "," in line_item else "",
+                        project_id="proj_web", project_name="Web", amount=Decimal(amount),
+                        currency="USD", service_tier="", token_type="")
+            )  # fmt: skip
+        for key, tokens in (("key_a", 3_000), ("key_b", 1_000)):
+            usage.append(
+                DocUsage(day=day, model="gpt-4o", project_id="proj_web", api_key_id=key,
+                         batch=False, service_tier="", requests=5, input_tokens=tokens,
+                         output_tokens=0, cached_input_tokens=0, cache_write_tokens=0)
+            )  # fmt: skip
+    document = report_document(
+        provider="openai",
+        account="openai-source-1",
+        start=REPORT_DAYS[0],
+        end=date(2026, 11, 6),
+        costs=costs,
+        usage=usage,
+        follows=None,
+    )
+    upload = upload_create(
+        source=io.BytesIO(document),
+        original_name="openai-costs.json",
+        kind="billing",
+        requested_format="openai-costs-api",
+        enqueue=False,
+    )
+    return upload_ingest(upload_id=upload.pk)
+
+
+def test_a_provider_report_reads_the_same_on_every_surface(
+    reported: Upload, finops: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    q = "start=2026-11-01&end=2026-11-30"
+    for group_by in ("workload", "model", "provider", "day"):
+        body, rows = walk_pages(finops, f"/api/v1/spend/?group_by={group_by}&{q}")
+        assert Decimal(body["total_usd"]) == REPORT_TOTAL, group_by
+        rows = csv_rows(finops.get(f"/spend.csv?group_by={group_by}&{q}"))
+        csv_total = sum((Decimal(r["spend_usd"]) for r in rows), Decimal(0))
+        assert close(csv_total, REPORT_TOTAL), group_by
+    _, rows = walk_pages(finops, f"/api/v1/spend/?group_by=model&{q}")
+    by_model = {r["key"]: Decimal(r["spend_usd"]) for r in rows}
+    assert by_model == {"gpt-4o": Decimal("7.20"), "web search tool calls": Decimal("0.30")}
+    _, listed = walk_pages(finops, f"/api/v1/workloads/?{q}")
+    assert {w["name"]: Decimal(w["spend_usd"]) for w in listed} == {"Web": REPORT_TOTAL}
+    assert by_testid(finops.get(f"/?{q}").content.decode(), "total-spend") == REPORT_TOTAL
+    # The bills: the same dollars as billed and effective cost.
+    bills = finops.get("/api/v1/bills/").json()
+    assert bills["billed_cost"] == {"USD": "7.5"} and bills["effective_cost"] == {"USD": "7.5"}
+    # A budget of all spend for November reads the report's month.
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 12, 1, 9, tzinfo=UTC))
+    budget = Budget.objects.create(
+        name="all", scope_kind="all", scope_value="", amount_usd=Decimal("100"), alert_at_pct=[80]
+    )
+    detail = finops.get(f"/api/v1/budgets/{budget.pk}/").json()
+    assert close(Decimal(detail["actual_usd"]), REPORT_TOTAL)

@@ -20,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
-from audit_app.ingestion.billing_exports import aws_cur, azure, focus
+from audit_app.ingestion.billing_exports import (
+    anthropic_costs,
+    aws_cur,
+    azure,
+    focus,
+    openai_costs,
+    provider_reports,
+)
 from audit_app.ingestion.billing_exports.base import (
     PARQUET_MAGIC,
     BillingChunk,
@@ -34,6 +41,7 @@ from audit_app.ingestion.reading import AUTO_FORMAT, ImportFileError, check_head
 __all__ = [
     "BILLING_IMPORTERS",
     "DETECTION_ORDER",
+    "REPORT_FORMATS",
     "BillingChunk",
     "BillingImporter",
     "BillingLine",
@@ -66,8 +74,12 @@ BILLING_IMPORTERS: dict[str, BillingImporter] = {
     "focus": focus,
     "aws-cur": aws_cur,
     "azure": azure,
+    openai_costs.NAME: openai_costs,
+    anthropic_costs.NAME: anthropic_costs,
 }
 DETECTION_ORDER = ("focus", "aws-cur", "azure")
+# Provider cost reports are JSON documents, recognised by their first bytes, not by columns.
+REPORT_FORMATS = frozenset(provider_reports.PROVIDER_OF)
 
 EXPECTED_FORMATS = (
     "FOCUS (`BilledCost`, `ChargePeriodStart`), AWS CUR (`lineItem/UnblendedCost` or "
@@ -77,6 +89,9 @@ EXPECTED_FORMATS = (
 
 def detect_billing_format(head: bytes) -> str:
     """The name of the first importer (in `DETECTION_ORDER`) that recognises the file's head."""
+    report = provider_reports.sniff_head(head)
+    if report is not None:
+        return report
     if head.startswith(PARQUET_MAGIC):
         columns = head_columns(head)
         if not columns:
@@ -120,6 +135,13 @@ def read_billing(
     if format != AUTO_FORMAT and format not in BILLING_IMPORTERS:
         known = ", ".join([AUTO_FORMAT, *BILLING_IMPORTERS])
         raise ValueError(f"unknown billing format {format!r}; expected one of {known}")
+    if format == AUTO_FORMAT:
+        stream.seek(0)
+        format = provider_reports.sniff_head(stream.read(1024)) or AUTO_FORMAT
+        stream.seek(0)
+    if format in REPORT_FORMATS:
+        yield from BILLING_IMPORTERS[format].read(stream, chunk_rows=chunk_rows)
+        return
     columns = _stream_columns(stream)
     if format == AUTO_FORMAT:
         format = _format_of(columns)

@@ -35,6 +35,7 @@ from audit_app.ingestion.daily import (
 )
 from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.ingestion.ingest import day_rows, rollup_rows
+from audit_app.ingestion.provider_usage import aggregate_days, report_usage_sync
 from audit_app.ingestion.rollups import MAX_CALLERS_PER_DAY, IngestAggregate, distinct_sketch
 from audit_app.lib.bulk import insert_all
 from audit_app.models import DailyRollup, HourlyRollup, Upload, Workload, WorkloadDay
@@ -56,6 +57,8 @@ def merge_aggregate(upload: Upload, aggregate: IngestAggregate) -> None:
     Workload.objects.bulk_create(
         [Workload(name=name) for name in sorted(names)], ignore_conflicts=True
     )
+    # The stream now covers these provider days: a provider report's rollups of them go.
+    report_usage_sync(aggregate_days(aggregate))
 
 
 def _merge_rows(

@@ -29,6 +29,8 @@ def source_row(source: BillingSource) -> dict[str, Any]:
         "where": where(source),
         "prefix": source.prefix,
         "format": source.format,
+        "start_date": source.start_date.isoformat() if source.start_date else None,
+        "has_api_key": bool(source.api_key),
         "poll_every_minutes": source.poll_every_minutes,
         "enabled": source.enabled,
         "last_polled_at": _when(source.last_polled_at),
@@ -89,15 +91,25 @@ class Command(BaseCommand):
         return result, {**result.as_dict(), "ingested": ingested}
 
     def _print_poll(self, result: PollResult, report: dict[str, Any]) -> None:
-        self.stdout.write(
-            f"{result.source_name}: {result.listed} objects, {result.unchanged} unchanged, "
-            f"{len(result.uploads)} new uploads, {len(result.duplicates)} already uploaded"
-        )
+        if result.provider:
+            self.stdout.write(
+                f"{result.source_name}: days {result.window or 'none complete yet'}, "
+                f"{result.pages_read} pages read, {result.unchanged} unchanged, "
+                f"{len(result.uploads)} new uploads, {len(result.duplicates)} already uploaded"
+            )
+        else:
+            self._print_listing(result)
         for upload in report["ingested"]:
             error = f": {upload['error']}" if upload["error"] else ""
             self.stdout.write(f"  upload {upload['id']}: {upload['status']}{error}")
         for message in (*result.refused, *result.errors):
             self.stdout.write(f"  {message}")
+
+    def _print_listing(self, result: PollResult) -> None:
+        self.stdout.write(
+            f"{result.source_name}: {result.listed} objects, {result.unchanged} unchanged, "
+            f"{len(result.uploads)} new uploads, {len(result.duplicates)} already uploaded"
+        )
 
     def _list(self, *, as_json: bool) -> None:
         rows = [source_row(s) for s in BillingSource.objects.order_by("name", "pk")]

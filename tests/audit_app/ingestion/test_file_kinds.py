@@ -62,6 +62,8 @@ def test_kind_names_are_the_models() -> None:
         "focus": "billing",
         "aws-cur": "billing",
         "azure": "billing",
+        "openai-costs-api": "billing",
+        "anthropic-costs-api": "billing",
     }
 
 

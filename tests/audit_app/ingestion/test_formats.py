@@ -59,6 +59,18 @@ def test_every_token_log_and_billing_format_with_its_kind_label_and_description(
             label="Azure cost details (EA or MCA)",
             description="an Azure cost details billing export",
         ),
+        Format(
+            name="openai-costs-api",
+            kind="billing",
+            label="OpenAI cost and usage report (polled by an openai source)",
+            description="an OpenAI cost and usage report",
+        ),
+        Format(
+            name="anthropic-costs-api",
+            kind="billing",
+            label="Anthropic cost and usage report (polled by an anthropic source)",
+            description="an Anthropic cost and usage report",
+        ),
     ]
     assert FORMAT_LABELS["auto"] == "Detect automatically"
 
@@ -74,9 +86,18 @@ def test_formats_by_kind_are_the_upload_kinds() -> None:
             "focus",
             "aws-cur",
             "azure",
+            "openai-costs-api",
+            "anthropic-costs-api",
         ),
         Upload.Kind.TOKEN_LOG: ("auto", "litellm", "otel", "litellm-callback", "generic"),
-        Upload.Kind.BILLING: ("auto", "focus", "aws-cur", "azure"),
+        Upload.Kind.BILLING: (
+            "auto",
+            "focus",
+            "aws-cur",
+            "azure",
+            "openai-costs-api",
+            "anthropic-costs-api",
+        ),
         Upload.Kind.BENCHMARK: BENCHMARK_FORMATS,
     }
 

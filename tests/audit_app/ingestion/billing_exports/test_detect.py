@@ -33,8 +33,15 @@ def parquet_bytes(columns: dict[str, list[object]]) -> bytes:
     return sink.getvalue()
 
 
-def test_registry_lists_the_three_formats_with_the_same_signature() -> None:
-    assert set(BILLING_IMPORTERS) == {"focus", "aws-cur", "azure"}
+def test_registry_lists_the_formats_with_the_same_signature() -> None:
+    # The three exports detected by their columns, and the two provider reports.
+    assert set(BILLING_IMPORTERS) == {
+        "focus",
+        "aws-cur",
+        "azure",
+        "openai-costs-api",
+        "anthropic-costs-api",
+    }
     assert DETECTION_ORDER == ("focus", "aws-cur", "azure")
     for importer in BILLING_IMPORTERS.values():
         assert callable(importer.sniff)

@@ -63,6 +63,8 @@ def test_finops_creates_an_s3_source_and_its_secret_is_never_answered(finops_use
         "region": "eu-west-3",
         "access_key_id": "AKIAEXAMPLE",
         "has_secret_access_key": True,
+        "has_api_key": False,
+        "start_date": None,
         "format": "aws-cur",
         "poll_every_minutes": 30,
         "enabled": True,
@@ -180,7 +182,11 @@ def test_poll_now_polls_and_answers_the_source(
 
 
 REFUSALS = [
-    ({"kind": "ftp"}, "kind", "kind must be one of folder, http, s3, not 'ftp'."),
+    (
+        {"kind": "ftp"},
+        "kind",
+        "kind must be one of folder, http, s3, openai, anthropic, not 'ftp'.",
+    ),
     ({"name": ""}, "name", "name is required."),
     ({"name": "x" * 101}, "name", "name is 101 characters long; at most 100 are kept."),
     ({"location": "s3://acme-billing/cur/"}, "location", None),

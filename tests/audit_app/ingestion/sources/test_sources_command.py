@@ -61,6 +61,8 @@ def test_the_list_as_json_and_as_a_table(root: Path) -> None:
         "where": "s3://acme-billing/cur/",
         "prefix": "cur/",
         "format": "auto",
+        "start_date": None,
+        "has_api_key": False,
         "poll_every_minutes": 60,
         "enabled": True,
         "last_polled_at": "2026-12-01T09:00:00+00:00",
