@@ -89,6 +89,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-09-01",
             "2024-10-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
         period(
@@ -97,6 +98,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-09-01",
             "2024-10-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
         period(
@@ -105,6 +107,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-09-01",
             "2024-10-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
         period(
@@ -113,6 +116,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-10-01",
             "2024-11-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
     ]
