@@ -42,7 +42,7 @@ def _current_uploads() -> set[int]:
     )
 
 
-# --- The rule itself (pure) ----------------------------------------------------------------------
+# --- The rule itself (pure) ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_restatement_verdict(
     )
 
 
-# --- Split exports add up --------------------------------------------------------------------------
+# --- Split exports add up -------------------------------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -129,7 +129,7 @@ def test_one_file_of_both_halves_restates_each_of_them() -> None:
     assert {r.upload_id for r in upload_billing(combined).replaced} == {atlas.pk, saturn.pk}
 
 
-# --- Restatements replace --------------------------------------------------------------------------
+# --- Restatements replace -------------------------------------------------------------------------
 
 NOV = ("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z")
 
@@ -174,7 +174,7 @@ def test_the_same_charges_on_other_days_are_another_days_file_not_a_restatement(
     assert not BillingCharge.objects.filter(superseded_by__isnull=False).exists()
 
 
-# --- Between the two: flagged, both count ----------------------------------------------------------
+# --- Between the two: flagged, both count ---------------------------------------------------------
 
 
 def _partly_overlapping() -> bytes:
