@@ -44,6 +44,10 @@ class PossibleRestatementOf:
 _DECISION_OF_EARLIER = {"supersedes": "superseded", "superseded": "supersedes"}
 
 
+def _landed(upload: Upload) -> tuple[datetime, int]:
+    return (upload.finished_at or upload.created_at, upload.pk)
+
+
 def possible_restatements(upload: Upload) -> list[PossibleRestatementOf]:
     """The uploads this one may restate or be restated by, open questions first."""
     rows = PossibleRestatement.objects.filter(Q(upload=upload) | Q(earlier=upload)).select_related(
@@ -51,9 +55,11 @@ def possible_restatements(upload: Upload) -> list[PossibleRestatementOf]:
     )
     found = []
     for row in rows:
-        newer = row.upload_id == upload.pk
-        other = row.earlier if newer else row.upload
-        decision = row.decision if newer else _DECISION_OF_EARLIER.get(row.decision, row.decision)
+        own_row = row.upload_id == upload.pk
+        other = row.earlier if own_row else row.upload
+        decision = row.decision if own_row else _DECISION_OF_EARLIER.get(row.decision, row.decision)
+        # A row the rule wrote names the later upload first; one a person wrote, either.
+        newer = _landed(upload) > _landed(other)
         found.append(
             PossibleRestatementOf(
                 other_id=other.pk,
