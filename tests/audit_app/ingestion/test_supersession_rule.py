@@ -15,6 +15,7 @@ import io
 from decimal import Decimal
 
 import pytest
+from django.core.management import call_command
 
 from audit_app.costs.bills import bills_summary, upload_billing
 from audit_app.ingestion.supersession import Verdict, restatement_verdict
@@ -93,6 +94,11 @@ def test_two_split_focus_files_of_one_account_and_month_both_count() -> None:
     assert _current_uploads() == {atlas.pk, saturn.pk}
     assert not PossibleRestatement.objects.exists()
     assert upload_billing(atlas).superseded == ""
+    out = io.StringIO()
+    call_command("bills", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "billed:    USD 199"
+    assert lines[4].split()[-2:] == [f"{atlas.pk},{saturn.pk}", "-"]
 
 
 @pytest.mark.django_db
