@@ -5,13 +5,13 @@ small invariants (``clean()``, simple properties, a billing charge's default per
 write a model makes itself is ``Recommendation.move_to``, a status move with its event row
 checked against the one table of allowed moves. Every other write goes through the services.
 
-The tables: uploads and their contents (rollups, workload days, billing charges and period
-keys), API tokens, single sign-on identities and failed logins, price cards, serving pools,
-the data version that keys cached results and the state of derived results, workloads with
-their classes and overrides, hardware targets and throughput assumptions, recommendations
-with their events, and the audit trail. It runs past 600 lines because the app has that many
-tables, not because a second concern lives here: a models package would cut it by table, not
-by concern, and every caller imports the models from this one place.
+The tables: uploads and their contents (rollups, workload days, billing charges, period keys and
+possible restatements), API tokens, single sign-on identities and failed logins, price cards,
+serving pools, the data version that keys cached results and the state of derived results,
+workloads with their classes and overrides, hardware targets and throughput assumptions,
+recommendations with their events, and the audit trail. It runs past 600 lines because the app
+has that many tables, not because a second concern lives here: a models package would cut it by
+table, not by concern, and every caller imports the models from this one place.
 """
 
 from __future__ import annotations
@@ -445,10 +445,11 @@ class BillingCharge(models.Model):
     """One line of a billing export (FOCUS, AWS CUR, Azure), money kept exactly as billed.
 
     Restated exports: a charge belongs to a billing period of a provider's billing account;
-    when a newer upload lands with lines for the same (provider, billing_account,
-    billing_period_start, amortized), this upload's lines for it stop counting and
-    `superseded_by` names the upload that replaced them (null: current). Every read of money
-    filters on `superseded_by__isnull=True` (`audit_app.ingestion.supersession` keeps it).
+    when a newer upload lands that restates this upload's charges of the same (provider,
+    billing_account, billing_period_start, amortized) (the rule: `audit_app.ingestion.
+    supersession`), this upload's lines for it stop counting and `superseded_by` names the
+    upload that replaced them (null: current). Every read of money filters on
+    `superseded_by__isnull=True`.
 
     `amortized` lines come from an amortized-cost export: their cost is in `effective_cost`
     and `billed_cost` is 0, so no billed total can count them.
@@ -523,7 +524,7 @@ class BillingCharge(models.Model):
 class BillingPeriodKey(models.Model):
     """One row per restatement key that has ever landed. Landing or deleting a billing upload
     locks the rows of its keys first (`select_for_update`), so two uploads of the same
-    account's month land one after the other and the later one always wins."""
+    account's month land one after the other and the later one always sees the earlier."""
 
     provider = models.CharField(max_length=32)
     billing_account = models.CharField(max_length=500, blank=True)
@@ -540,6 +541,45 @@ class BillingPeriodKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} {self.billing_account} {self.billing_period_start:%Y-%m-%d}"
+
+
+class PossibleRestatement(models.Model):
+    """Two billing uploads of the same billing periods whose charges overlap too little to call
+    the later one a restatement and too much to call them parts of one split export
+    (`audit_app.ingestion.supersession`): both count until someone decides. Also kept for a
+    pair a person decided on by hand, with the decision."""
+
+    class Decision(models.TextChoices):
+        OPEN = "", "Not decided: both count"
+        SUPERSEDES = "supersedes", "The upload supersedes the earlier one"
+        SUPERSEDED = "superseded", "The earlier upload supersedes this one"
+        KEEP_BOTH = "keep_both", "Both count"
+
+    upload = models.ForeignKey(
+        Upload, on_delete=models.CASCADE, related_name="possible_restatements"
+    )
+    earlier = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="possibly_restated")
+    # Over the billing periods the two share: distinct charge keys of `earlier`, and how many of
+    # them `upload` holds too (0 and 0 for a pair only decided by hand).
+    earlier_keys = models.PositiveIntegerField(default=0)
+    shared_keys = models.PositiveIntegerField(default=0)
+    decision = models.CharField(max_length=16, choices=Decision.choices, blank=True, default="")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["upload", "earlier"], name="possible_restatement_unique_pair"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"upload {self.upload_id} may restate upload {self.earlier_id}"
 
 
 class ServingPool(models.Model):
@@ -832,6 +872,7 @@ class AuditEvent(models.Model):
         SSO_ROLE_REMOVED = "sso_role_removed", "Lost a role at the identity provider"
         SSO_REFUSED = "sso_refused", "Was refused a single sign-on"
         ALLOCATION_CHANGED = "allocation_changed", "Changed how shared cost is allocated"
+        RESTATEMENT_DECIDED = "restatement_decided", "Decided whether an upload restates another"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

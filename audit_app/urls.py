@@ -34,6 +34,11 @@ urlpatterns = [
     path("uploads/<int:upload_id>/", uploads.UploadDetailView.as_view(), name="upload-detail"),
     path("uploads/<int:upload_id>/raw/", uploads.UploadRawView.as_view(), name="upload-raw"),
     path(
+        "uploads/<int:upload_id>/restatement/",
+        uploads.UploadRestatementView.as_view(),
+        name="upload-restatement",
+    ),
+    path(
         "uploads/<int:upload_id>/delete/", uploads.UploadDeleteView.as_view(), name="upload-delete"
     ),
     path("sources/", sources.SourceListView.as_view(), name="sources"),

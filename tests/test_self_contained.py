@@ -56,6 +56,10 @@ REAL_SAMPLES = {
     "billing/focus-1.0_official-sample_1000rows.csv": (755_423, "e91e5ac7edf01ed2"),
     "billing/aws-cur-legacy_anonymous-sample_1281rows.csv": (1_039_102, "31e59976423fa7fb"),
     "billing/azure-ea-costdetails_anonymous-sample_27rows.csv": (21_224, "973efb5fa30c3c99"),
+    # Examples of the FOCUS specification (README.md): the 1.3 draft's multi-model usage, and
+    # 1.2's SaaS agreement example with M/D/YY dates.
+    "billing/focus-1.3-spec_multi-model-usage.csv": (3_875, "e0f742d61a7e37b6"),
+    "billing/focus-1.2-spec_simple-saas-agreements-c_mdyy-dates.csv": (1_703, "b8e39b1d4e860a01"),
     "benchmarks/vllm/inferencex_kimik2.5_1k1k_int4_vllm_tp8_conc4_mi355x.json": (
         1_322,
         "e996680c182eba87",
@@ -160,6 +164,7 @@ def test_the_real_samples_are_in_the_repository_unmodified() -> None:
         "LICENSES/NOTICE_ray-project-llmperf.txt",
         "LICENSES/MIT_finopsfoundation-focus_converters.txt",
         "LICENSES/CC-BY-4.0_FOCUS-Sample-Data_license.md",
+        "LICENSES/CC-BY-4.0_FOCUS_Spec_license.md",
         "LICENSES/MIT_wandb-wandb.txt",
         "LICENSES/MIT_BerriAI-litellm.txt",
     ):

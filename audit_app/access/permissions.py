@@ -46,6 +46,9 @@ UPLOAD_DELETE_RULE = (
 )
 # Who may create, change and delete budgets; every role reads them.
 BUDGET_WRITER_ROLES: frozenset[Role] = frozenset({Role.FINOPS, Role.MANAGER})
+# Who may decide whether a billing upload restates another (`audit_app.ingestion.supersession`):
+# finops analysts own the spend data.
+SUPERSESSION_ROLES: frozenset[Role] = frozenset({Role.FINOPS})
 # Who may add, change, delete and poll billing sources (audit_app.ingestion.sources); every
 # role reads them.
 SOURCE_WRITER_ROLES: frozenset[Role] = frozenset({Role.FINOPS})

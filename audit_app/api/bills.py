@@ -28,10 +28,14 @@ class BillPeriodOutput(serializers.Serializer):
         "no spend figure until their day completes.",
     )
     effective_cost = serializers.DictField(child=serializers.CharField())
-    upload_id = serializers.IntegerField(help_text="The upload whose charges count.")
+    upload_id = serializers.IntegerField(help_text="The newest upload whose charges count.")
+    upload_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Every upload whose charges count: several for a split export.",
+    )
     superseded_upload_ids = serializers.ListField(
         child=serializers.IntegerField(),
-        help_text="Earlier uploads of this period, replaced by `upload_id`.",
+        help_text="Earlier uploads of this period whose charges a restated export replaced.",
     )
 
 

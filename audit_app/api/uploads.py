@@ -1,5 +1,5 @@
 """Uploads API: create (multipart, 202), list, detail (with a billing upload's contents),
-delete."""
+delete, and the decisions whether a billing upload restates another (supersede, keep both)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from audit_app.access.permissions import (
     ALL_ROLES,
+    SUPERSESSION_ROLES,
     UPLOAD_DELETE_RULE,
     UPLOADER_ROLES,
     upload_delete_refusal,
@@ -26,6 +27,7 @@ from audit_app.api.fields import ExactMoneyField
 from audit_app.api.pagination import PAGE_PARAMETERS, PageOutput, paginate
 from audit_app.costs.bills import upload_billing
 from audit_app.ingestion.live.selectors import stream_batches
+from audit_app.ingestion.supersession import supersession_keep_both, supersession_mark
 from audit_app.ingestion.uploads import (
     AUTO_KIND,
     UPLOAD_KINDS,
@@ -173,6 +175,30 @@ class ReplacedPeriodOutput(serializers.Serializer):
     changed = serializers.BooleanField(help_text="Whether this upload changed the period's cost.")
 
 
+class PossibleRestatementOutput(serializers.Serializer):
+    """Another billing upload of the same periods this one may restate or be restated by: too
+    few shared charges to call it a restatement, too many to call it a split export."""
+
+    other_upload_id = serializers.IntegerField()
+    other_upload_name = serializers.CharField()
+    this_upload_is = serializers.ChoiceField(
+        choices=["newer", "older"], help_text="Which of the two landed later."
+    )
+    earlier_charge_keys = serializers.IntegerField(
+        help_text="Distinct charge keys of the older upload in the periods they share."
+    )
+    shared_charge_keys = serializers.IntegerField(help_text="How many of them the newer holds.")
+    decision = serializers.ChoiceField(
+        choices=["", "supersedes", "superseded", "keep_both"],
+        help_text=(
+            "Said of this upload: `supersedes` (it replaces the other), `superseded`, "
+            "`keep_both`, or empty while nobody decided (both count)."
+        ),
+    )
+    decided_by = serializers.CharField(allow_null=True)
+    decided_at = serializers.DateTimeField(allow_null=True)
+
+
 class PoolMatchOutput(serializers.Serializer):
     pool = serializers.CharField()
     currency = serializers.CharField()
@@ -209,6 +235,7 @@ class UploadBillingOutput(serializers.Serializer):
     unknown_meter_lines = serializers.IntegerField()
     unknown_meters = UnknownMeterOutput(many=True)
     replaced = ReplacedPeriodOutput(many=True)
+    possible_restatements = PossibleRestatementOutput(many=True)
 
 
 class SetAsideBatchOutput(serializers.Serializer):
@@ -342,3 +369,80 @@ class UploadDetailApi(APIView):
             raise PermissionDenied(refusal)
         upload_delete(upload=upload, user=request.user)  # UploadInUse: 409, naming the gates
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SupersedeInput(serializers.Serializer):
+    supersedes = serializers.IntegerField(
+        help_text="The id of the billing upload whose charges this upload replaces."
+    )
+
+
+class KeepBothInput(serializers.Serializer):
+    other = serializers.IntegerField(
+        help_text="The id of the billing upload that counts beside this one."
+    )
+
+
+class SupersessionOutput(serializers.Serializer):
+    """What a decision about two billing uploads changed."""
+
+    upload_id = serializers.IntegerField()
+    other_upload_id = serializers.IntegerField()
+    decision = serializers.ChoiceField(choices=["supersedes", "keep_both"])
+    charges_changed = serializers.IntegerField(
+        help_text="Charges that stopped counting (supersedes) or count again (keep_both)."
+    )
+
+
+def _other_upload(upload_id: int, *, field: str) -> Upload:
+    other = Upload.objects.filter(pk=upload_id).first()
+    if other is None:
+        raise ValidationError({field: [f"There is no upload {upload_id}."]})
+    return other
+
+
+class UploadSupersedeApi(APIView):
+    """Mark this billing upload as restating another (finops): the other's charges of the
+    billing periods they share stop counting. Audited; derived results refresh."""
+
+    roles_by_method = {"POST": SUPERSESSION_ROLES}
+
+    @extend_schema(
+        request=SupersedeInput, responses={200: SupersessionOutput, 400: None, 409: None}
+    )
+    def post(self, request: Request, upload_id: int) -> Response:
+        upload = get_object_or_404(Upload, pk=upload_id)
+        data = SupersedeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        other = _other_upload(data.validated_data["supersedes"], field="supersedes")
+        changed = supersession_mark(superseding=upload, superseded=other, user=request.user)
+        body = {
+            "upload_id": upload.pk,
+            "other_upload_id": other.pk,
+            "decision": "supersedes",
+            "charges_changed": changed,
+        }
+        return Response(SupersessionOutput(body).data)
+
+
+class UploadKeepBothApi(APIView):
+    """Keep this billing upload and another both counting (finops): undoes a supersession
+    between them, either way, and settles a possible restatement. Audited; derived results
+    refresh."""
+
+    roles_by_method = {"POST": SUPERSESSION_ROLES}
+
+    @extend_schema(request=KeepBothInput, responses={200: SupersessionOutput, 400: None, 409: None})
+    def post(self, request: Request, upload_id: int) -> Response:
+        upload = get_object_or_404(Upload, pk=upload_id)
+        data = KeepBothInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        other = _other_upload(data.validated_data["other"], field="other")
+        changed = supersession_keep_both(upload=upload, other=other, user=request.user)
+        body = {
+            "upload_id": upload.pk,
+            "other_upload_id": other.pk,
+            "decision": "keep_both",
+            "charges_changed": changed,
+        }
+        return Response(SupersessionOutput(body).data)

@@ -57,6 +57,16 @@ urlpatterns = [
     path("bills/", bills.BillsApi.as_view(), name="api-bills"),
     path("uploads/", uploads.UploadListCreateApi.as_view(), name="api-uploads"),
     path("uploads/<int:upload_id>/", uploads.UploadDetailApi.as_view(), name="api-upload-detail"),
+    path(
+        "uploads/<int:upload_id>/supersede/",
+        uploads.UploadSupersedeApi.as_view(),
+        name="api-upload-supersede",
+    ),
+    path(
+        "uploads/<int:upload_id>/keep-both/",
+        uploads.UploadKeepBothApi.as_view(),
+        name="api-upload-keep-both",
+    ),
     path("budgets/", budgets.BudgetListCreateApi.as_view(), name="api-budgets"),
     path("budgets/<int:budget_id>/", budgets.BudgetDetailApi.as_view(), name="api-budget-detail"),
     path("statements/", statements.StatementApi.as_view(), name="api-statements"),

@@ -2,15 +2,15 @@
 resolved (`bills_summary`, behind `manage.py bills` and `GET /api/v1/bills/`), and what one
 billing upload holds (`upload_billing`, behind its page and the upload API).
 
-A bill period is one (provider, billing account, billing period) of actual-cost charges, or
-of amortized-cost charges (`cost_basis`): only the newest upload of each counts
-(`audit_app.ingestion.supersession`). Billed cost comes from actual-cost charges alone. Effective
-cost comes from the amortized export when one covers the period (it spreads commitment
-purchases over usage; the actual export leaves its commitment rows without one), else from
-the actual one; lines without an effective cost (AWS CUR without amortized columns) add
-nothing to it. Billed cost on lines dated after the last complete day (`reporting.days`) is
-also given apart as scheduled: a bill may charge ahead, and no spend figure counts it until
-its day completes.
+A bill period is one (provider, billing account, billing period) of actual-cost charges, or of
+amortized-cost charges (`cost_basis`): only its current charges count, those no restated export
+replaced (`audit_app.ingestion.supersession`); a split export's uploads count together. Billed
+cost comes from actual-cost charges alone. Effective cost comes from the amortized export when
+one covers the period (it spreads commitment purchases over usage; the actual export leaves its
+commitment rows without one), else from the actual one; lines without an effective cost (AWS CUR
+without amortized columns) add nothing to it. Billed cost on lines dated after the last complete
+day (`reporting.days`) is also given apart as scheduled: a bill may charge ahead, and no spend
+figure counts it until its day completes.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from audit_app.costs.billing import pool_charges
+from audit_app.costs.restatements import PossibleRestatementOf, possible_restatements
 from audit_app.lib.days import complete_until
 from audit_app.lib.formatting import decimal_text, money_json
 from audit_app.lib.results_cache import cached
@@ -51,7 +52,7 @@ def _basis(amortized: bool) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class BillPeriod:
-    """One account's billing period of one cost basis, as its newest upload states it."""
+    """One account's billing period of one cost basis, as its current charges state it."""
 
     provider: str
     account: str
@@ -60,9 +61,11 @@ class BillPeriod:
     cost_basis: str
     billed_cost: Money  # empty for an amortized period: it holds no billed cost
     effective_cost: Money
-    upload_id: int
+    upload_id: int  # the newest upload whose charges count
     superseded_upload_ids: list[int]
     scheduled_cost: Money = field(default_factory=dict)  # billed, dated after the last complete day
+    # Every upload whose charges count: more than one for a split export (`supersession`).
+    upload_ids: list[int] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class BillPeriod:
             "scheduled_cost": money_json(self.scheduled_cost),
             "effective_cost": money_json(self.effective_cost),
             "upload_id": self.upload_id,
+            "upload_ids": self.upload_ids,
             "superseded_upload_ids": self.superseded_upload_ids,
         }
 
@@ -163,6 +167,7 @@ def _bills_summary(until: datetime) -> BillsSummary:
                 billed_cost=part.billed,
                 effective_cost=part.effective,
                 upload_id=max(part.current_upload_ids),
+                upload_ids=sorted(part.current_upload_ids),
                 superseded_upload_ids=sorted(part.superseded_upload_ids),
                 scheduled_cost=part.scheduled,
             )
@@ -267,6 +272,7 @@ class UploadBilling:
     unknown_meter_lines: int
     unknown_meters: list[UploadMeter]  # the first MAX_LISTED_UNKNOWN_METERS, largest first
     replaced: list[ReplacedPeriod]
+    possible_restatements: list[PossibleRestatementOf] = field(default_factory=list)
 
     @property
     def restated(self) -> list[ReplacedPeriod]:
@@ -290,6 +296,14 @@ class UploadBilling:
         """(id, file name) of each upload that restates some of this upload's periods."""
         names = {p.superseded_by_id: p.superseded_by_name for p in self.periods}
         return [(pk, names[pk]) for pk in self.superseding_upload_ids]
+
+    @property
+    def open_restatements(self) -> list[PossibleRestatementOf]:
+        return [p for p in self.possible_restatements if p.open]
+
+    @property
+    def decided_restatements(self) -> list[PossibleRestatementOf]:
+        return [p for p in self.possible_restatements if not p.open]
 
     @property
     def totals(self) -> list[tuple[str, Decimal | None, Decimal | None]]:
@@ -360,6 +374,19 @@ class UploadBilling:
                     "changed": r.changed,
                 }
                 for r in self.replaced
+            ],
+            "possible_restatements": [
+                {
+                    "other_upload_id": p.other_id,
+                    "other_upload_name": p.other_name,
+                    "this_upload_is": "newer" if p.newer else "older",
+                    "earlier_charge_keys": p.earlier_keys,
+                    "shared_charge_keys": p.shared_keys,
+                    "decision": p.decision,
+                    "decided_by": p.decided_by or None,
+                    "decided_at": p.decided_at.isoformat() if p.decided_at else None,
+                }
+                for p in self.possible_restatements
             ],
         }
 
@@ -535,7 +562,8 @@ def _replaced_periods(upload: Upload) -> list[ReplacedPeriod]:
 
 def upload_billing(upload: Upload) -> UploadBilling:
     """The billing side of one upload: totals as landed, periods and whether each still counts,
-    accounts, serving pools its lines match, unknown meters, and what it superseded."""
+    accounts, serving pools its lines match, unknown meters, what it superseded, and the uploads
+    it may restate or be restated by."""
     charges = BillingCharge.objects.filter(upload=upload)
     upload_periods = _upload_periods(charges)
     sub_accounts = charges.exclude(account_id="").values_list("account_id", flat=True)
@@ -554,4 +582,5 @@ def upload_billing(upload: Upload) -> UploadBilling:
         unknown_meter_lines=sum(m.lines for m in meters),
         unknown_meters=meters[:MAX_LISTED_UNKNOWN_METERS],
         replaced=_replaced_periods(upload),
+        possible_restatements=possible_restatements(upload),
     )

@@ -4,7 +4,8 @@ Exactly once: parsing writes nothing but progress; the rollups, day shapes, tota
 `succeeded` status are written in ONE transaction at the end. A worker killed mid-way leaves the
 upload `running` with no rollups, and the redelivered task starts over; a task delivered again
 after success finds `succeeded` and does nothing. Memory grows with the number of distinct
-(hour, workload, model, ...) keys, not with the file size.
+(hour, workload, model, ...) keys, not with the file size. A file whose every row was rejected
+lands nothing and fails, naming its first rejects (`nothing_accepted`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from audit_app.ingestion.provider_usage import (
     report_usage_sync,
     window_days,
 )
-from audit_app.ingestion.reading import ImportFileError, RowReject, inert_text, read_head
+from audit_app.ingestion.reading import ImportFileError, RowReject, inert_text, quoted, read_head
 from audit_app.ingestion.rollups import IngestAggregate, distinct_sketch
 from audit_app.ingestion.supersession import charges_supersede
 from audit_app.ingestion.token_logs.base import ParsedChunk
@@ -66,6 +67,8 @@ from audit_app.models import (
 logger = logging.getLogger(__name__)
 
 MAX_STORED_REJECTS = 1000
+# How many rejects the error of an upload with no accepted row names (all are in `rejects`).
+ALL_REJECTED_NAMED = 3
 PROGRESS_INTERVAL_SECONDS = 0.5
 CHUNK_ROWS = 200_000
 BULK_BATCH = 2000
@@ -213,6 +216,34 @@ def _mark_landed(
     upload.error = ""
 
 
+def nothing_accepted(*, rows_read: int, rows_rejected: int) -> bool:
+    """The failure rule: rows were read and every one was rejected. A file with no rows at all
+    (a header alone) is not this: it lands, empty."""
+    return rows_read > 0 and rows_rejected >= rows_read
+
+
+def all_rejected_message(*, rows_read: int, rejects: Sequence[RowReject]) -> str:
+    """The sentence an upload whose every row was rejected fails with, naming the first
+    rejects (line, field, value, reason)."""
+    first = sorted(rejects, key=lambda r: r.line)[:ALL_REJECTED_NAMED]
+    named = "; ".join(
+        f"line {r.line}, field `{r.field}`, value {quoted(r.value)}: {r.reason.rstrip('.')}"
+        for r in first
+    )
+    rows = "the one row was" if rows_read == 1 else f"all {rows_read:,} rows were"
+    return f"No row was accepted ({rows} rejected), so nothing landed. First rejects: {named}."
+
+
+def _mark_all_rejected(
+    upload: Upload, *, rows_read: int, rejects: Sequence[RowReject | BillingReject]
+) -> None:
+    """`_mark_landed`'s counts and rejects on an upload that fails by the rule of
+    `nothing_accepted`; the caller saves."""
+    _mark_landed(upload, rows_read=rows_read, rows_rejected=rows_read, rejects=rejects)
+    upload.status = Upload.Status.FAILED
+    upload.error = inert_text(all_rejected_message(rows_read=rows_read, rejects=rejects))[:2000]
+
+
 def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> ParseResult:
     result = ParseResult(format=detected)
     progress = _Progress(upload)
@@ -266,6 +297,10 @@ def _land_now(upload_id: int, result: ParseResult) -> Upload:
         HourlyRollup.objects.filter(upload=upload).delete()
         DailyRollup.objects.filter(upload=upload).delete()
         WorkloadDay.objects.filter(upload=upload).delete()
+        if nothing_accepted(rows_read=result.rows_read, rows_rejected=result.rows_rejected):
+            _mark_all_rejected(upload, rows_read=result.rows_read, rejects=result.rejects)
+            upload.save()
+            return upload
         aggregate, notes = _within_limits(aggregate)
         # COPY on PostgreSQL (`audit_app.lib.bulk`): landing is the one step of a fanned-out
         # ingest that no other worker shares.
@@ -403,10 +438,12 @@ def day_rows(upload: Upload, aggregate: IngestAggregate) -> Iterator[dict[str, A
 # Billing lines can run to millions, so they are written in batches while the file is read
 # instead of being held until the end. Readers only see charges of `succeeded` uploads, so an
 # ingest still lands whole or not at all; a retry first deletes what an earlier attempt wrote.
-# Landing marks the upload succeeded and supersedes earlier uploads of the same billing periods
-# (`audit_app.ingestion.supersession`) in one transaction. An Azure amortized-cost export (told
-# by its commitment rows over the whole file, `CostBasisEvidence`) lands its costs as effective
-# cost with billed cost 0, marked `amortized`, and says so in a note on the upload.
+# Landing marks the upload succeeded and supersedes the earlier uploads of the same billing
+# periods it restates (`audit_app.ingestion.supersession`) in one transaction; a file whose
+# every row was rejected fails instead (`nothing_accepted`), its rejects kept. An Azure
+# amortized-cost export (told by its commitment rows over the whole file, `CostBasisEvidence`)
+# lands its costs as effective cost with billed cost 0, marked `amortized`, and says so in a
+# note on the upload.
 
 
 def _ingest_billing(upload: Upload) -> Upload:
@@ -419,11 +456,7 @@ def _ingest_billing(upload: Upload) -> Upload:
         with upload.file.open("rb") as opened:
             stream = cast(BinaryIO, opened)  # the FieldFile proxies the binary file it opened
             requested = upload.requested_format
-            detected = (
-                billing.detect_billing_format(read_head(stream))
-                if requested == "auto"
-                else requested
-            )
+            detected = billing.detect_billing_stream(stream) if requested == "auto" else requested
             Upload.objects.filter(pk=upload.pk).update(format=detected)
             stream.seek(0)
             for chunk in billing.read_billing(stream, format=detected, chunk_rows=CHUNK_ROWS):
@@ -446,6 +479,11 @@ def _ingest_billing(upload: Upload) -> Upload:
         if landed.status == Upload.Status.FAILED:
             # Failed meanwhile by another delivery: never revived (see `mark_running`); its
             # charges count nowhere, as only succeeded uploads' charges are read.
+            return landed
+        if nothing_accepted(rows_read=rows_read, rows_rejected=rows_rejected):
+            BillingCharge.objects.filter(upload=landed).delete()
+            _mark_all_rejected(landed, rows_read=rows_read, rejects=rejects)
+            landed.save()
             return landed
         if amortized:
             BillingCharge.objects.filter(upload=landed).update(

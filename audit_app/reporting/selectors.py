@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models import Count, Max, Min, Prefetch, QuerySet, Sum
 from django.db.models.functions import ExtractHour, ExtractIsoWeekDay, TruncDate
 from django.utils import timezone
 
@@ -18,6 +18,7 @@ from audit_app.ingestion.histograms import LatencyHistogram
 from audit_app.lib.results_cache import cached, query_key
 from audit_app.models import (
     HourlyRollup,
+    PossibleRestatement,
     Recommendation,
     ServingPool,
     Upload,
@@ -60,7 +61,15 @@ def uploads_per_day(*, days: int = 30, today: date | None = None) -> UploadsPerD
 
 
 def upload_list(*, limit: int = 200) -> list[Upload]:
-    return list(Upload.objects.select_related("uploaded_by", "billing_source")[:limit])
+    """The newest uploads, each with the billing uploads it may restate (`may_restate`) or be
+    restated by (`may_be_restated_by`) while nobody decided (`PossibleRestatement`)."""
+    undecided = PossibleRestatement.objects.filter(decision=PossibleRestatement.Decision.OPEN)
+    return list(
+        Upload.objects.select_related("uploaded_by", "billing_source").prefetch_related(
+            Prefetch("possible_restatements", queryset=undecided, to_attr="may_restate"),
+            Prefetch("possibly_restated", queryset=undecided, to_attr="may_be_restated_by"),
+        )[:limit]
+    )
 
 
 # --- Spend ---------------------------------------------------------------------------------

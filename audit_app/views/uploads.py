@@ -1,5 +1,5 @@
 """Upload pages: the form, the detail page with live progress, the raw file, delete (after a
-confirmation page)."""
+confirmation page), and the decision whether a billing upload restates another."""
 
 from __future__ import annotations
 
@@ -16,14 +16,18 @@ from django.views.generic import TemplateView
 
 from audit_app.access.permissions import (
     ALL_ROLES,
+    SUPERSESSION_ROLES,
     UPLOADER_ROLES,
     RoleRequiredMixin,
+    has_role,
+    method_roles,
     upload_delete_refusal,
 )
 from audit_app.costs.bills import upload_billing
 from audit_app.forms import UploadForm
 from audit_app.ingestion.live.selectors import stream_batches
 from audit_app.ingestion.selectors import upload_contribution
+from audit_app.ingestion.supersession import supersession_keep_both, supersession_mark
 from audit_app.ingestion.uploads import (
     DuplicateUpload,
     StorageFull,
@@ -34,6 +38,7 @@ from audit_app.ingestion.uploads import (
     upload_delete,
     upload_delete_conflict,
 )
+from audit_app.lib.errors import DomainError
 from audit_app.lib.upload_handlers import upload_too_large
 from audit_app.models import Upload
 
@@ -107,8 +112,44 @@ class UploadDetailView(RoleRequiredMixin, TemplateView):
             else None
         )
         context["stream"] = stream_batches(upload=upload)
+        context["can_decide_restatement"] = has_role(
+            self.request.user, method_roles(UploadRestatementView, "POST")
+        )
         context["status_labels"] = dict(Upload.Status.choices)  # for the progress poll
         return context
+
+
+class UploadRestatementView(RoleRequiredMixin, View):
+    """POST from a billing upload's page: this upload supersedes the other (`supersedes`), the
+    other supersedes this one (`superseded`), or both count (`keep_both`)."""
+
+    roles_by_method = {"POST": SUPERSESSION_ROLES}
+    DECISIONS = ("supersedes", "superseded", "keep_both")
+
+    def post(self, request: HttpRequest, upload_id: int) -> HttpResponse:
+        upload = get_object_or_404(Upload, pk=upload_id)
+        back = HttpResponseRedirect(reverse("upload-detail", args=[upload.pk]))
+        decision = request.POST.get("decision", "")
+        other_id = request.POST.get("other", "")
+        other = Upload.objects.filter(pk=int(other_id)).first() if other_id.isdigit() else None
+        if decision not in self.DECISIONS or other is None:
+            messages.error(request, "Choose one of the buttons for another billing upload.")
+            return back
+        try:
+            if decision == "supersedes":
+                supersession_mark(superseding=upload, superseded=other, user=request.user)
+                done = f"Upload {upload.pk} now supersedes upload {other.pk}"
+            elif decision == "superseded":
+                supersession_mark(superseding=other, superseded=upload, user=request.user)
+                done = f"Upload {other.pk} now supersedes upload {upload.pk}"
+            else:
+                supersession_keep_both(upload=upload, other=other, user=request.user)
+                done = f"Uploads {upload.pk} and {other.pk} both count"
+        except DomainError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"{done} for the billing periods they share.")
+        return back
 
 
 class UploadRawView(RoleRequiredMixin, View):

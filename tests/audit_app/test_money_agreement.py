@@ -155,6 +155,11 @@ NO_MONEY = {
     "sso-no-role",
     "api-tokens",
     "api-token-revoke",
+    # Deciding whether a billing upload restates another: POST only, answers ids and a count of
+    # charges; what then counts shows on the upload pages and bills.
+    "upload-restatement",
+    "api-upload-supersede",
+    "api-upload-keep-both",
 }
 # Routes added by other work land here until classified; keep it empty.
 SURFACE_ALIASES: dict[str, str] = {}

@@ -49,6 +49,7 @@ __all__ = [
     "ImportFileError",
     "ParsedMeter",
     "detect_billing_format",
+    "detect_billing_stream",
     "parse_meter",
     "read_billing",
 ]
@@ -103,6 +104,15 @@ def detect_billing_format(head: bytes) -> str:
         check_head(head)
         columns = head_columns(head)
     return _format_of(columns)
+
+
+def detect_billing_stream(stream: BinaryIO) -> str:
+    """The name of the first importer that recognises a whole file's columns, CSV or Parquet
+    (whose column names are in its footer), with the stream rewound."""
+    try:
+        return _format_of(_stream_columns(stream))
+    finally:
+        stream.seek(0)
 
 
 def _format_of(columns: frozenset[str]) -> str:

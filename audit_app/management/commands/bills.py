@@ -17,7 +17,8 @@ def _money(amounts: dict[str, str]) -> str:
 class Command(BaseCommand):
     help = (
         "Billed and effective cost per currency over current charges, and each billing period "
-        "with the upload that counts for it and the uploads it superseded."
+        "with the uploads that count for it (several for a split export) and the uploads "
+        "they superseded."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -45,9 +46,10 @@ class Command(BaseCommand):
         )
         for period in data["periods"]:
             superseded = " ".join(str(pk) for pk in period["superseded_upload_ids"]) or "-"
+            counting = ",".join(str(pk) for pk in period["upload_ids"])  # several: a split export
             span = f"{period['period_start']}..{period['period_end']}"
             self.stdout.write(
                 f"{period['provider'][:10]:<10} {period['account'][-24:]:<24} {span:<24} "
                 f"{period['cost_basis']:<9} {_money(period['billed_cost'])[:28]:<28} "
-                f"{period['upload_id']:>6}  {superseded}"
+                f"{counting:>6}  {superseded}"
             )

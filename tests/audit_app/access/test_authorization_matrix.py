@@ -58,6 +58,9 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "api-bills": API,
     "api-uploads": API,
     "api-upload-detail": API_DETAIL,
+    # Finops analysts decide, by POST: tests/audit_app/ingestion/test_supersession_decisions.py.
+    "api-upload-supersede": API_POST_ONLY,
+    "api-upload-keep-both": API_POST_ONLY,
     "api-benchmark-runs": API,
     "api-benchmark-run-detail": API_DETAIL,
     "api-gates": API,
@@ -76,6 +79,7 @@ EXPECTED: dict[str, tuple[int, ...]] = {
     "upload-new": (302, 200, 200, 403, 200),  # managers review; they do not upload
     "upload-detail": PAGE_DETAIL,
     "upload-raw": PAGE_DETAIL,
+    "upload-restatement": POST_ONLY_ANY_ROLE,  # finops decide, by POST
     # The confirmation page; whose uploads each role may delete: DELETE_RULE below.
     "upload-delete": PAGE_DETAIL,
     "recommendations": PAGE,

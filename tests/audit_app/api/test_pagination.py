@@ -359,6 +359,8 @@ NOT_LISTS = {
     "api-recommendation-decision",
     "api-plan",  # a report: its options are the plan's parts, listed whole
     "api-upload-detail",
+    "api-upload-supersede",
+    "api-upload-keep-both",
     "api-benchmark-run-detail",
     "api-gate-detail",
     "api-budget-detail",

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from audit_app.lib.formatting import decimal_text
 from audit_app.ingestion.uploads import upload_delete
+from audit_app.lib.formatting import decimal_text
 from tests.audit_app.ingestion.billing_exports.bills import (
     billed_total_by_csv,
     focus_csv,
@@ -74,6 +74,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-09-01",
             "2024-10-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
         period(
@@ -82,6 +83,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-09-01",
             "2024-10-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
         period(
@@ -90,6 +92,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-09-01",
             "2024-10-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
         period(
@@ -98,6 +101,7 @@ def test_bills_json_on_the_restated_focus_sample_then_after_deleting_the_restate
             "2024-10-01",
             "2024-11-01",
             upload_id=second.pk,
+            upload_ids=[second.pk],
             superseded_upload_ids=[first.pk],
         ),
     ]

@@ -46,7 +46,14 @@ def _older_and_newer() -> tuple[Upload, Upload]:
         ),
         "oct-nov.csv",
     )
-    newer = ingest_bill(focus_csv(_row("90.00", 11)), "nov-restated.csv")
+    # The same two November charges at new amounts: a restatement (`supersession`).
+    newer = ingest_bill(
+        focus_csv(
+            _row("90.00", 11, resource="i-gpu", usage_type="BoxUsage:p5.48xlarge"),
+            _row("0.40", 11, service="Amazon Bedrock", usage_type="USE1-MysteryModel-tokens"),
+        ),
+        "nov-restated.csv",
+    )
     return older, newer
 
 
@@ -96,7 +103,7 @@ def test_the_newer_uploads_page_lists_what_it_replaced(client: Client, finops_us
     assert f"upload {older.pk} (oct-nov.csv) aws acct-1 2026-11-01 to 2026-12-01 2" in text
     assert f'href="/uploads/{older.pk}/"' in html
     assert "None of its lines belong to a serving pool" in text
-    assert "None: every AI-looking meter was read." in text
+    assert "aws USE1-MysteryModel-tokens 1 $0.40" in text
 
 
 def test_a_wholly_superseded_upload_says_so(client: Client, finops_user: Any) -> None:
@@ -198,6 +205,7 @@ def test_api_detail_of_a_billing_upload(client: Client, finops_user: Any) -> Non
             }
         ],
         "replaced": [],
+        "possible_restatements": [],
     }
     replaced = client.get(f"/api/v1/uploads/{newer.pk}/").json()["billing"]["replaced"]
     assert replaced == [
