@@ -35,6 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from audit_app.ingestion.reading import RowReject, RowRejected, quoted
 from audit_app.ingestion.token_logs.base import CanonicalRequest, RowOutcome
@@ -42,6 +43,7 @@ from audit_app.ingestion.token_logs.otel_fields import (
     GEN_AI_PREFIX,
     RESOURCE_ATTRIBUTES,
     SPAN_ATTRIBUTES,
+    SPAN_EVENTS,
     is_gen_ai,
     iter_document_spans,
     json_span_outcome,
@@ -133,6 +135,7 @@ def _parse_protobuf(payload: bytes) -> ParsedExport:
                 outcome = span_outcome(
                     attributes=attributes,
                     resource_attributes=resource_attributes,
+                    events=_first_events(span.events),
                     start_time_unix_nano=span.start_time_unix_nano,
                     end_time_unix_nano=span.end_time_unix_nano,
                     status_code=span.status.code,
@@ -166,6 +169,15 @@ def _gen_ai_attributes(key_values: Sequence[KeyValue]) -> dict[str, object] | No
         if not gen_ai and key.startswith(GEN_AI_PREFIX):
             gen_ai = True
     return wanted if gen_ai else None
+
+
+def _first_events(events: Sequence[Span.Event]) -> dict[str, object]:
+    """The time of the first event of each name in `SPAN_EVENTS`."""
+    first: dict[str, object] = {}
+    for event in events:
+        if event.name in SPAN_EVENTS and event.name not in first:
+            first[event.name] = event.time_unix_nano
+    return first
 
 
 _SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value", "bytes_value"})
