@@ -46,6 +46,7 @@ ANY_VALUE = pa.struct(
 ATTRIBUTES = pa.list_(pa.struct([("key", pa.string()), ("value", ANY_VALUE)]))
 SPAN = pa.struct(
     [
+        ("name", pa.string()),
         ("startTimeUnixNano", pa.string()),
         ("endTimeUnixNano", pa.string()),
         ("status", pa.struct([("code", pa.int64())])),
@@ -105,10 +106,16 @@ def starts_with_two_documents(stream: BinaryIO) -> bool:
 
 
 def read_jsonl_columnar(
-    stream: BinaryIO, *, chunk_rows: int, block_bytes: int | None = None
+    stream: BinaryIO,
+    *,
+    chunk_rows: int,
+    block_bytes: int | None = None,
+    ignored: fields.IgnoredSpans | None = None,
 ) -> Iterator[ParsedChunk]:
     """Parse an OTLP/JSON lines export into chunks of at most `chunk_rows` spans (a line's
-    spans may be split between chunks; each chunk's `bytes_read` is after its last line)."""
+    spans may be split between chunks; each chunk's `bytes_read` is after its last line).
+    Spans that are not calls to a model are added to `ignored`."""
+    ignored = ignored if ignored is not None else fields.IgnoredSpans()
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
@@ -122,7 +129,8 @@ def read_jsonl_columnar(
         run = BlockRun([block for block, _ in pending])
         table = pa.concat_tables([table for _, table in pending])
         pending.clear()
-        yield from _chunks(_BlockSpans.of(table, run).outcomes(), block=run, chunk_rows=chunk_rows)
+        outcomes = _BlockSpans.of(table, run).outcomes(ignored)
+        yield from _chunks(outcomes, block=run, chunk_rows=chunk_rows)
 
     for block, table in json_lines.parsed_blocks(
         stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES
@@ -131,7 +139,7 @@ def read_jsonl_columnar(
             yield from convert_pending()
             run = BlockRun([block])
             yield from _chunks(
-                _block_by_rows(run, range(block.lines)), block=run, chunk_rows=chunk_rows
+                _block_by_rows(run, range(block.lines), ignored), block=run, chunk_rows=chunk_rows
             )
             continue
         pending.append((block, table))
@@ -173,12 +181,14 @@ def _chunks(outcomes: _Outcomes, *, block: BlockRun, chunk_rows: int) -> Iterato
         )
 
 
-def _block_by_rows(block: BlockRun, indexes: Iterable[int]) -> _Outcomes:
+def _block_by_rows(
+    block: BlockRun, indexes: Iterable[int], ignored: fields.IgnoredSpans
+) -> _Outcomes:
     others: list[RowOutcome] = []
     for index in indexes:
         line_text = block.line_text(index)
         if line_text.strip():
-            others.extend(fields.line_outcomes(block.first_line + int(index), line_text))
+            others.extend(fields.line_outcomes(block.first_line + int(index), line_text, ignored))
     return _Outcomes(frame=None, frame_lines=np.zeros(0, np.int64), others=others)
 
 
@@ -319,7 +329,7 @@ class _BlockSpans:
             odd_lines=odd_lines,
         )
 
-    def outcomes(self) -> _Outcomes:
+    def outcomes(self, ignored: fields.IgnoredSpans) -> _Outcomes:
         attributes = _Attributes.of(
             pc.struct_field(self.spans, ["attributes"]), sorted(fields.SPAN_ATTRIBUTES)
         )
@@ -337,7 +347,11 @@ class _BlockSpans:
             event_times=_first_event_times(self.spans, rows),
         )
         frame, slow = spans.frame(self.span_line[rows] + self.block.first_line)
-        others = _block_by_rows(self.block, np.flatnonzero(self.odd_lines)).others
+        others = _block_by_rows(self.block, np.flatnonzero(self.odd_lines), ignored).others
+        not_calls = np.flatnonzero(~attributes.gen_ai & ~self.odd_lines[self.span_line])
+        if not_calls.size:
+            names = pc.struct_field(self.spans, ["name"]).take(pa.array(not_calls))
+            ignored.add_counted(not_calls.size, pc.unique(names).to_pylist())
         others.extend(self._slow_outcomes(rows[slow]))
         kept_lines = self.span_line[rows[~slow]] + self.block.first_line
         return _Outcomes(frame=frame, frame_lines=kept_lines, others=others)

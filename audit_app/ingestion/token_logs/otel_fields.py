@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import json
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -59,6 +59,8 @@ REQUESTER_HEADERS = "metadata.requester_custom_headers"
 LITELLM_COST = "gen_ai.cost.total_cost"
 # An object held as text longer than this is refused rather than read.
 MAX_OBJECT_TEXT_CHARS = 65_536
+# How many names of ignored spans a note or an answer gives.
+MAX_IGNORED_NAMES = 5
 
 FIELDS: dict[str, Field] = {
     "started_at": Field((START,), Kind.TIMESTAMP, required=True),
@@ -353,9 +355,52 @@ def value_of(
     return SpanValues(attributes, resource_attributes, {}).field(name)
 
 
-def line_outcomes(line_number: int, line_text: str) -> list[RowOutcome]:
+class IgnoredSpans:
+    """Spans that are not calls to a model (no `gen_ai.*` attribute: HTTP, database, framework
+    and LiteLLM's own proxy spans), counted, with the first few of their names in sorted order
+    (the same whichever order they were read in)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.names: list[str] = []
+
+    def add(self, names: Iterable[object]) -> None:
+        """One span per name."""
+        listed = list(names)
+        self.add_counted(len(listed), listed)
+
+    def add_counted(self, count: int, names: Iterable[object]) -> None:
+        """`count` spans, whose names are `names` (each may stand for several)."""
+        self.count += count
+        for name in names:
+            named = text(name) or "(no name)"
+            if named not in self.names and (
+                len(self.names) < MAX_IGNORED_NAMES or named < self.names[-1]
+            ):
+                self.names = sorted([*self.names, named])[:MAX_IGNORED_NAMES]
+
+    def sentence(self) -> str:
+        """What was ignored and why; "" when nothing was."""
+        return ignored_sentence(self.count, self.names)
+
+
+def ignored_sentence(count: int, names: Sequence[str]) -> str:
+    """ "Ignored N spans that carry no gen_ai.* attribute (not calls to a model), such as ...";
+    "" for none."""
+    if not count:
+        return ""
+    spans = "1 span that carries" if count == 1 else f"{count} spans that carry"
+    sentence = f"Ignored {spans} no gen_ai.* attribute (not calls to a model)"
+    if names:
+        sentence += ", such as " + ", ".join(f"`{name}`" for name in names)
+    return sentence + "."
+
+
+def line_outcomes(
+    line_number: int, line_text: str, ignored: IgnoredSpans | None = None
+) -> list[RowOutcome]:
     """The outcomes of one non-blank line of a JSONL export, as `read_rows` gives them."""
-    return list(iter_line_outcomes(line_number, parse_or_reject(line_text)))
+    return list(iter_line_outcomes(line_number, parse_or_reject(line_text), ignored))
 
 
 def parse_or_reject(line_text: str) -> object:
@@ -365,13 +410,15 @@ def parse_or_reject(line_text: str) -> object:
         return rejected
 
 
-def iter_line_outcomes(line_number: int, document: object) -> Iterator[RowOutcome]:
+def iter_line_outcomes(
+    line_number: int, document: object, ignored: IgnoredSpans | None = None
+) -> Iterator[RowOutcome]:
     """One JSONL line: every gen_ai span in it, or one reject when the line is unusable."""
     if isinstance(document, RowRejected):
         yield document.to_reject(line=line_number)
         return
     try:
-        spans = gen_ai_spans(document)
+        spans = gen_ai_spans(document, ignored)
     except RowRejected as rejected:
         yield rejected.to_reject(line=line_number)
         return
@@ -379,10 +426,13 @@ def iter_line_outcomes(line_number: int, document: object) -> Iterator[RowOutcom
         yield json_span_outcome(span, line=line_number)
 
 
-def gen_ai_spans(document: object) -> list[JsonSpan]:
-    """The spans of one document that are calls to a model; raises `RowRejected` when it is
-    not an OTLP/JSON document."""
-    return [span for span in iter_document_spans(document) if is_gen_ai(span.attributes)]
+def gen_ai_spans(document: object, ignored: IgnoredSpans | None = None) -> list[JsonSpan]:
+    """The spans of one document that are calls to a model (the others are added to
+    `ignored`); raises `RowRejected` when it is not an OTLP/JSON document."""
+    spans = list(iter_document_spans(document))
+    if ignored is not None:
+        ignored.add(span.span.get("name") for span in spans if not is_gen_ai(span.attributes))
+    return [span for span in spans if is_gen_ai(span.attributes)]
 
 
 # ---------------------------------------------------------------------------------------------
