@@ -1,5 +1,8 @@
 """Columnar fast path for OpenTelemetry GenAI spans exported as OTLP/JSON lines.
 
+Its one concern: every span of a block mapped by `otel_fields.FIELDS` at once, exactly as the
+row path maps it span by span.
+
 Its rules in full: `docs/architecture.md`, section "The OTel JSONL fast path".
 """
 
