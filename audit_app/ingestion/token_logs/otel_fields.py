@@ -25,7 +25,7 @@ from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 
-from audit_app.ingestion.reading import RowRejected, quoted, text
+from audit_app.ingestion.reading import RowRejected, text
 from audit_app.ingestion.token_logs.base import (
     CanonicalRequest,
     RowOutcome,
@@ -241,7 +241,7 @@ def decoded_object(value: object, *, field: str) -> Mapping[str, object]:
     if len(raw) > MAX_OBJECT_TEXT_CHARS:
         raise RowRejected(
             field=field,
-            value=raw[:200] + "...",
+            value=raw,
             reason=(
                 f"`{field}` is {len(raw)} characters long, more than the "
                 f"{MAX_OBJECT_TEXT_CHARS} read."
@@ -255,7 +255,9 @@ def decoded_object(value: object, *, field: str) -> Mapping[str, object]:
         return {}
     if not isinstance(parsed, dict):
         raise RowRejected(
-            field=field, value=raw, reason=f"`{field}` does not hold an object: {quoted(raw)}."
+            field=field,
+            value=raw,
+            reason=f"`{field}` does not hold an object (it holds a {type(parsed).__name__}).",
         )
     return parsed
 
@@ -346,13 +348,6 @@ class SpanValues:
             for source in FIELDS["tags"].sources
             for tag in parse_tags(self.source(source, Kind.TEXTS), field=source)
         ]
-
-
-def value_of(
-    name: str, attributes: Mapping[str, object], resource_attributes: Mapping[str, object]
-) -> object:
-    """Field `name`'s value from a span's and its resource's attributes (`Field.value`)."""
-    return SpanValues(attributes, resource_attributes, {}).field(name)
 
 
 class IgnoredSpans:

@@ -113,8 +113,9 @@ def test_hostile_or_broken_text_is_refused_and_never_run(hostile: str, tmp_path:
 
 
 def test_text_that_is_not_an_object_and_text_too_long_are_refused() -> None:
-    with pytest.raises(RowRejected, match="does not hold an object"):
+    with pytest.raises(RowRejected) as not_an_object:
         decoded_object("['workload:a']", field=REQUESTER)
+    assert not_an_object.value.reason == f"`{REQUESTER}` does not hold an object (it holds a list)."
     long_text = "{'a': '" + "x" * MAX_OBJECT_TEXT_CHARS + "'}"
     with pytest.raises(RowRejected) as refused:
         decoded_object(long_text, field=REQUESTER)
@@ -122,6 +123,9 @@ def test_text_that_is_not_an_object_and_text_too_long_are_refused() -> None:
         f"`{REQUESTER}` is {MAX_OBJECT_TEXT_CHARS + 9} characters long, more than the "
         f"{MAX_OBJECT_TEXT_CHARS} read."
     )
+    # The reject keeps a shortened value, however long the text.
+    reject = _reject({REQUESTER: long_text})
+    assert reject.field == REQUESTER and len(reject.value) < 1000
 
 
 def test_a_span_with_unreadable_metadata_is_rejected_naming_it() -> None:
