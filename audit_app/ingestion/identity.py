@@ -22,6 +22,17 @@ WORKLOAD_METADATA_KEY = "workload"
 UNASSIGNED_TEAM = "unassigned"
 
 
+def workload_tagged(tags: Sequence[str]) -> str:
+    """The workload the first non-empty `workload:<name>` tag names (step 1), else ""."""
+    for tag in tags:
+        stripped_tag = tag.strip()
+        if stripped_tag.lower().startswith(WORKLOAD_TAG_PREFIX):
+            name = stripped_tag[len(WORKLOAD_TAG_PREFIX) :].strip()
+            if name:
+                return name
+    return ""
+
+
 def resolve_workload(
     *,
     tags: Sequence[str],
@@ -31,12 +42,9 @@ def resolve_workload(
     model: str,
 ) -> str:
     """Return the workload name for one request by the precedence documented above."""
-    for tag in tags:
-        stripped_tag = tag.strip()
-        if stripped_tag.lower().startswith(WORKLOAD_TAG_PREFIX):
-            name = stripped_tag[len(WORKLOAD_TAG_PREFIX) :].strip()
-            if name:
-                return name
+    tagged = workload_tagged(tags)
+    if tagged:
+        return tagged
 
     # Only a string names a workload; a number or a nested object in metadata is more likely
     # someone else's field that happens to share the key, so it falls through.

@@ -87,7 +87,8 @@ class ParseResult:
     rows_read: int = 0
     rows_rejected: int = 0
     bytes_read: int = 0
-    notes: list[str] = field(default_factory=list)  # names already folded (`NameFolds`)
+    # Names already folded (`NameFolds`), and what the reader said (`ParsedChunk.notes`).
+    notes: list[str] = field(default_factory=list)
 
 
 def upload_ingest(*, upload_id: int) -> Upload:
@@ -255,6 +256,7 @@ def _consume(upload: Upload, detected: str, chunks: Iterator[ParsedChunk]) -> Pa
             result.aggregate.add_frame(requests_to_frame(chunk.requests), thresholds)
         result.rows_read += chunk.rows_read
         result.rows_rejected += len(chunk.rejects)
+        result.notes.extend(chunk.notes)
         room = MAX_STORED_REJECTS - len(result.rejects)
         if room > 0:
             result.rejects.extend(chunk.rejects[:room])

@@ -39,7 +39,10 @@ def otlp_receive(*, payload: bytes, content_type: str, user: Actor) -> OtlpAnswe
     )
     return OtlpAnswer(
         body=export_response(
-            rejects=parsed.rejects, ignored=parsed.ignored, content_type=content_type
+            rejects=parsed.rejects,
+            ignored=parsed.ignored,
+            ignored_names=parsed.ignored_names,
+            content_type=content_type,
         ),
         received=received,
     )

@@ -10,7 +10,8 @@ the OTLP specification (https://opentelemetry.io/docs/specs/otlp/#otlphttp).
   1-based position in the request, the attribute and its value. Other spans are ignored.
 - The answer is an `ExportTraceServiceResponse` in the request's encoding; `partial_success`
   counts the refused spans and says which (the first few: position, attribute, value, why) and
-  how many spans were ignored. It is left unset when every span was taken.
+  how many spans were ignored (with a few of their names). It is left unset when every span was
+  taken.
 - A failure is a `google.rpc.Status` in the request's encoding (JSON when the content type is
   not one of the two); a 400 carries a `google.rpc.BadRequest` naming what failed.
 
@@ -35,6 +36,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from audit_app.ingestion.reading import RowReject, RowRejected, quoted
 from audit_app.ingestion.token_logs.base import CanonicalRequest, RowOutcome
@@ -42,6 +44,9 @@ from audit_app.ingestion.token_logs.otel_fields import (
     GEN_AI_PREFIX,
     RESOURCE_ATTRIBUTES,
     SPAN_ATTRIBUTES,
+    SPAN_EVENTS,
+    IgnoredSpans,
+    ignored_sentence,
     is_gen_ai,
     iter_document_spans,
     json_span_outcome,
@@ -85,6 +90,8 @@ class ParsedExport:
     requests: list[CanonicalRequest]
     rejects: list[RowReject]
     ignored: int
+    # The first few names of the ignored spans, sorted (`otel_fields.IgnoredSpans`).
+    ignored_names: tuple[str, ...] = ()
 
     @property
     def rows_read(self) -> int:
@@ -119,7 +126,7 @@ def _parse_protobuf(payload: bytes) -> ParsedExport:
         ) from None
     requests: list[CanonicalRequest] = []
     rejects: list[RowReject] = []
-    ignored = 0
+    ignored = IgnoredSpans()
     position = 0
     for resource_spans in request.resource_spans:
         resource_attributes = _attributes(resource_spans.resource.attributes, RESOURCE_ATTRIBUTES)
@@ -128,11 +135,12 @@ def _parse_protobuf(payload: bytes) -> ParsedExport:
                 position += 1
                 attributes = _gen_ai_attributes(span.attributes)
                 if attributes is None:
-                    ignored += 1
+                    ignored.add((span.name,))
                     continue
                 outcome = span_outcome(
                     attributes=attributes,
                     resource_attributes=resource_attributes,
+                    events=_first_events(span.events),
                     start_time_unix_nano=span.start_time_unix_nano,
                     end_time_unix_nano=span.end_time_unix_nano,
                     status_code=span.status.code,
@@ -141,7 +149,18 @@ def _parse_protobuf(payload: bytes) -> ParsedExport:
                     line=position,
                 )
                 _keep(outcome, requests, rejects)
-    return ParsedExport(requests=requests, rejects=rejects, ignored=ignored)
+    return _parsed(requests, rejects, ignored)
+
+
+def _parsed(
+    requests: list[CanonicalRequest], rejects: list[RowReject], ignored: IgnoredSpans
+) -> ParsedExport:
+    return ParsedExport(
+        requests=requests,
+        rejects=rejects,
+        ignored=ignored.count,
+        ignored_names=tuple(ignored.names),
+    )
 
 
 def _keep(outcome: RowOutcome, requests: list[CanonicalRequest], rejects: list[RowReject]) -> None:
@@ -166,6 +185,15 @@ def _gen_ai_attributes(key_values: Sequence[KeyValue]) -> dict[str, object] | No
         if not gen_ai and key.startswith(GEN_AI_PREFIX):
             gen_ai = True
     return wanted if gen_ai else None
+
+
+def _first_events(events: Sequence[Span.Event]) -> dict[str, object]:
+    """The time of the first event of each name in `SPAN_EVENTS`."""
+    first: dict[str, object] = {}
+    for event in events:
+        if event.name in SPAN_EVENTS and event.name not in first:
+            first[event.name] = event.time_unix_nano
+    return first
 
 
 _SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value", "bytes_value"})
@@ -203,10 +231,10 @@ def _parse_json(payload: bytes) -> ParsedExport:
         raise MalformedExport("The body's JSON is nested too deeply.", field="body") from None
     requests: list[CanonicalRequest] = []
     rejects: list[RowReject] = []
-    ignored = 0
+    ignored = IgnoredSpans()
     if isinstance(document, dict) and not {"resourceSpans", "resource_spans"} & document.keys():
         # `{}` is an empty request in proto3's JSON (and unknown fields are to be ignored).
-        return ParsedExport(requests=requests, rejects=rejects, ignored=ignored)
+        return _parsed(requests, rejects, ignored)
     try:
         spans = list(iter_document_spans(document))
     except RowRejected as rejected:
@@ -215,10 +243,10 @@ def _parse_json(payload: bytes) -> ParsedExport:
         ) from None
     for span in spans:
         if not is_gen_ai(span.attributes):
-            ignored += 1
+            ignored.add((span.span.get("name"),))
             continue
         _keep(json_span_outcome(span, line=span.ordinal), requests, rejects)
-    return ParsedExport(requests=requests, rejects=rejects, ignored=ignored)
+    return _parsed(requests, rejects, ignored)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,9 +254,11 @@ def _parse_json(payload: bytes) -> ParsedExport:
 # ---------------------------------------------------------------------------------------------
 
 
-def partial_success_message(*, rejects: Sequence[RowReject], ignored: int) -> str:
+def partial_success_message(
+    *, rejects: Sequence[RowReject], ignored: int, ignored_names: Sequence[str] = ()
+) -> str:
     """What was refused (the first few spans: position, attribute, value and why) and how many
-    spans were ignored; "" when every span was taken."""
+    spans were ignored (and the first few of their names); "" when every span was taken."""
     sentences = []
     if rejects:
         sentences.append(f"Refused {_spans(len(rejects), 'gen_ai span')}.")
@@ -239,11 +269,7 @@ def partial_success_message(*, rejects: Sequence[RowReject], ignored: int) -> st
         if len(rejects) > MESSAGE_REJECTS:
             sentences.append(f"And {_spans(len(rejects) - MESSAGE_REJECTS, 'more')}.")
     if ignored:
-        verb = "carries" if ignored == 1 else "carry"
-        sentences.append(
-            f"Ignored {_spans(ignored, 'span')} that {verb} no gen_ai.* attribute (not calls "
-            "to a model)."
-        )
+        sentences.append(ignored_sentence(ignored, ignored_names))
     return " ".join(sentences)
 
 
@@ -251,10 +277,16 @@ def _spans(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 or noun == "more" else "s")
 
 
-def export_response(*, rejects: Sequence[RowReject], ignored: int, content_type: str) -> bytes:
+def export_response(
+    *,
+    rejects: Sequence[RowReject],
+    ignored: int,
+    content_type: str,
+    ignored_names: Sequence[str] = (),
+) -> bytes:
     """The ExportTraceServiceResponse, in the request's encoding."""
     response = ExportTraceServiceResponse()
-    message = partial_success_message(rejects=rejects, ignored=ignored)
+    message = partial_success_message(rejects=rejects, ignored=ignored, ignored_names=ignored_names)
     if message:
         response.partial_success.rejected_spans = len(rejects)
         response.partial_success.error_message = message

@@ -98,6 +98,8 @@ class ParsedChunk:
     # of
     # `requests`; the rows in it are in addition to any in `requests`.
     frame: Any = None
+    # Sentences the upload keeps about records read that are not requests (`Upload.notes`).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

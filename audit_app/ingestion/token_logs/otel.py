@@ -7,11 +7,13 @@ writes). Where each canonical field comes from, and the mapping of one span, are
 
 A reject's line is the JSONL line; in a single document it is the 1-based position of the span
 among all spans of the document. A file holding a single line is treated as a single document,
-so its rejects still point at a span.
+so its rejects still point at a span. Spans that are not calls to a model are counted, and a
+last chunk without rows says how many in its `notes` (`otel_fields.IgnoredSpans`).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -24,6 +26,7 @@ from audit_app.ingestion.reading import (
 )
 from audit_app.ingestion.token_logs.base import ParsedChunk, RowOutcome, chunk_outcomes
 from audit_app.ingestion.token_logs.otel_fields import (
+    IgnoredSpans,
     gen_ai_spans,
     iter_line_outcomes,
     json_span_outcome,
@@ -61,18 +64,40 @@ def read(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     # needs at start-up.
     from audit_app.ingestion.token_logs import otel_columnar
 
+    ignored = IgnoredSpans()
     if len(head) >= HEAD_BYTES and otel_columnar.starts_with_two_documents(stream):
-        yield from otel_columnar.read_jsonl_columnar(stream, chunk_rows=chunk_rows)
-        return
-    yield from read_rows(stream, chunk_rows=chunk_rows)
+        yield from otel_columnar.read_jsonl_columnar(stream, chunk_rows=chunk_rows, ignored=ignored)
+    else:
+        yield from _read_rows(stream, chunk_rows=chunk_rows, ignored=ignored)
+    yield from _ignored_chunk(ignored, stream)
 
 
 def read_rows(stream: BinaryIO, *, chunk_rows: int) -> Iterator[ParsedChunk]:
     """`read` without the columnar path for JSON lines (`otel_columnar`): span by span."""
-    yield from chunk_outcomes(_iter_outcomes(stream), stream=stream, chunk_rows=chunk_rows)
+    ignored = IgnoredSpans()
+    yield from _read_rows(stream, chunk_rows=chunk_rows, ignored=ignored)
+    yield from _ignored_chunk(ignored, stream)
 
 
-def _iter_outcomes(stream: BinaryIO) -> Iterator[RowOutcome]:
+def _read_rows(
+    stream: BinaryIO, *, chunk_rows: int, ignored: IgnoredSpans
+) -> Iterator[ParsedChunk]:
+    yield from chunk_outcomes(_iter_outcomes(stream, ignored), stream=stream, chunk_rows=chunk_rows)
+
+
+def _ignored_chunk(ignored: IgnoredSpans, stream: BinaryIO) -> Iterator[ParsedChunk]:
+    """A chunk without rows whose note says which spans were ignored, when any were."""
+    if ignored.count:
+        yield ParsedChunk(
+            requests=[],
+            rejects=[],
+            rows_read=0,
+            bytes_read=stream.seek(0, io.SEEK_END),
+            notes=(ignored.sentence(),),
+        )
+
+
+def _iter_outcomes(stream: BinaryIO, ignored: IgnoredSpans) -> Iterator[RowOutcome]:
     lines = (
         (number, line_text)
         for number, line_text in enumerate(iter_text_lines(stream), start=1)
@@ -85,21 +110,21 @@ def _iter_outcomes(stream: BinaryIO) -> Iterator[RowOutcome]:
         first_document = parse_json_line(first[1])
     except RowRejected:
         # The first line is not a whole document: a pretty-printed single document.
-        yield from _iter_document_outcomes(read_json_document(stream))
+        yield from _iter_document_outcomes(read_json_document(stream), ignored)
         return
     second = next(lines, None)
     if second is None:
-        yield from _iter_document_outcomes(first_document)
+        yield from _iter_document_outcomes(first_document, ignored)
         return
-    yield from iter_line_outcomes(first[0], first_document)
-    yield from iter_line_outcomes(second[0], parse_or_reject(second[1]))
+    yield from iter_line_outcomes(first[0], first_document, ignored)
+    yield from iter_line_outcomes(second[0], parse_or_reject(second[1]), ignored)
     for number, line_text in lines:
-        yield from iter_line_outcomes(number, parse_or_reject(line_text))
+        yield from iter_line_outcomes(number, parse_or_reject(line_text), ignored)
 
 
-def _iter_document_outcomes(document: object) -> Iterator[RowOutcome]:
+def _iter_document_outcomes(document: object, ignored: IgnoredSpans) -> Iterator[RowOutcome]:
     try:
-        spans = gen_ai_spans(document)
+        spans = gen_ai_spans(document, ignored)
     except RowRejected as rejected:
         raise ImportFileError(f"not an OpenTelemetry trace export: {rejected.reason}") from None
     for span in spans:

@@ -1,13 +1,16 @@
 """Columnar fast path for OpenTelemetry GenAI spans exported as OTLP/JSON lines.
 
+Its one concern: every span of a block mapped by `otel_fields.FIELDS` at once, exactly as the
+row path maps it span by span.
+
 Its rules in full: `docs/architecture.md`, section "The OTel JSONL fast path".
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import islice
 from typing import BinaryIO
@@ -17,15 +20,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from audit_app.ingestion.identity import resolve_workload
-from audit_app.ingestion.reading import RowReject, read_head, text
+from audit_app.ingestion.identity import resolve_workload, workload_tagged
+from audit_app.ingestion.reading import RowReject, RowRejected, read_head, text, unstorable_reason
 from audit_app.ingestion.token_logs import columnar_cells as cells
 from audit_app.ingestion.token_logs import frame as canonical
 from audit_app.ingestion.token_logs import json_lines
 from audit_app.ingestion.token_logs import litellm_columnar as columnar
 from audit_app.ingestion.token_logs import otel_fields as fields
 from audit_app.ingestion.token_logs.base import CanonicalRequest, ParsedChunk, RowOutcome
-from audit_app.ingestion.token_logs.coerce import MAX_COST_PER_REQUEST, MAX_TOKENS_PER_REQUEST
+from audit_app.ingestion.token_logs.coerce import (
+    MAX_COST_PER_REQUEST,
+    MAX_TOKENS_PER_REQUEST,
+    parse_bool,
+    parse_tags,
+)
+from audit_app.ingestion.token_logs.fields import Kind
 from audit_app.ingestion.token_logs.json_lines import BlockRun, LineBlock
 from audit_app.ingestion.token_logs.otel_fields import FIELDS
 
@@ -40,10 +49,12 @@ ANY_VALUE = pa.struct(
 ATTRIBUTES = pa.list_(pa.struct([("key", pa.string()), ("value", ANY_VALUE)]))
 SPAN = pa.struct(
     [
+        ("name", pa.string()),
         ("startTimeUnixNano", pa.string()),
         ("endTimeUnixNano", pa.string()),
         ("status", pa.struct([("code", pa.int64())])),
         ("attributes", ATTRIBUTES),
+        ("events", pa.list_(pa.struct([("name", pa.string()), ("timeUnixNano", pa.string())]))),
     ]
 )
 SCHEMA = pa.schema(
@@ -98,10 +109,16 @@ def starts_with_two_documents(stream: BinaryIO) -> bool:
 
 
 def read_jsonl_columnar(
-    stream: BinaryIO, *, chunk_rows: int, block_bytes: int | None = None
+    stream: BinaryIO,
+    *,
+    chunk_rows: int,
+    block_bytes: int | None = None,
+    ignored: fields.IgnoredSpans | None = None,
 ) -> Iterator[ParsedChunk]:
     """Parse an OTLP/JSON lines export into chunks of at most `chunk_rows` spans (a line's
-    spans may be split between chunks; each chunk's `bytes_read` is after its last line)."""
+    spans may be split between chunks; each chunk's `bytes_read` is after its last line).
+    Spans that are not calls to a model are added to `ignored`."""
+    ignored = ignored if ignored is not None else fields.IgnoredSpans()
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     size = block_bytes or json_lines.block_bytes_for(read_head(stream), chunk_rows=chunk_rows)
@@ -115,7 +132,8 @@ def read_jsonl_columnar(
         run = BlockRun([block for block, _ in pending])
         table = pa.concat_tables([table for _, table in pending])
         pending.clear()
-        yield from _chunks(_BlockSpans.of(table, run).outcomes(), block=run, chunk_rows=chunk_rows)
+        outcomes = _BlockSpans.of(table, run).outcomes(ignored)
+        yield from _chunks(outcomes, block=run, chunk_rows=chunk_rows)
 
     for block, table in json_lines.parsed_blocks(
         stream, schema=SCHEMA, block_bytes=size, refuse=UNSUPPORTED_BYTES
@@ -124,7 +142,7 @@ def read_jsonl_columnar(
             yield from convert_pending()
             run = BlockRun([block])
             yield from _chunks(
-                _block_by_rows(run, range(block.lines)), block=run, chunk_rows=chunk_rows
+                _block_by_rows(run, range(block.lines), ignored), block=run, chunk_rows=chunk_rows
             )
             continue
         pending.append((block, table))
@@ -153,21 +171,27 @@ def _chunks(outcomes: _Outcomes, *, block: BlockRun, chunk_rows: int) -> Iterato
         picked = order[start : start + chunk_rows]  # in line order; the frame's rows ascend
         others = [outcomes.others[i - in_frame] for i in picked if i >= in_frame]
         frame = outcomes.frame
+        # The run's last chunk has read its lines without rows too (spans that are not calls).
+        last_line = block.lines if start + chunk_rows >= lines.size else None
         yield ParsedChunk(
             requests=[o for o in others if isinstance(o, CanonicalRequest)],
             rejects=[o for o in others if isinstance(o, RowReject)],
             rows_read=len(picked),
-            bytes_read=block.position_after(int(lines[picked].max()) - block.first_line + 1),
+            bytes_read=block.position_after(
+                last_line or int(lines[picked].max()) - block.first_line + 1
+            ),
             frame=None if frame is None else frame.iloc[picked[picked < in_frame]],
         )
 
 
-def _block_by_rows(block: BlockRun, indexes: Iterable[int]) -> _Outcomes:
+def _block_by_rows(
+    block: BlockRun, indexes: Iterable[int], ignored: fields.IgnoredSpans
+) -> _Outcomes:
     others: list[RowOutcome] = []
     for index in indexes:
         line_text = block.line_text(index)
         if line_text.strip():
-            others.extend(fields.line_outcomes(block.first_line + int(index), line_text))
+            others.extend(fields.line_outcomes(block.first_line + int(index), line_text, ignored))
     return _Outcomes(frame=None, frame_lines=np.zeros(0, np.int64), others=others)
 
 
@@ -308,7 +332,7 @@ class _BlockSpans:
             odd_lines=odd_lines,
         )
 
-    def outcomes(self) -> _Outcomes:
+    def outcomes(self, ignored: fields.IgnoredSpans) -> _Outcomes:
         attributes = _Attributes.of(
             pc.struct_field(self.spans, ["attributes"]), sorted(fields.SPAN_ATTRIBUTES)
         )
@@ -323,9 +347,14 @@ class _BlockSpans:
             attributes=attributes,
             resource_attributes=resource_attributes,
             resource_of_row=self.span_resource[rows],
+            event_times=_first_event_times(self.spans, rows),
         )
         frame, slow = spans.frame(self.span_line[rows] + self.block.first_line)
-        others = _block_by_rows(self.block, np.flatnonzero(self.odd_lines)).others
+        others = _block_by_rows(self.block, np.flatnonzero(self.odd_lines), ignored).others
+        not_calls = np.flatnonzero(~attributes.gen_ai & ~self.odd_lines[self.span_line])
+        if not_calls.size:
+            names = pc.struct_field(self.spans, ["name"]).take(pa.array(not_calls))
+            ignored.add_counted(not_calls.size, pc.unique(names).to_pylist())
         others.extend(self._slow_outcomes(rows[slow]))
         kept_lines = self.span_line[rows[~slow]] + self.block.first_line
         return _Outcomes(frame=frame, frame_lines=kept_lines, others=others)
@@ -346,6 +375,45 @@ class _BlockSpans:
         return outcomes
 
 
+def _first_event_times(spans: pa.Array, rows: np.ndarray) -> dict[str, pa.Array]:
+    """Per event name the table reads, the `timeUnixNano` text of each row's first event of
+    that name (null without one)."""
+    events, owner = _children(pc.struct_field(spans, ["events"]))
+    names = pc.struct_field(events, ["name"]) if len(events) else pa.array([], pa.string())
+    times = pc.struct_field(events, ["timeUnixNano"]) if len(events) else pa.array([], pa.string())
+    out: dict[str, pa.Array] = {}
+    for name in sorted(fields.SPAN_EVENTS):
+        found = np.flatnonzero(cells.bools(pc.equal(names, name)))
+        # `found` ascends, so the first index of each owner is its first event of the name.
+        owners, first = np.unique(owner[found], return_index=True)
+        entry = np.full(len(spans), -1, np.int64)
+        entry[owners] = found[first]
+        picked = entry[rows]
+        taken = times.take(pa.array(np.maximum(picked, 0))) if len(times) else None
+        null = pa.scalar(None, pa.string())
+        out[name] = (
+            pc.if_else(pa.array(picked >= 0), taken, null)
+            if taken is not None
+            else pa.nulls(len(rows), pa.string())
+        )
+    return out
+
+
+def _decoded_objects(texts: columnar.Texts, attribute: str) -> list[Mapping[str, object] | None]:
+    """Each distinct text of an attribute decoded as the row path does (None: it rejects it)."""
+    decoded: list[Mapping[str, object] | None] = []
+    for raw in texts.texts:
+        try:
+            decoded.append(fields.decoded_object(raw, field=attribute))
+        except RowRejected:
+            decoded.append(None)
+    return decoded
+
+
+def _storable(value: str) -> bool:
+    return unstorable_reason(value) is None
+
+
 # ---------------------------------------------------------------------------------------------
 # One block's gen_ai spans
 # ---------------------------------------------------------------------------------------------
@@ -358,6 +426,11 @@ class _SpanColumns:
     attributes: _Attributes
     resource_attributes: _Attributes
     resource_of_row: np.ndarray
+    event_times: dict[str, pa.Array]
+    # Per attribute holding an object as text: its texts and each distinct one decoded.
+    objects: dict[str, tuple[columnar.Texts, np.ndarray, list[Mapping[str, object] | None]]] = (
+        field(default_factory=dict)
+    )
 
     def frame(self, lines: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
         """The canonical frame of the spans it vouches for, and the spans it does not."""
@@ -381,20 +454,82 @@ class _SpanColumns:
 
     def _texts_of(self, name: str) -> tuple[columnar.Texts, np.ndarray]:
         """A text field per span: the first of its sources that is not blank, and the spans
-        where a source is of a type this path does not read as text."""
+        this path leaves to the row path (a source of a type it does not read as text, an
+        object it cannot decode, a text it cannot store)."""
         found: columnar.Texts | None = None
         odd = np.zeros(len(self.rows), bool)
         for source in FIELDS[name].sources:
-            if fields.is_resource(source):
-                texts, unread = self.resource_attributes.texts(
-                    fields.attribute_name(source), self.resource_of_row
-                )
-            else:
-                texts, unread = self.attributes.texts(source, self.rows)
+            texts, unread = self._source_texts(source)
             odd |= unread
             found = texts if found is None else found.or_else(texts)
         assert found is not None
         return found, odd
+
+    def _source_texts(self, source: str) -> tuple[columnar.Texts, np.ndarray]:
+        if fields.is_resource(source):
+            return self.resource_attributes.texts(
+                fields.attribute_name(source), self.resource_of_row
+            )
+        key = fields.object_key(source)
+        if key is not None:
+            texts, odd, decoded = self._object(key[0])
+            values = [
+                "" if obj is None else text(fields.object_value(obj, key[1], kind=Kind.TEXT))
+                for obj in decoded
+            ]
+            bad = np.array(
+                [
+                    obj is None or not _storable(value)
+                    for obj, value in zip(decoded, values, strict=True)
+                ]
+            )
+            return columnar.Texts.of(values, texts.codes), odd | bad[texts.codes]
+        attribute = fields.span_attribute(source)
+        assert attribute is not None
+        texts, odd = self.attributes.texts(attribute, self.rows)
+        if fields.is_provider_of(source):
+            texts = columnar.Texts.of([fields.provider_prefix(t) for t in texts.texts], texts.codes)
+        return texts, odd
+
+    def _object(
+        self, attribute: str
+    ) -> tuple[columnar.Texts, np.ndarray, list[Mapping[str, object] | None]]:
+        """An attribute holding an object as text: its texts, where this path cannot read it,
+        and each distinct text decoded (None where the row path rejects it)."""
+        if attribute not in self.objects:
+            texts, odd = self.attributes.texts(attribute, self.rows)
+            self.objects[attribute] = (texts, odd, _decoded_objects(texts, attribute))
+        return self.objects[attribute]
+
+    def _tagged_workloads(self) -> tuple[columnar.Texts, np.ndarray]:
+        """The workload each span's tags name ("" for none), and the spans whose tags the row
+        path decides (unreadable, or naming a workload it cannot store)."""
+        sources = [_TAG_SOURCES[source] for source in FIELDS["tags"].sources]
+        objects = [self._object(attribute) for attribute, _ in sources]
+        rows = len(self.rows)
+        groups, representatives = cells.group_rows([texts.codes for texts, _, _ in objects], rows)
+        names: list[str] = []
+        bad: list[bool] = []
+        for row in representatives:
+            tags: list[str] = []
+            readable = True
+            for source, (_, key), (texts, _, decoded) in zip(
+                FIELDS["tags"].sources, sources, objects, strict=True
+            ):
+                obj = decoded[texts.codes[row]]
+                if obj is None:
+                    readable = False
+                    break
+                try:
+                    tags += parse_tags(fields.object_value(obj, key, kind=Kind.TEXTS), field=source)
+                except RowRejected:
+                    readable = False
+                    break
+            name = workload_tagged(tags) if readable else ""
+            names.append(name)
+            bad.append(not readable or not _storable(name))
+        odd = np.logical_or.reduce([unread for _, unread, _ in objects])
+        return columnar.Texts.of(names or [""], groups), odd | np.array(bad, bool)[groups]
 
     def _span_field(self, *path: str) -> pa.Array:
         return pc.struct_field(self.spans, list(path)).take(pa.array(self.rows))
@@ -406,6 +541,15 @@ class _SpanColumns:
         first_token = np.full(len(self.rows), columnar.NAT, np.int64)
         undecided = np.ones(len(self.rows), bool)
         for name in fields.TTFT_ATTRIBUTES:
+            if fields.is_event(name):
+                times = self.event_times[fields.event_name(name)]
+                present = cells.bools(pc.is_valid(times))
+                moment, readable = _unix_nanos(times)
+                here = undecided & present
+                undecided &= ~present
+                slow |= here & (~readable | (moment < started) | (moment > ended))
+                first_token = np.where(here, moment, first_token)
+                continue
             seconds, kind = self.attributes.doubles_of(name, self.rows)
             here = undecided & (kind != ABSENT)
             undecided &= kind == ABSENT
@@ -417,17 +561,35 @@ class _SpanColumns:
             moment = started + micros * NANOS_PER_MICROSECOND
             slow |= here & (~readable | (moment > ended))
             first_token = np.where(here, moment, first_token)
-        stream = FIELDS["streaming"].only
-        streaming_kind = self.attributes.kind[stream][self.rows]
-        streamed = self.attributes.bools[np.maximum(self.attributes.entry[stream][self.rows], 0)]
-        slow |= (streaming_kind != ABSENT) & (streaming_kind != BOOL)
+        streaming, unread = self._streaming()
+        slow |= unread
         return columnar.Timing(
             started=started,
             ended=ended,
             first_token=first_token,
-            streaming=np.where(streaming_kind == BOOL, streamed, -1).astype(np.int8),
+            streaming=streaming,
             slow=slow,
         )
+
+    def _streaming(self) -> tuple[np.ndarray, np.ndarray]:
+        """(streamed: 1, 0 or -1 for unknown, unread) from the first streaming source present:
+        a boolean, or a text reading true or false ("True", as LiteLLM writes it)."""
+        streaming = np.full(len(self.rows), -1, np.int8)
+        unread = np.zeros(len(self.rows), bool)
+        undecided = np.ones(len(self.rows), bool)
+        for source in FIELDS["streaming"].sources:
+            kind = self.attributes.kind[source][self.rows]
+            here = undecided & (kind != ABSENT)
+            undecided &= kind == ABSENT
+            entries = np.maximum(self.attributes.entry[source][self.rows], 0)
+            streaming = np.where(here & (kind == BOOL), self.attributes.bools[entries], streaming)
+            texts, odd = self.attributes.texts(source, self.rows)
+            flags = np.array([_flag(word, field=source) for word in texts.texts], np.int8)
+            is_text = here & (kind == STRING)
+            streaming = np.where(is_text, flags[texts.codes], streaming)
+            unread |= is_text & (flags[texts.codes] == _UNREAD)
+            unread |= here & (kind != BOOL) & (kind != STRING)
+        return streaming.astype(np.int8), unread
 
     def _first_count(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The first of the attributes present, of token counts: (count, readable)."""
@@ -453,28 +615,38 @@ class _SpanColumns:
             FIELDS["cache_creation_input_tokens"].only, self.rows
         )
         creation = np.where(creation_absent, 0, creation)
-        usd, kind = self.attributes.doubles_of(FIELDS["cost_usd"].only, self.rows)
-        with np.errstate(invalid="ignore", over="ignore"):
-            scaled = usd * cells.NANOS_PER_USD
-            tie = cells.near_tie(scaled)
-            cost_ok = (
-                (kind == DOUBLE)
-                & np.isfinite(scaled)
-                & (usd >= 0)
-                & (usd <= float(MAX_COST_PER_REQUEST))
-                & (scaled < cells.MAX_FAST_COST_NANOS)
-                & ~tie
-            )
-            nanos = np.where(cost_ok, np.rint(scaled), 0).astype(np.int64)
         slow = ~input_ok | ~output_ok | ~(cached_ok | cached_absent)
         slow |= ~(creation_ok | creation_absent) | (cached + creation > input_tokens)
-        slow |= (kind != ABSENT) & ~cost_ok
+        cost_nanos = np.full(len(self.rows), canonical.NO_COST, np.int64)
+        undecided = np.ones(len(self.rows), bool)
+        for source in FIELDS["cost_usd"].sources:
+            usd, kind = self.attributes.doubles_of(source, self.rows)
+            here = undecided & (kind != ABSENT)
+            undecided &= kind == ABSENT
+            with np.errstate(invalid="ignore", over="ignore"):
+                scaled = usd * cells.NANOS_PER_USD
+                tie = cells.near_tie(scaled)
+                cost_ok = (
+                    (kind == DOUBLE)
+                    & np.isfinite(scaled)
+                    & (usd >= 0)
+                    & (usd <= float(MAX_COST_PER_REQUEST))
+                    & (scaled < cells.MAX_FAST_COST_NANOS)
+                    & ~tie
+                )
+                nanos = np.where(cost_ok, np.rint(scaled), 0).astype(np.int64)
+            if source in fields.UNPRICED_WHEN_ZERO:
+                # A 0 while tokens were used: no price at the source (`otel_fields`).
+                unpriced = (usd == 0) & (input_tokens + output_tokens > 0)
+                nanos = np.where(unpriced, canonical.NO_COST, nanos)
+            slow |= here & ~cost_ok
+            cost_nanos = np.where(here, nanos, cost_nanos)
         return columnar.Usage(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cached_tokens=cached,
             cache_creation_tokens=creation,
-            cost_nanos=np.where(kind == ABSENT, canonical.NO_COST, nanos),
+            cost_nanos=cost_nanos,
             slow=slow,
         )
 
@@ -499,8 +671,12 @@ class _SpanColumns:
             name: self._texts_of(name)
             for name in ("model", "team", "caller", "workload", "end_user", "provider", "pool")
         }
-        odd = np.logical_or.reduce([unread for _, unread in texts.values()])
+        tagged, tags_odd = self._tagged_workloads()
+        odd = np.logical_or.reduce([unread for _, unread in texts.values()]) | tags_odd
         model, team, caller = texts["model"][0], texts["team"][0], texts["caller"][0]
+        workload, unstorable = _workloads(
+            tagged, texts["workload"][0], caller=caller, team=team, model=model
+        )
         return columnar.Names(
             model=model,
             team=team,
@@ -508,25 +684,29 @@ class _SpanColumns:
             end_user=texts["end_user"][0],
             provider=texts["provider"][0],
             pool=texts["pool"][0],
-            workload=_workloads(texts["workload"][0], caller=caller, team=team, model=model),
-            slow=odd | model.blank(),
+            workload=workload,
+            slow=odd | unstorable | model.blank(),
         )
 
 
 def _workloads(
+    tagged: columnar.Texts,
     named: columnar.Texts,
     *,
     caller: columnar.Texts,
     team: columnar.Texts,
     model: columnar.Texts,
-) -> columnar.Texts:
-    """`resolve_workload` per span, run once per distinct input."""
+) -> tuple[columnar.Texts, np.ndarray]:
+    """`resolve_workload` per span, run once per distinct input (the tags name the workload
+    first: `tagged`), and the spans whose workload cannot be stored (the row path refuses
+    them)."""
     rows = len(named.codes)
     groups, representatives = cells.group_rows(
-        [named.codes, caller.codes, team.codes, model.codes], rows
+        [tagged.codes, named.codes, caller.codes, team.codes, model.codes], rows
     )
     values = [
-        resolve_workload(
+        tagged.texts[tagged.codes[row]]
+        or resolve_workload(
             tags=[],
             metadata={"workload": named.texts[named.codes[row]]},
             caller=caller.texts[caller.codes[row]],
@@ -535,7 +715,28 @@ def _workloads(
         )
         for row in representatives
     ]
-    return columnar.Texts.of(values or [""], groups)
+    unstorable = np.array([not _storable(value) for value in values], bool)
+    return columnar.Texts.of(values or [""], groups), unstorable[groups]
+
+
+_UNREAD = 2  # `_flag` of a text `parse_bool` rejects
+# The tag sources, each a key of an object an attribute holds as text: (attribute, key).
+_TAG_SOURCES = {
+    source: key
+    for source in FIELDS["tags"].sources
+    if (key := fields.object_key(source)) is not None
+}
+assert len(_TAG_SOURCES) == len(FIELDS["tags"].sources), "a tag source is not an object key"
+
+
+def _flag(word: str, *, field: str) -> int:
+    """`parse_bool` of a text as 1 (true), 0 (false) or -1 (missing); `_UNREAD` where it
+    rejects it."""
+    try:
+        flag = parse_bool(word, field=field)
+    except RowRejected:
+        return _UNREAD
+    return -1 if flag is None else int(flag)
 
 
 def _unix_nanos(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit_app.ingestion.identity import resolve_workload
+from audit_app.ingestion.identity import resolve_workload, workload_tagged
 
 
 @pytest.mark.parametrize(
@@ -52,3 +52,9 @@ def test_resolve_workload_precedence(
         resolve_workload(tags=tags, metadata=metadata, caller=caller, team=team, model=model)
         == expected
     )
+
+
+def test_the_tag_step_alone_names_a_workload_or_nothing() -> None:
+    assert workload_tagged(["env:prod", " Workload: triage ", "workload:second"]) == "triage"
+    assert workload_tagged(["workload:", "workload:  "]) == ""
+    assert workload_tagged([]) == ""

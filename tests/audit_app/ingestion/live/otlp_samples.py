@@ -159,7 +159,7 @@ EXPECTED_MESSAGE = (
     "Refused 2 gen_ai spans. Span 3, gen_ai.usage.input_tokens='-7': "
     "`gen_ai.usage.input_tokens` cannot be negative, got '-7'. Span 5, gen_ai.request.model='': "
     "`gen_ai.request.model` is empty, so the request cannot be priced or grouped. "
-    "Ignored 2 spans that carry no gen_ai.* attribute (not calls to a model)."
+    "Ignored 2 spans that carry no gen_ai.* attribute (not calls to a model), such as `span`."
 )
 
 

@@ -159,11 +159,17 @@ def test_media_types() -> None:
 
 def test_the_answer_counts_refused_spans_and_says_which_and_what_was_ignored() -> None:
     answer = ExportTraceServiceResponse.FromString(
-        export_response(rejects=EXPECTED_REJECTS, ignored=2, content_type=PROTOBUF)
+        export_response(
+            rejects=EXPECTED_REJECTS, ignored=2, ignored_names=["span"], content_type=PROTOBUF
+        )
     )
     assert answer.partial_success.rejected_spans == 2
     assert answer.partial_success.error_message == EXPECTED_MESSAGE
-    as_json = json.loads(export_response(rejects=EXPECTED_REJECTS, ignored=2, content_type=JSON))
+    as_json = json.loads(
+        export_response(
+            rejects=EXPECTED_REJECTS, ignored=2, ignored_names=["span"], content_type=JSON
+        )
+    )
     assert as_json == {"partialSuccess": {"rejectedSpans": "2", "errorMessage": EXPECTED_MESSAGE}}
 
 

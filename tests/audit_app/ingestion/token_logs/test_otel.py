@@ -126,7 +126,15 @@ def test_document_rejects_use_span_positions_and_name_field_and_value() -> None:
 def test_document_chunking_gives_identical_rows() -> None:
     data = (FIXTURES / "traces.json").read_bytes()
     chunks = list(otel.read(io.BytesIO(data), chunk_rows=2))
-    assert [chunk.rows_read for chunk in chunks] == [2, 2, 2, 2, 2, 2]
+    # Six chunks of rows, then one without rows saying which span was not a call (the HTTP
+    # span `POST /checkout/assist`); it ends at the end of the file.
+    assert [chunk.rows_read for chunk in chunks] == [2, 2, 2, 2, 2, 2, 0]
+    assert [chunk.notes for chunk in chunks[:-1]] == [()] * 6
+    assert chunks[-1].notes == (
+        "Ignored 1 span that carries no gen_ai.* attribute (not calls to a model), such as "
+        "`POST /checkout/assist`.",
+    )
+    assert chunks[-1].bytes_read == len(data)
     assert _read_bytes(data, chunk_rows=2) == _read_bytes(data, chunk_rows=10_000)
 
 
