@@ -67,6 +67,8 @@ def one_call(client: Any, call: dict[str, Any], raw: bool) -> dict[str, Any]:
         "messages": [{"role": "user", "content": call.get("prompt", "Summarise the day.")}],
         "extra_body": body_extras(call),
     }
+    if call.get("headers"):
+        arguments["extra_headers"] = call["headers"]
     if call.get("stream"):
         arguments.update(stream=True, stream_options={"include_usage": True})
     completions = client.chat.completions

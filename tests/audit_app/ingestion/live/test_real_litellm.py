@@ -76,10 +76,12 @@ NANO = Decimal("0.000000001")
 # --- The calls and what LiteLLM answered ------------------------------------------------------
 
 
-def call_plan(count: int = CALLS) -> list[dict[str, Any]]:
+def call_plan(count: int = CALLS, *, tags_in_header: bool = False) -> list[dict[str, Any]]:
     """`count` calls over four workloads, one in five to the alias, one in three streamed; the
     workload named three ways in turn: a `workload:` tag in `metadata.tags`, the same tag in
-    the request's own `tags` (LiteLLM's request_tags), a `workload` metadata key."""
+    the request's own `tags` (LiteLLM's request_tags; with `tags_in_header`, in the
+    `x-litellm-tags` header instead, as LiteLLM's OTel spans never carry the body's `tags`), a
+    `workload` metadata key."""
     plan = []
     for i in range(count):
         workload = WORKLOADS[i % len(WORKLOADS)]
@@ -93,6 +95,8 @@ def call_plan(count: int = CALLS) -> list[dict[str, Any]]:
         form = (i // 2) % 3
         if form == 0:
             metadata["tags"] = [f"workload:{workload}"]
+        elif form == 1 and tags_in_header:
+            call["headers"] = {"x-litellm-tags": f"workload:{workload}"}
         elif form == 1:
             call["tags"] = [f"workload:{workload}"]
         else:
@@ -346,7 +350,7 @@ def test_litellms_otel_callback_lands_every_call_once_with_litellms_numbers(
         # The test's own pace: the SDK's default exports every 5 s.
         "OTEL_BSP_SCHEDULE_DELAY": "500",
     }
-    plan = call_plan()
+    plan = call_plan(tags_in_header=True)
     with proxy_running(llm_venv, config, proxy_dir, env=env) as proxy:
         calls = answered(plan, run(llm_venv, proxy, plan))
         wait_until_quiet("otlp", minimum=CALLS, quiet=3.0, timeout=90)
