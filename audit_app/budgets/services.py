@@ -26,6 +26,7 @@ from django.db import IntegrityError, transaction
 from audit_app.access.audit import audit_record, audit_update
 from audit_app.access.permissions import BUDGET_WRITER_ROLES, Actor, has_role
 from audit_app.budgets.status import pool_billing_providers
+from audit_app.costs.model_names import canonical_model
 from audit_app.costs.providers import normalize_provider
 from audit_app.lib import task_queue
 from audit_app.lib.errors import DomainError, ErrorKind
@@ -118,7 +119,11 @@ def _scope(value: Any, *, kept: tuple[str, str] | None = None) -> tuple[str, str
     if (kind, raw) == kept:  # unchanged: kept even when its data has since gone
         return kind, raw
     known = scope_choices()[kind]
-    candidates = [raw, normalize_provider(raw)] if kind == Budget.ScopeKind.PROVIDER else [raw]
+    candidates = [raw]
+    if kind == Budget.ScopeKind.PROVIDER:
+        candidates.append(normalize_provider(raw))
+    elif kind == Budget.ScopeKind.MODEL:
+        candidates.append(canonical_model(raw))  # a routed name (openai/gpt-4o) finds gpt-4o
     for candidate in candidates:
         if candidate in known:
             return kind, candidate

@@ -21,6 +21,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
 from audit_app.costs.attribution import PoolAttribution, attribute_pool, spread_over_hours
+from audit_app.costs.model_names import served_names
 from audit_app.costs.pricing import normalize_model
 from audit_app.costs.providers import normalize_provider, usage_provider
 from audit_app.costs.rollups import hosted_pooled_q, priced_groups, rollups_in_range
@@ -83,17 +84,16 @@ def pooled_models() -> dict[str, str]:
     """Model name -> pool, for requests logged without a pool."""
     mapping: dict[str, str] = {}
     for pool in ServingPool.objects.all():
-        for model in pool.models_served:
-            mapping[str(model)] = pool.name
+        for model in served_names(pool.models_served):
+            mapping[model] = pool.name
     return mapping
 
 
 def pool_rollups(pool: ServingPool, queryset: QuerySet[HourlyRollup]) -> QuerySet[HourlyRollup]:
     served = Q(pool=pool.name)
     if pool.models_served:
-        served |= Q(pool="", model__in=list(pool.models_served)) & ~hosted_pooled_q(
-            pool.models_served
-        )
+        names = served_names(pool.models_served)
+        served |= Q(pool="", model__in=names) & ~hosted_pooled_q(names)
     return queryset.filter(served)
 
 

@@ -67,6 +67,12 @@ def normalize_provider(provider: str) -> str:
     return _CANONICAL_BY_KEY.get(_lookup_key(name), name)
 
 
+def known_provider(name: str) -> str | None:
+    """The provider's one name when `PROVIDER_ALIASES` knows ``name`` (a routing prefix such as
+    LiteLLM's ``openai/`` or ``bedrock/``), else None."""
+    return _CANONICAL_BY_KEY.get(_lookup_key(name))
+
+
 _WORD = re.compile(r"[a-z0-9]+")
 # Short cloud names by a word of the billing provider's own name ("Amazon Web Services, Inc.",
 # "Microsoft", "Google Cloud", "Oracle Cloud Infrastructure", ...).

@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
+from audit_app.costs.model_names import served_names
 from audit_app.costs.price_cards import price_book
 from audit_app.costs.pricing import MIXED_THRESHOLDS, TokenUsage, token_cost
 from audit_app.models import DailyRollup, HourlyRollup, ServingPool, Upload
@@ -110,9 +111,9 @@ def priced_groups(queryset: Rollups, dims: Sequence[str]) -> list[PricedGroup]:
     fields = list(dict.fromkeys([*dims, "provider", "model", "day", "batch_api", "pool"]))
     # Self-hosted requests are costed from GPU bills (costs.billing), never from cards.
     pooled = {
-        str(model)
+        model
         for models in ServingPool.objects.values_list("models_served", flat=True)
-        for model in models
+        for model in served_names(models)
     }
     if queryset.model is HourlyRollup:
         queryset = queryset.annotate(day=TruncDate("hour"))

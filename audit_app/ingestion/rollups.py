@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit_app.costs.model_names import canonical_pair
 from audit_app.costs.pricing import (
     LONG_CONTEXT_THRESHOLD_TOKENS,
     MIXED_THRESHOLDS,
     merged_threshold,
 )
-from audit_app.costs.providers import normalize_provider
 from audit_app.ingestion.histograms import ZERO_BIN, LatencyHistogram, bin_indices
 from audit_app.ingestion.token_logs.frame import (
     BATCH_API,
@@ -192,21 +192,23 @@ class IngestAggregate:
         codes = grouped.ngroup().to_numpy()
         sums = grouped[list(_SUMMED)].sum()
         # Every token-log path (row by row and columnar) lands here, so this is where a
-        # provider gets its one stored name: once per distinct key, not per row. Keys that
-        # differ only in the provider's spelling fall into one rollup.
-        providers: dict[str, str] = {}
+        # provider and its model get their one stored names (`model_names.canonical_pair`):
+        # once per distinct key, not per row. Keys that differ only in the spelling of the
+        # provider or in a routing prefix (``openai/gpt-4o``) fall into one rollup.
+        pairs: dict[tuple[str, str], tuple[str, str]] = {}
         keys = []
         for values in sums.index:
             # Values read back from the frame's group keys: their types are the frame's.
             key: dict[str, Any] = dict(zip(KEY_COLUMNS, _plain(values), strict=True))
-            raw = key[PROVIDER]
-            if raw not in providers:
-                providers[raw] = normalize_provider(raw)
-            key[PROVIDER] = providers[raw]
+            raw = (key[PROVIDER], key[MODEL])
+            if raw not in pairs:
+                pairs[raw] = canonical_pair(*raw)
+            key[PROVIDER], key[MODEL] = pairs[raw]
             keys.append(RollupKey(**key))
         totals = [self._totals(key) for key in keys]
         # One model on one day has one card, so a key's rows share their threshold. Two groups
-        # of the chunk can share a rollup (two spellings of one provider): the second merges.
+        # of the chunk can share a rollup (two spellings of one provider or model): the second
+        # merges.
         limits = grouped[THRESHOLD].agg(["min", "max"])
         counted: set[int] = set()
         for target, low, high in zip(

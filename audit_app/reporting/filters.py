@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit_app.costs.providers import normalize_provider
+from audit_app.costs.model_names import canonical_pair
 from audit_app.costs.rollups import daily_rollups, rollups_in_range
 from audit_app.lib.days import last_complete_day
 from audit_app.lib.query_params import ParameterError, QueryParams, date_param, text_param
@@ -138,7 +138,12 @@ def parse_filters(params: QueryParams) -> SpendFilters:
     A bad value raises ParameterError naming it."""
     start, end = date_window(params)
     text = {name: text_param(params, name) for name in ("team", "provider", "model")}
-    if text["provider"]:
-        # Rollups store each provider's one name; an alias (bedrock, aws.bedrock) finds it too.
-        text["provider"] = normalize_provider(text["provider"])
+    if text["provider"] or text["model"]:
+        # Rollups store each provider's and model's one name (`model_names.canonical_pair`);
+        # an alias (bedrock, aws.bedrock) or a routed name (openai/gpt-4o) finds it too.
+        provider, model = canonical_pair(text["provider"], text["model"])
+        if text["provider"]:
+            text["provider"] = provider
+        if text["model"]:
+            text["model"] = model
     return SpendFilters(start=start, end=end, **text)

@@ -121,3 +121,69 @@ def test_0015_rewrites_rollup_providers_to_their_one_name() -> None:
         assert apps.get_model("audit_app", "HourlyRollup").objects.count() == len(spellings)
     finally:
         _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0034_rewrites_routed_rollup_models_to_their_one_id() -> None:
+    before = [("audit_app", "0033_possible_restatements")]
+    after = [("audit_app", "0034_canonical_rollup_models")]
+    try:
+        apps = _migrate(before)
+        upload = apps.get_model("audit_app", "Upload").objects.create(
+            kind="token_log", original_name="old.jsonl", sha256="c" * 64, size_bytes=1
+        )
+        hourly = apps.get_model("audit_app", "HourlyRollup")
+        daily = apps.get_model("audit_app", "DailyRollup")
+        hour = datetime(2026, 1, 1, tzinfo=UTC)
+        # More routed rows than one update batch (5,000), names already canonical, a prefix
+        # naming another provider (kept), and a row whose prefix names its missing provider.
+        pairs = (
+            [("openai", "openai/gpt-4o")] * 5_001
+            + [("openai", "gpt-4o"), ("anthropic", "anthropic/claude-3-5-sonnet-20241022")]
+            + [("vllm", "openai/gpt-oss-120b"), ("", "openai/gpt-4o-mini")]
+        )
+        hourly.objects.bulk_create(
+            hourly(upload=upload, hour=hour, workload=f"wl-{n}", provider=p, model=m, requests=1)
+            for n, (p, m) in enumerate(pairs)
+        )
+        daily.objects.bulk_create(
+            daily(upload=upload, day=date(2026, 1, 1), workload="wl", provider=p, model=m)
+            for p, m in [("openai", "openai/gpt-4o"), ("openai", "gpt-4o"), ("vllm", "m")]
+        )
+        budgets = apps.get_model("audit_app", "Budget").objects
+        for name, value in [("routed", "openai/gpt-4o"), ("hf", "openai/gpt-oss-120b")]:
+            budgets.create(name=name, scope_kind="model", scope_value=value, amount_usd=10)
+
+        apps = _migrate(after)
+        hourly = apps.get_model("audit_app", "HourlyRollup")
+        counts = {
+            (row["provider"], row["model"]): row["n"]
+            for row in hourly.objects.values("provider", "model").annotate(n=Count("id")).order_by()
+        }
+        assert counts == {
+            ("openai", "gpt-4o"): 5_002,
+            ("anthropic", "claude-3-5-sonnet-20241022"): 1,
+            ("vllm", "openai/gpt-oss-120b"): 1,
+            ("openai", "gpt-4o-mini"): 1,
+        }
+        daily = apps.get_model("audit_app", "DailyRollup")
+        assert sorted(daily.objects.values_list("provider", "model")) == [
+            ("openai", "gpt-4o"),
+            ("openai", "gpt-4o"),
+            ("vllm", "m"),
+        ]
+        budgets = apps.get_model("audit_app", "Budget").objects
+        # A routed name no row keeps any more follows its rows; one a row still has stays.
+        assert dict(budgets.values_list("name", "scope_value")) == {
+            "routed": "gpt-4o",
+            "hf": "openai/gpt-oss-120b",
+        }
+        # Cached results of the old names are never read again.
+        versions = apps.get_model("audit_app", "DataVersion").objects
+        [(pk, version)] = versions.values_list("pk", "version")
+        assert pk == 1 and version >= 1
+
+        apps = _migrate(before)  # backwards: nothing to undo, the ids stay canonical
+        assert apps.get_model("audit_app", "HourlyRollup").objects.count() == len(pairs)
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any, BinaryIO, Protocol
 
-from audit_app.costs.pricing import normalize_model
+from audit_app.costs.model_names import canonical_model
 from audit_app.ingestion.billing_exports.base import MAX_ABS_AMOUNT, BillingChunk, BillingLine
 from audit_app.ingestion.billing_exports.meters import KIND_OTHER, KIND_TOKEN, TIERS, ParsedMeter
 from audit_app.ingestion.reading import ImportFileError, quoted, unstorable_reason
@@ -475,7 +475,7 @@ def billing_lines(document: ReportDocument) -> list[BillingLine]:
     lines = []
     for number, cost in enumerate(document.costs, start=1):
         start = datetime(cost.day.year, cost.day.month, cost.day.day, tzinfo=UTC)
-        model = normalize_model(cost.model)
+        model = canonical_model(cost.model, document.provider)
         tier = cost.service_tier.lower()
         lines.append(
             BillingLine(
@@ -528,7 +528,7 @@ def read_chunks(stream: BinaryIO, *, format: str) -> Iterator[BillingChunk]:
 # --- Spend ---------------------------------------------------------------------------------
 
 
-_MatchKey = tuple[date, str, str]  # day, project id, model (normalized)
+_MatchKey = tuple[date, str, str]  # day, project id, model (canonical_model's)
 
 
 def spend_rows(document: ReportDocument) -> list[SpendRow]:
@@ -542,11 +542,12 @@ def spend_rows(document: ReportDocument) -> list[SpendRow]:
         if cost.project_name:
             names.setdefault(cost.project_id, cost.project_name)
         if cost.currency == "USD":
-            model = normalize_model(cost.model) or cost.line_item
+            model = canonical_model(cost.model, document.provider) or cost.line_item
             costs[(cost.day, cost.project_id, model)] += cost.amount
     groups: dict[_MatchKey, list[DocUsage]] = defaultdict(list)
     for usage in document.usage:
-        groups[(usage.day, usage.project_id, normalize_model(usage.model))].append(usage)
+        model = canonical_model(usage.model, document.provider)
+        groups[(usage.day, usage.project_id, model)].append(usage)
     rows: list[SpendRow] = []
     for key, members in groups.items():
         day, project, model = key

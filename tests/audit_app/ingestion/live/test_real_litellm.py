@@ -30,7 +30,6 @@ from django.core.management import call_command
 from django.db.models import Sum
 
 from audit_app.access.tokens import api_token_issue
-from audit_app.costs.pricing import normalize_model
 from audit_app.ingestion.live.records import decode_requests
 from audit_app.models import HourlyRollup, LiveBatch, LiveRecordKey, PriceCard, Upload
 from audit_app.reporting.filters import SpendFilters
@@ -256,8 +255,9 @@ def assert_shown_as_answered(calls: list[Answered]) -> None:
         ), name
         assert got.logged_cost == want.logged_cost.quantize(NANO), name
         assert abs(got.estimated_cost - want.estimated_cost) < NANO, name
-    models = HourlyRollup.objects.values_list("model", flat=True).distinct()
-    assert {normalize_model(m) for m in models} == {"gpt-4o", ALIAS_DEPLOYMENT}
+    # One id per provider's model: LiteLLM's routed "openai/gpt-4o" is stored as OpenAI's.
+    models = HourlyRollup.objects.values_list("provider", "model").distinct()
+    assert set(models) == {("openai", "gpt-4o"), ("anthropic", ALIAS_DEPLOYMENT)}
 
 
 # --- The callback route, configured as README.md says -----------------------------------------
@@ -416,3 +416,4 @@ def test_an_instrumented_app_lands_one_row_per_call_with_its_tokens(
         "streamed": sum(1 for call in plan if call["stream"]) if says_streaming else 0,
     }
     assert set(HourlyRollup.objects.values_list("workload", flat=True)) == {workload}
+    assert set(HourlyRollup.objects.values_list("provider", "model")) == {("openai", "gpt-4o")}
