@@ -434,6 +434,17 @@ def _summary(messages: tuple[str, ...]) -> str:
     return f"{messages[0]} ({len(messages) - 1} more in the same poll.)"
 
 
+# What a poll records on its source: saved on the locked row, then copied to the caller's.
+POLL_STATE = (
+    "seen",
+    "last_polled_at",
+    "last_changed_at",
+    "last_error",
+    "last_error_at",
+    "consecutive_failures",
+)
+
+
 def _record(
     source: BillingSource,
     result: PollResult,
@@ -465,19 +476,9 @@ def _record(
         problems = result.errors + result.refused
         locked.last_error = _summary(problems) if problems else ""
         locked.last_error_at = result.polled_at if problems else None
-        locked.save(
-            update_fields=[
-                "seen",
-                "last_polled_at",
-                "last_changed_at",
-                "last_error",
-                "last_error_at",
-                "consecutive_failures",
-            ]
-        )
-    for name in ("seen", "last_polled_at", "last_changed_at", "last_error", "last_error_at"):
+        locked.save(update_fields=list(POLL_STATE))
+    for name in POLL_STATE:
         setattr(source, name, getattr(locked, name))
-    source.consecutive_failures = locked.consecutive_failures
 
 
 def _api_source_poll(source: BillingSource, *, now: datetime, enqueue: bool) -> PollResult:
@@ -510,19 +511,9 @@ def _api_source_poll(source: BillingSource, *, now: datetime, enqueue: bool) -> 
         locked.consecutive_failures = locked.consecutive_failures + 1 if poll.error else 0
         locked.last_error = poll.error
         locked.last_error_at = now if poll.error else None
-        locked.save(
-            update_fields=[
-                "seen",
-                "last_polled_at",
-                "last_changed_at",
-                "last_error",
-                "last_error_at",
-                "consecutive_failures",
-            ]
-        )
-    for name in ("seen", "last_polled_at", "last_changed_at", "last_error", "last_error_at"):
+        locked.save(update_fields=list(POLL_STATE))
+    for name in POLL_STATE:
         setattr(source, name, getattr(locked, name))
-    source.consecutive_failures = locked.consecutive_failures
     logger.info(
         "billing source %s (%s) polled: days %s, %s pages, %s new uploads, %s errors",
         source.pk,

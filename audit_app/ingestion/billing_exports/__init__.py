@@ -1,4 +1,5 @@
-"""Billing-export importers: one module per format, registered in one table.
+"""Billing-export importers: one module per format (one class for the provider cost reports,
+`provider_reports.importer_of`), registered in one table.
 
 Every importer module has the same two functions:
 - `sniff(head: bytes) -> bool`: do the file's first 64 KiB look like this format?
@@ -20,14 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
-from audit_app.ingestion.billing_exports import (
-    anthropic_costs,
-    aws_cur,
-    azure,
-    focus,
-    openai_costs,
-    provider_reports,
-)
+from audit_app.ingestion.billing_exports import aws_cur, azure, focus, provider_reports
 from audit_app.ingestion.billing_exports.base import (
     PARQUET_MAGIC,
     BillingChunk,
@@ -75,8 +69,7 @@ BILLING_IMPORTERS: dict[str, BillingImporter] = {
     "focus": focus,
     "aws-cur": aws_cur,
     "azure": azure,
-    openai_costs.NAME: openai_costs,
-    anthropic_costs.NAME: anthropic_costs,
+    **provider_reports.IMPORTERS,
 }
 DETECTION_ORDER = ("focus", "aws-cur", "azure")
 # Provider cost reports are JSON documents, recognised by their first bytes, not by columns.

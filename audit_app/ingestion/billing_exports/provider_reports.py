@@ -525,6 +525,40 @@ def read_chunks(stream: BinaryIO, *, format: str) -> Iterator[BillingChunk]:
     yield BillingChunk(lines=lines, rejects=[], rows_read=rows, bytes_read=size)
 
 
+@dataclass(kw_only=True)
+class ReportImporter:
+    """The billing importer of one provider's report format (`importer_of` makes one per
+    provider for `BILLING_IMPORTERS`): a JSON document, recognised by its first bytes, never by
+    columns. Its attribute names are the importer protocol's."""
+
+    NAME: str
+    SHORT_LABEL: str
+    LABEL: str
+    DESCRIPTION: str
+
+    def sniff_columns(self, columns: frozenset[str]) -> bool:
+        return False
+
+    def sniff(self, head: bytes) -> bool:
+        return sniff_head(head) == self.NAME
+
+    def read(self, stream: BinaryIO, *, chunk_rows: int) -> Iterator[BillingChunk]:
+        return read_chunks(stream, format=self.NAME)
+
+
+def importer_of(provider: str) -> ReportImporter:
+    label = PROVIDER_LABELS[provider]
+    return ReportImporter(
+        NAME=FORMAT_OF[provider],
+        SHORT_LABEL=f"{label} cost report",
+        LABEL=f"{label} cost and usage report (polled by an {provider} source)",
+        DESCRIPTION=f"an {label} cost and usage report",
+    )
+
+
+IMPORTERS = {FORMAT_OF[provider]: importer_of(provider) for provider in FORMAT_OF}
+
+
 # --- Spend ---------------------------------------------------------------------------------
 
 

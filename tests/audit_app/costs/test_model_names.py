@@ -4,8 +4,7 @@ real LiteLLM OTel capture), spend by model, the filter choices, the URL filter a
 from __future__ import annotations
 
 import io
-import json
-from datetime import UTC, date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -23,15 +22,10 @@ from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import filter_choices
 from audit_app.reporting.spend import spend_breakdown
 from tests.support.paths import FIXTURES_DIR
+from tests.support.spelled_logs import litellm_csv, otel_span
 
 DAY = date(2026, 11, 2)
 LITELLM_OTEL = FIXTURES_DIR / "real" / "otel" / "litellm-1.106.12_proxy_callbacks-otel.jsonl"
-
-LITELLM_HEADER = (
-    "request_id,call_type,api_key,spend,total_tokens,prompt_tokens,completion_tokens,startTime,"
-    "endTime,completionStartTime,model,model_group,custom_llm_provider,user,metadata,cache_hit,"
-    "request_tags,team_id,end_user,status\n"
-)
 
 
 @pytest.mark.parametrize(
@@ -80,42 +74,13 @@ def test_canonical_pair(provider: str, model: str, expected: tuple[str, str]) ->
 
 def _litellm(rows: int) -> bytes:
     """LiteLLM rows in one hour and workload, spelling gpt-4o two ways in turn: even rows
-    "openai/gpt-4o" logging $0.002, odd rows "gpt-4o" logging $0.003. Files of 64 KiB or more
-    take the columnar path, smaller ones the row-by-row path."""
-    lines = [LITELLM_HEADER]
-    for i in range(rows):
-        model, spend = ("openai/gpt-4o", "0.002") if i % 2 == 0 else ("gpt-4o", "0.003")
-        minute, second = divmod(i, 60)
-        lines.append(
-            f"l-{i},acompletion,k1,{spend},1100,1000,100,2026-11-02 10:{minute:02d}:{second:02d},"
-            f"2026-11-02 10:{minute:02d}:{second:02d},,{model},gpt-4o,openai,,{{}},False,"
-            f'"[""workload:summarise""]",team-a,,success\n'
-        )
-    return "".join(lines).encode()
+    "openai/gpt-4o" logging $0.002, odd rows "gpt-4o" logging $0.003."""
+    spellings = [("openai", "openai/gpt-4o", "0.002"), ("openai", "gpt-4o", "0.003")]
+    return litellm_csv(rows, spellings, group="gpt-4o")
 
 
 def _otel(model: str) -> bytes:
-    start = int(datetime(2026, 11, 2, 10, 20, tzinfo=UTC).timestamp()) * 10**9
-    attributes = {
-        "gen_ai.operation.name": {"stringValue": "chat"},
-        "gen_ai.provider.name": {"stringValue": "openai"},
-        "gen_ai.request.model": {"stringValue": model},
-        "gen_ai.usage.input_tokens": {"intValue": "1000"},
-        "gen_ai.usage.output_tokens": {"intValue": "100"},
-        "workload": {"stringValue": "summarise"},
-    }
-    span = {
-        "traceId": "5b8efff798038103d269b633813fc60c",
-        "spanId": "eee19b7ec3c1b174",
-        "name": f"chat {model}",
-        "kind": 3,
-        "startTimeUnixNano": str(start),
-        "endTimeUnixNano": str(start + 2 * 10**9),
-        "attributes": [{"key": k, "value": v} for k, v in attributes.items()],
-        "status": {},
-    }
-    document = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
-    return json.dumps(document).encode()
+    return otel_span(provider="openai", model=model)
 
 
 def _ingest(content: bytes, name: str) -> Upload:

@@ -4,8 +4,7 @@ URL filter, and bill lines in reconciliation."""
 from __future__ import annotations
 
 import io
-import json
-from datetime import UTC, date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -25,55 +24,21 @@ from audit_app.models import DailyRollup, HourlyRollup, Upload
 from audit_app.reporting.filters import SpendFilters, parse_filters
 from audit_app.reporting.selectors import filter_choices
 from audit_app.reporting.spend import spend_breakdown
+from tests.support.spelled_logs import litellm_csv, otel_span
 
 DAY = date(2026, 11, 2)
 MODEL = "anthropic.claude-haiku-4-5"
 
-LITELLM_HEADER = (
-    "request_id,call_type,api_key,spend,total_tokens,prompt_tokens,completion_tokens,startTime,"
-    "endTime,completionStartTime,model,model_group,custom_llm_provider,user,metadata,cache_hit,"
-    "request_tags,team_id,end_user,status\n"
-)
-
 
 def _litellm(rows: int) -> bytes:
     """LiteLLM rows in one hour, workload and model, spelling Bedrock two ways in turn: even
-    rows "bedrock" logging $0.002, odd rows "AWS_Bedrock" logging $0.003 (no price card used).
-    Files of 64 KiB or more take the columnar path, smaller ones the row-by-row path."""
-    lines = [LITELLM_HEADER]
-    for i in range(rows):
-        provider, spend = ("bedrock", "0.002") if i % 2 == 0 else ("AWS_Bedrock", "0.003")
-        minute, second = divmod(i, 60)
-        lines.append(
-            f"l-{i},acompletion,k1,{spend},1100,1000,100,2026-11-02 10:{minute:02d}:{second:02d},"
-            f"2026-11-02 10:{minute:02d}:{second:02d},,{MODEL},{MODEL},{provider},,{{}},False,"
-            f'"[""workload:summarise""]",team-a,,success\n'
-        )
-    return "".join(lines).encode()
+    rows "bedrock" logging $0.002, odd rows "AWS_Bedrock" logging $0.003 (no price card used)."""
+    spellings = [("bedrock", MODEL, "0.002"), ("AWS_Bedrock", MODEL, "0.003")]
+    return litellm_csv(rows, spellings, group=MODEL)
 
 
 def _otel(provider: str) -> bytes:
-    start = int(datetime(2026, 11, 2, 10, 20, tzinfo=UTC).timestamp()) * 10**9
-    attributes = {
-        "gen_ai.operation.name": {"stringValue": "chat"},
-        "gen_ai.provider.name": {"stringValue": provider},
-        "gen_ai.request.model": {"stringValue": MODEL},
-        "gen_ai.usage.input_tokens": {"intValue": "1000"},
-        "gen_ai.usage.output_tokens": {"intValue": "100"},
-        "workload": {"stringValue": "summarise"},
-    }
-    span = {
-        "traceId": "5b8efff798038103d269b633813fc60c",
-        "spanId": "eee19b7ec3c1b174",
-        "name": f"chat {MODEL}",
-        "kind": 3,
-        "startTimeUnixNano": str(start),
-        "endTimeUnixNano": str(start + 2 * 10**9),
-        "attributes": [{"key": k, "value": v} for k, v in attributes.items()],
-        "status": {},
-    }
-    document = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
-    return json.dumps(document).encode()
+    return otel_span(provider=provider, model=MODEL)
 
 
 @pytest.mark.parametrize(
@@ -171,7 +136,7 @@ def test_the_provider_filter_accepts_an_alias(client: Client, finops_user: Any) 
     assert parse_filters({"provider": " AWS.Bedrock "}).provider == "aws-bedrock"
     assert parse_filters({"provider": ""}).provider == ""
     _ingest(_otel("aws.bedrock"), "traces.json")
-    _ingest(_otel("openai").replace(MODEL.encode(), b"gpt-4o"), "openai.json")
+    _ingest(otel_span(provider="openai", model="gpt-4o"), "openai.json")
     client.force_login(finops_user)
     for alias in ("bedrock", "aws.bedrock", "aws-bedrock"):
         body = client.get(

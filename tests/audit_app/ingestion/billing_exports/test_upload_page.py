@@ -217,9 +217,9 @@ def test_api_detail_of_a_billing_upload(client: Client, finops_user: Any) -> Non
             "period_start": "2026-11-01",
             "period_end": "2026-12-01",
             "lines": 2,
-            # November before: 98.32 + 0.50; after: the restated 90.00.
+            # November before: 98.32 + 0.50; after: the restated 90.00 + 0.40.
             "billed_before": {"USD": "98.82"},
-            "billed_after": {"USD": "90"},
+            "billed_after": {"USD": "90.4"},
             "changed": True,
         }
     ]
