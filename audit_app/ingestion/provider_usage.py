@@ -20,15 +20,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import Q
 
 from audit_app.ingestion.billing_exports import provider_reports
 from audit_app.ingestion.billing_exports.provider_reports import ReportDocument
-from audit_app.ingestion.daily import daily_from_hourly
 from audit_app.ingestion.identity import resolve_workload
-from audit_app.ingestion.rollups import IngestAggregate
 from audit_app.lib.bulk import insert_all
 from audit_app.lib.results_cache import current_version
 from audit_app.models import (
@@ -43,6 +41,9 @@ from audit_app.models import (
 
 ProviderDay = tuple[str, date]
 REPORT = "report"  # the key of a report's window in its upload's `billing_totals`
+
+if TYPE_CHECKING:  # numpy and pandas stay out of start-up (uploads import this module)
+    from audit_app.ingestion.rollups import IngestAggregate
 
 
 def _midnight(day: date) -> datetime:
@@ -259,6 +260,8 @@ def _report_rollups(provider: str, day: date) -> Any:
 def _materialize(provider: str, day: date) -> None:
     """The current report rows of (provider, day) as hourly (at midnight) and daily rollups
     of their uploads (`rollup_values`)."""
+    from audit_app.ingestion.daily import daily_from_hourly  # numpy: not at start-up
+
     current = ProviderUsage.objects.filter(
         Q(superseded_by__isnull=True),
         provider=provider,
