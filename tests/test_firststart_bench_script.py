@@ -132,10 +132,11 @@ def test_a_start_is_timed_until_healthz_answers_and_then_stopped_as_ctrl_c_does(
     )
     # The stand-in sleeps 0.4 + 0.3 + 0.3 s before it can answer.
     assert 1.0 <= start.seconds <= time.monotonic() - started
+    # Each step is timed from the line before it as the reader saw the lines: a busy machine
+    # reads one late and the next at once, so only the whole start has a lower bound.
     steps = dict(start.steps)
-    assert steps["install (venv, uv, packages)"] >= 0.4
-    assert steps["migrations"] >= 0.3
-    assert steps[firststart.UNTIL_HEALTHY] >= 0.3
+    assert list(steps) == ["install (venv, uv, packages)", "migrations", firststart.UNTIL_HEALTHY]
+    assert all(seconds > 0 for seconds in steps.values())
     assert sum(steps.values()) == pytest.approx(start.seconds)
     # Stopped with SIGINT (its handler ran), and everything it printed is in the log.
     assert log.read_text().splitlines() == [

@@ -21,7 +21,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import TruncDate
 
 from audit_app.costs.attribution import PoolAttribution, attribute_pool, spread_over_hours
-from audit_app.costs.model_names import served_names
+from audit_app.costs.model_names import canonical_model, served_names
 from audit_app.costs.pricing import normalize_model
 from audit_app.costs.providers import normalize_provider, usage_provider
 from audit_app.costs.rollups import hosted_pooled_q, priced_groups, rollups_in_range
@@ -344,6 +344,8 @@ def _same_model(bill_model: str, log_model: str) -> bool:
 
 @dataclass
 class _Side:
+    # The model as shown: the stored (canonical) name, where the key is its matching form.
+    name: str = ""
     amount: Decimal = Decimal(0)
     uploads: set[int] = field(default_factory=set)
     requests: int = 0
@@ -368,15 +370,10 @@ def _billed_token_sides(start: date, end: date) -> dict[_BillKey, _Side]:
     for charge in charges:
         if not start <= charge["day"] <= end:
             continue
-        model = normalize_model(charge["log_model"] or charge["meter_model"])
-        side = bills[
-            (
-                usage_provider(provider=charge["provider"], service=charge["service"]),
-                model,
-                charge["day"],
-                charge["currency"],
-            )
-        ]
+        provider = usage_provider(provider=charge["provider"], service=charge["service"])
+        named = charge["log_model"] or charge["meter_model"]
+        side = bills[(provider, normalize_model(named), charge["day"], charge["currency"])]
+        side.name = side.name or canonical_model(named, provider)
         side.amount += charge["billed"]
         side.uploads.add(charge["upload_id"])
     return bills
@@ -398,6 +395,7 @@ def _estimated_sides(start: date, end: date) -> dict[_LogKey, _Side]:
     for group in priced_groups(rollups, ["provider", "model", "day", "upload_id"]):
         provider, model, day, upload_id = group.dims
         side = estimates[(normalize_provider(provider), normalize_model(model), day)]
+        side.name = side.name or model
         side.amount += group.spend_usd
         side.uploads.add(upload_id)
         side.requests += group.requests
@@ -436,14 +434,14 @@ def _billed_row(
     bill_key: _BillKey, bill: _Side, sides: list[_Side], threshold_percent: Decimal
 ) -> ReconciliationRow:
     """One bill line against the estimates attached to it."""
-    provider, model, day, currency = bill_key
+    provider, _, day, currency = bill_key
     requests = sum(s.requests for s in sides)
     unpriced = sum(s.unpriced_requests for s in sides)
     # An estimate needs at least one request with a cost (logged or priced), in USD.
     has_estimate = requests > unpriced and currency == "USD"
     return ReconciliationRow(
         provider=provider,
-        model=model,
+        model=bill.name,
         day=day,
         currency=currency,
         billed=bill.amount,
@@ -458,10 +456,10 @@ def _billed_row(
 
 def _unbilled_row(key: _LogKey, side: _Side, threshold_percent: Decimal) -> ReconciliationRow:
     """An estimate no bill line names: nothing billed against it."""
-    provider, model, day = key
+    provider, _, day = key
     return ReconciliationRow(
         provider=provider,
-        model=model,
+        model=side.name,
         day=day,
         currency="USD",
         billed=Decimal(0),

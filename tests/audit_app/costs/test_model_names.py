@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from audit_app.budgets.services import budget_create
-from audit_app.costs.billing import pool_rollups, pooled_models
+from audit_app.costs.billing import pool_rollups, pooled_models, reconciliation
 from audit_app.costs.model_names import canonical_model, canonical_pair, served_names
 from audit_app.ingestion.ingest import upload_ingest
 from audit_app.ingestion.token_logs import read_requests
@@ -191,3 +191,18 @@ def test_a_pool_serving_a_routed_name_finds_its_canonical_rollups() -> None:
     assert pooled_models()["meta-llama/Llama-3.1-8B"] == "vllm-a"
     owned = pool_rollups(pool, HourlyRollup.objects.all())
     assert sum(owned.values_list("requests", flat=True)) == 2
+
+
+@pytest.mark.django_db
+def test_reconciliation_shows_the_stored_model_ids() -> None:
+    # Matching ignores case (bill meters and logs spell models differently); the row shows the
+    # id the spend pages and the filter use, case and all.
+    fine_tuned = "ft:gpt-4.1-mini-2025-04-14:acme-corp:ticket-triage:B7xk2Lq9"
+    _ingest(_litellm(2), "spend.csv")
+    _ingest(litellm_csv(1, [("openai", f"openai/{fine_tuned}", "0.01")], group="ft"), "ft.csv")
+    rows = reconciliation(start=DAY, end=DAY)
+    assert sorted((r.provider, r.model, r.log_requests) for r in rows) == [
+        ("openai", fine_tuned, 1),
+        ("openai", "gpt-4o", 2),
+    ]
+    assert set(filter_choices()["model"]) == {fine_tuned, "gpt-4o"}
