@@ -31,12 +31,8 @@ def canonical_pair(provider: str, model: str) -> tuple[str, str]:
     if not slash or not rest.strip():
         return name, text
     routed = known_provider(prefix)
-    if routed is None:
-        return name, text
-    if not name:
+    if routed is not None and name in ("", routed):
         return routed, rest.strip()
-    if routed == name:
-        return name, rest.strip()
     return name, text
 
 

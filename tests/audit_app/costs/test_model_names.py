@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db.models import Sum
 from django.test import Client
 
 from audit_app.budgets.services import budget_create
@@ -119,21 +120,13 @@ def test_a_litellm_otel_capture_stores_the_deployment_models_canonically() -> No
     # The spans' litellm.provider.model is "openai/gpt-4o" (4 calls, 1 "openai/gpt-4o-mini")
     # and "anthropic/claude-3-5-sonnet-20241022" (tests/audit_app/ingestion/token_logs/
     # test_otel_real.py reads them span by span).
-    stored = {
-        (r["provider"], r["model"]): r["n"]
-        for r in _counts(HourlyRollup.objects.filter(upload=upload))
-    }
+    rows = HourlyRollup.objects.filter(upload=upload).values("provider", "model")
+    stored = {(r["provider"], r["model"]): r["n"] for r in rows.annotate(n=Sum("requests"))}
     assert stored == {
         ("openai", "gpt-4o"): 4,
         ("openai", "gpt-4o-mini"): 1,
         ("anthropic", "claude-3-5-sonnet-20241022"): 2,
     }
-
-
-def _counts(rows: Any) -> list[dict[str, Any]]:
-    from django.db.models import Sum
-
-    return list(rows.values("provider", "model").annotate(n=Sum("requests")).order_by())
 
 
 @pytest.mark.django_db
